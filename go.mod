@@ -1,0 +1,3 @@
+module plexbench
+
+go 1.26
