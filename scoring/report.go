@@ -1,0 +1,191 @@
+// report.go owns the JSON report of a run (the "lse.perplexity" object and
+// its kld object) and WriteFileAtomic, which the CLI and the TUI use to
+// write reports and which base files use for their final rename.
+package scoring
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ReportObject is the report's "object" value.
+const ReportObject = "lse.perplexity"
+
+// Report is the result of a run. Field names and JSON tags follow
+// lse-perplexity's report; fields past those are extras.
+type Report struct {
+	Object                 string         `json:"object"`
+	Tokens                 int            `json:"tokens"`
+	TokenIDsSHA256         string         `json:"token_ids_sha256"`
+	Method                 string         `json:"method"`
+	Ctx                    int            `json:"ctx"`
+	Stride                 int            `json:"stride"`
+	ChunkLimit             int            `json:"chunk_limit"` // the request's chunks; 0 = all
+	WindowsTotal           int            `json:"windows_total"`
+	WindowsScored          int            `json:"windows_scored"`
+	ScoredTokens           int            `json:"scored_tokens"`
+	MeanNLL                float64        `json:"mean_nll"`
+	Perplexity             float64        `json:"perplexity"`
+	PerplexityUncertainty  float64        `json:"perplexity_uncertainty"`
+	ElapsedSeconds         float64        `json:"elapsed_seconds"`
+	PrefillTokens          int            `json:"prefill_tokens"`
+	PrefillTokensPerSecond float64        `json:"prefill_tokens_per_second"`
+	Config                 EngineConfig   `json:"config"`
+	Text                   string         `json:"text,omitempty"`         // the text's path, when known
+	KLDBaseOut             string         `json:"kld_base_out,omitempty"` // base recorded by this run
+	KLDBaseTopK            int            `json:"kld_base_top_k,omitempty"`
+	KLD                    *KLDReport     `json:"kld,omitempty"`
+	Windows                []WindowReport `json:"windows,omitempty"`
+	TokenIDs               []int32        `json:"token_ids,omitempty"`
+	Partial                bool           `json:"partial,omitempty"`
+	PartialReason          string         `json:"partial_reason,omitempty"`
+	Warnings               []string       `json:"warnings,omitempty"`
+}
+
+// WindowReport is one scored chunk or window. Begin/End are token indices
+// of the text ([Begin, End)); FirstTarget is the index of the first scored
+// token. MeanKLD and SameTop are set only when comparing against a base.
+type WindowReport struct {
+	Index       int      `json:"index"`
+	Begin       int      `json:"begin"`
+	End         int      `json:"end"`
+	FirstTarget int      `json:"first_target"`
+	Scored      int      `json:"scored"`
+	NLLSum      float64  `json:"nll_sum"`
+	MeanNLL     float64  `json:"mean_nll"`
+	Perplexity  float64  `json:"perplexity"`
+	Seconds     float64  `json:"seconds"`
+	MeanKLD     *float64 `json:"mean_kld,omitempty"`
+	SameTop     *float64 `json:"same_top,omitempty"`
+}
+
+// KLDReport is the comparison against a recorded base. Probabilities and
+// fractions are fractions (not percent), as in golden.json. KLD is over
+// the base's top-k ids plus one "rest" outcome (see stats.go).
+type KLDReport struct {
+	Base                    string  `json:"base"`
+	TopK                    int     `json:"top_k"`
+	Tokens                  int     `json:"tokens"`
+	BasePerplexity          float64 `json:"base_perplexity"`
+	Perplexity              float64 `json:"perplexity"`
+	DeltaPerplexity         float64 `json:"delta_perplexity"`
+	PerplexityRatio         float64 `json:"perplexity_ratio"`
+	MeanLogRatio            float64 `json:"mean_log_ratio"`
+	MeanLogRatioUncertainty float64 `json:"mean_log_ratio_uncertainty"`
+	MeanKLD                 float64 `json:"mean_kld"`
+	MeanKLDUncertainty      float64 `json:"mean_kld_uncertainty"`
+	KLDP99                  float64 `json:"kld_p99"`
+	KLDMax                  float64 `json:"kld_max"`
+	SameTop                 float64 `json:"same_top"`
+	SameTopUncertainty      float64 `json:"same_top_uncertainty"`
+	MeanDeltaP              float64 `json:"mean_delta_p"`
+	MeanDeltaPUncertainty   float64 `json:"mean_delta_p_uncertainty"`
+	RMSDeltaP               float64 `json:"rms_delta_p"`
+	MeanBaseTopMass         float64 `json:"mean_base_top_mass"`
+
+	// Extras beyond lse-perplexity's kld object.
+	BasePerplexityUncertainty  float64 `json:"base_perplexity_uncertainty"`
+	PerplexityUncertainty      float64 `json:"perplexity_uncertainty"`
+	DeltaPerplexityUncertainty float64 `json:"delta_perplexity_uncertainty"`
+	PerplexityRatioUncertainty float64 `json:"perplexity_ratio_uncertainty"`
+	PPLCorrelation             float64 `json:"ppl_correlation"` // Pearson correlation of per-token NLLs
+	RMSDeltaPUncertainty       float64 `json:"rms_delta_p_uncertainty"`
+	// MeanKLDUncertaintyCR1 is the window-clustered (CR1) standard error of
+	// mean_kld: tokens of one window are not independent.
+	MeanKLDUncertaintyCR1 float64 `json:"mean_kld_uncertainty_cr1"`
+	// Top5Agreement is the fraction of tokens whose run argmax is among the
+	// base's five most likely ids (its top-k when k < 5).
+	Top5Agreement            float64           `json:"top5_agreement"`
+	Top5AgreementUncertainty float64           `json:"top5_agreement_uncertainty"`
+	KLDPercentiles           KLDPercentiles    `json:"kld_percentiles"`
+	DeltaPPercentiles        DeltaPPercentiles `json:"delta_p_percentiles"`
+	NonFiniteTokens          int               `json:"nonfinite_tokens"`
+	NonFiniteNote            string            `json:"nonfinite_note,omitempty"`
+}
+
+// KLDPercentiles are llama.cpp's KLD percentile rows (f32 interpolation).
+type KLDPercentiles struct {
+	Max    float64 `json:"max"`
+	P99_9  float64 `json:"p99_9"`
+	P99    float64 `json:"p99"`
+	P95    float64 `json:"p95"`
+	P90    float64 `json:"p90"`
+	Median float64 `json:"median"`
+	P10    float64 `json:"p10"`
+	P5     float64 `json:"p5"`
+	P1     float64 `json:"p1"`
+	P0_1   float64 `json:"p0_1"`
+	Min    float64 `json:"min"`
+}
+
+// DeltaPPercentiles are llama.cpp's Δp percentile rows, as fractions.
+type DeltaPPercentiles struct {
+	Max    float64 `json:"max"`
+	P99_9  float64 `json:"p99_9"`
+	P99    float64 `json:"p99"`
+	P95    float64 `json:"p95"`
+	P90    float64 `json:"p90"`
+	P75    float64 `json:"p75"`
+	Median float64 `json:"median"`
+	P25    float64 `json:"p25"`
+	P10    float64 `json:"p10"`
+	P5     float64 `json:"p5"`
+	P1     float64 `json:"p1"`
+	P0_1   float64 `json:"p0_1"`
+	Min    float64 `json:"min"`
+}
+
+// JSON encodes the report with two-space indentation and a final newline.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("perplexity report: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteFileAtomic writes data to a temporary file in path's directory,
+// syncs it and renames it over path, so readers see the old file or the
+// whole new one, never a torn write.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// syncDir makes a rename durable where the platform allows; failure is
+// not an error because some filesystems refuse directory syncs.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

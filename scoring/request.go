@@ -1,0 +1,97 @@
+// request.go owns the Request a run is given: the JSON request object of
+// lse_perplexity plus a few Go-only fields, its defaults and its checks.
+package scoring
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Methods.
+const (
+	MethodChunks  = "chunks"  // llama-perplexity's non-overlapping chunks
+	MethodSliding = "sliding" // windows every stride, each token scored once
+)
+
+// Defaults.
+const (
+	DefaultCtx  = 512 // llama-perplexity's -c default
+	DefaultTopK = 32
+	MaxTopK     = 32
+)
+
+// Request is what to score and how. Zero values mean defaults: method
+// chunks, ctx 512, stride = ctx, every window, top-k 32. When KLDBase is
+// set, a zero Method/Ctx/Stride/Chunks means "as the base says" and a
+// non-zero one must agree with the base.
+type Request struct {
+	Text   string  `json:"text,omitempty"`   // scored as one prompt, no chat template
+	Tokens []int32 `json:"tokens,omitempty"` // instead of Text
+
+	Method string `json:"method,omitempty"` // "chunks" (default) or "sliding"
+	Ctx    int    `json:"ctx,omitempty"`    // tokens per chunk or window (default 512)
+	Stride int    `json:"stride,omitempty"` // sliding only; default ctx; chunks: 0 or ctx
+	Chunks int    `json:"chunks,omitempty"` // score only the first N windows; <= 0: all
+
+	KLDBaseOut string `json:"kld_base_out,omitempty"` // record a base here
+	KLDTopK    int    `json:"kld_top_k,omitempty"`    // ids per scored token in that base (1..32, default 32)
+	KLDBase    string `json:"kld_base,omitempty"`     // compare against this base
+
+	// IncludeWindows: nil or true puts the per-window array in the JSON.
+	IncludeWindows  *bool `json:"include_windows,omitempty"`
+	IncludeTokenIDs bool  `json:"include_token_ids,omitempty"`
+
+	// TextPath names where Text came from, for messages and the report.
+	TextPath string `json:"-"`
+	// Progress, when set, receives events synchronously from Run's goroutine.
+	Progress func(Event) `json:"-"`
+}
+
+// ErrBadRequest marks requests that cannot run as given.
+var ErrBadRequest = errors.New("bad perplexity request")
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// windowsWanted reports whether the JSON should carry the windows array.
+func (r *Request) windowsWanted() bool { return r.IncludeWindows == nil || *r.IncludeWindows }
+
+// topK is the base's ids per scored token when recording.
+func (r *Request) topK() int {
+	if r.KLDTopK == 0 {
+		return DefaultTopK
+	}
+	return r.KLDTopK
+}
+
+// check validates the fields that do not depend on the engine or a base.
+func (r *Request) check() error {
+	switch r.Method {
+	case "", MethodChunks, MethodSliding:
+	default:
+		return badRequest("unknown method %q (want %s or %s)", r.Method, MethodChunks, MethodSliding)
+	}
+	if r.Ctx < 0 {
+		return badRequest("ctx %d must be positive", r.Ctx)
+	}
+	if r.Stride < 0 {
+		return badRequest("stride %d must be positive", r.Stride)
+	}
+	if r.KLDTopK < 0 || r.KLDTopK > MaxTopK {
+		return badRequest("kld_top_k %d out of range 1..%d", r.KLDTopK, MaxTopK)
+	}
+	if r.Text != "" && r.Tokens != nil {
+		return badRequest("give text or tokens, not both")
+	}
+	if r.Text == "" && len(r.Tokens) == 0 && r.KLDBase == "" {
+		if r.TextPath != "" {
+			return badRequest("%s: text is empty", r.TextPath)
+		}
+		return badRequest("nothing to score: text and tokens are empty")
+	}
+	if r.KLDBase != "" && r.KLDBaseOut != "" && r.KLDBase == r.KLDBaseOut {
+		return badRequest("kld_base and kld_base_out are the same file %q", r.KLDBase)
+	}
+	return nil
+}
