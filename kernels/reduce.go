@@ -1,0 +1,127 @@
+// reduce.go owns the reference logit-row reductions that perplexity scoring
+// runs after the LM head: Pick (max, argmax, Σ exp, and the logits of a few
+// requested ids) and TopK (the row's k largest logits). They keep nothing
+// vocabulary-sized, so a device backend can mirror them and return only a
+// few numbers per row.
+package kernels
+
+import "math"
+
+// Pick reduces one logit row. It returns the row's maximum (f32), the first
+// index attaining it, and Σ_j f64(expf(row[j] − max)) with the subtraction
+// and the exponential in f32 and the sum in f64 in ascending j, as
+// llama-perplexity computes it. It also sets picked[i] = row[ids[i]]; every
+// id must lie in [0, len(row)) and len(picked) must be at least len(ids).
+// An empty row returns (−Inf, −1, 0).
+func Pick(row []float32, ids []int32, picked []float32) (max float32, argmax int32, sumExp float64) {
+	for i, id := range ids {
+		picked[i] = row[id]
+	}
+	if len(row) == 0 {
+		return float32(math.Inf(-1)), -1, 0
+	}
+	max = row[0]
+	for j, v := range row[1:] {
+		if v > max { // strict: the first maximum wins
+			max, argmax = v, int32(j+1)
+		}
+	}
+	for _, v := range row {
+		sumExp += float64(expf(v - max))
+	}
+	return max, argmax, sumExp
+}
+
+// expf is single-precision exp, within an ulp of C's expf.
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// TopK writes the row's k largest logits in descending order to logits[:k]
+// and their indices to ids[:k]; equal logits put the lower index first.
+// k is clamped to len(row); ids and logits must hold k entries. It runs in
+// O(len(row)·log k) using ids/logits as a bounded min-heap, and allocates
+// nothing. NaN logits are never selected unless fewer than k others exist.
+func TopK(row []float32, k int, ids []int32, logits []float32) {
+	if k > len(row) {
+		k = len(row)
+	}
+	if k <= 0 {
+		return
+	}
+	ids, logits = ids[:k], logits[:k]
+	h := topHeap{ids: ids, logits: logits}
+	for j, v := range row {
+		id := int32(j)
+		if h.n < k {
+			h.push(id, v)
+			continue
+		}
+		if worse(logits[0], ids[0], v, id) {
+			ids[0], logits[0] = id, v
+			h.down(0)
+		}
+	}
+	// Heap sort: repeatedly move the worst kept pair to the end, which
+	// leaves the best first.
+	for end := k - 1; end > 0; end-- {
+		ids[0], ids[end] = ids[end], ids[0]
+		logits[0], logits[end] = logits[end], logits[0]
+		h.n = end
+		h.down(0)
+	}
+}
+
+// worse reports whether (la, ia) ranks below (lb, ib): a lower logit, or an
+// equal logit with a higher index. A NaN ranks below everything.
+func worse(la float32, ia int32, lb float32, ib int32) bool {
+	if la != la {
+		return lb == lb || ia > ib
+	}
+	if lb != lb {
+		return false
+	}
+	return la < lb || (la == lb && ia > ib)
+}
+
+// topHeap is a min-heap (worst pair at the root) over caller-owned slices.
+type topHeap struct {
+	ids    []int32
+	logits []float32
+	n      int
+}
+
+func (h *topHeap) push(id int32, v float32) {
+	i := h.n
+	h.ids[i], h.logits[i] = id, v
+	h.n++
+	for i > 0 {
+		p := (i - 1) / 2
+		if !worse(h.logits[i], h.ids[i], h.logits[p], h.ids[p]) {
+			break
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *topHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= h.n {
+			return
+		}
+		m := l
+		if r := l + 1; r < h.n && worse(h.logits[r], h.ids[r], h.logits[l], h.ids[l]) {
+			m = r
+		}
+		if !worse(h.logits[m], h.ids[m], h.logits[i], h.ids[i]) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+func (h *topHeap) swap(a, b int) {
+	h.ids[a], h.ids[b] = h.ids[b], h.ids[a]
+	h.logits[a], h.logits[b] = h.logits[b], h.logits[a]
+}
