@@ -148,8 +148,9 @@ func (d *decoder) intern(b []byte) string {
 }
 
 // Parse reads the header, metadata and tensor index of a GGUF file of the
-// given size from r, validating them as llama.cpp does (and more). It
-// reads nothing at or beyond DataOffset. name labels errors.
+// given size from r, validating them as llama.cpp does (and more). The
+// result depends on no byte at or beyond DataOffset (reads ahead may touch
+// them; a ReaderAt that errors there is fine). name labels errors.
 func Parse(r io.ReaderAt, size int64, name string) (*File, error) {
 	d := &decoder{name: name, src: r, size: size}
 	return parse(d)
