@@ -112,9 +112,10 @@ func (d *decoder) count(minSize int64, what string) (int64, error) {
 	return int64(c), nil
 }
 
-// rawString returns the bytes of a length-prefixed string (aliasing the window).
-func (d *decoder) rawString(what string) ([]byte, error) {
-	n, err := d.count(1, what+" length")
+// rawString returns the bytes of a length-prefixed string (aliasing the
+// window). The labels are passed in whole so hot loops build them once.
+func (d *decoder) rawString(what, lenWhat string) ([]byte, error) {
+	n, err := d.count(1, lenWhat)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func (d *decoder) rawString(what string) ([]byte, error) {
 }
 
 func (d *decoder) str(what string) (string, error) {
-	b, err := d.rawString(what)
+	b, err := d.rawString(what, what+" length")
 	if err != nil {
 		return "", err
 	}
@@ -352,8 +353,9 @@ func (d *decoder) array(et ValueType, what string) (Value, error) {
 			return Value{}, err
 		}
 		a := make([]string, n)
+		elemWhat, lenWhat := what+" element", what+" element length"
 		for j := range a {
-			b, err := d.rawString(what + " element")
+			b, err := d.rawString(elemWhat, lenWhat)
 			if err != nil {
 				return Value{}, err
 			}

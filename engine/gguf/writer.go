@@ -257,9 +257,7 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		p, _ := pad(t.Size, align)
 		off += p
 	}
-	if len(w.tensors) > 0 {
-		c.padTo(align)
-	}
+	c.padTo(align) // gguf-py pads here even with no tensors
 	for _, d := range w.data {
 		c.bytes(d)
 		c.padTo(align)
