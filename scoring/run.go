@@ -1,18 +1,525 @@
-// run.go owns Run: planning the windows, driving the engine's prefill and
-// head reductions, recording or comparing a KLD base, and the report.
+// run.go owns Run: resolving the request against the engine and a base,
+// planning the windows, driving prefill and the batched head reductions,
+// recording or comparing a KLD base, progress events and the report.
 package scoring
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
 )
 
 // ErrStopped is returned with a partial report when the context was
 // cancelled: the run stopped after the window in flight. Callers should
-// still write the report.
+// still write the report. It wraps the context's cause.
 var ErrStopped = errors.New("perplexity run stopped early")
 
-// Run scores req on eng. See Request for the fields.
+// Run scores req on eng and returns the report. The context is checked
+// between windows: a cancelled run finishes the window in flight and
+// returns the partial report with an error wrapping ErrStopped. An engine
+// failure also returns the partial report, with that error. A base being
+// recorded is kept only when every window was scored.
 func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
-	return Report{}, errors.New("scoring.Run: not implemented yet")
+	start := time.Now()
+	if err := req.check(); err != nil {
+		return Report{}, err
+	}
+	info, cfg := eng.Info(), eng.Config()
+	if cfg.HeadRows == 0 {
+		cfg.HeadRows = HeadRows
+	}
+	if cfg.Model.Path == "" {
+		cfg.Model = info
+	}
+
+	var base *BaseReader
+	if req.KLDBase != "" {
+		var err error
+		if base, err = OpenBase(req.KLDBase); err != nil {
+			return Report{}, err
+		}
+		defer base.Close()
+	}
+	g, err := geometryFor(&req, base, info, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	tokens, err := tokensFor(&req, eng, base, info)
+	if err != nil {
+		return Report{}, err
+	}
+	plan, err := PlanWindows(len(tokens), g)
+	if err != nil {
+		if req.TextPath != "" {
+			return Report{}, fmt.Errorf("%s: %w", req.TextPath, err)
+		}
+		return Report{}, err
+	}
+	if base != nil && (plan.Scored != base.Header.Scored || len(plan.Windows) != base.Header.Windows) {
+		return Report{}, fmt.Errorf("%w: %s holds %d windows / %d scored tokens, this run plans %d / %d",
+			ErrBaseMismatch, base.Name, base.Header.Windows, base.Header.Scored, len(plan.Windows), plan.Scored)
+	}
+
+	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
+		hidden: info.HiddenSize, start: start, nll: NLLStats{}}
+	if base != nil {
+		r.kb = base.Header.TopK
+		if info.VocabSize > 0 && r.kb >= info.VocabSize {
+			r.restEmpty = true
+		}
+		r.kld = &KLDStats{}
+	}
+	if req.KLDBaseOut != "" {
+		r.kout = req.topK()
+		if info.VocabSize > 0 && r.kout > info.VocabSize {
+			return Report{}, badRequest("kld_top_k %d exceeds the vocabulary size %d", r.kout, info.VocabSize)
+		}
+		h := BaseHeader{
+			Method: plan.Method, Ctx: plan.Ctx, Stride: plan.Stride, ChunkLimit: plan.ChunkLimit,
+			TopK: r.kout, Windows: len(plan.Windows), Scored: plan.Scored, ModelSize: info.Size,
+			Meta: BaseMeta{ModelFile: filepath.Base(info.Path), ModelArchitecture: info.Architecture,
+				VocabSize: info.VocabSize, Config: cfg},
+		}
+		if r.out, err = CreateBase(req.KLDBaseOut, h, tokens); err != nil {
+			return Report{}, err
+		}
+		defer r.out.Abort() // no-op after a successful Close
+	}
+	if r.hidden <= 0 {
+		return Report{}, fmt.Errorf("engine reports hidden size %d", r.hidden)
+	}
+	r.alloc()
+
+	rep := Report{
+		Object: ReportObject, Tokens: len(tokens), Method: plan.Method, Ctx: plan.Ctx,
+		Stride: plan.Stride, ChunkLimit: plan.ChunkLimit, WindowsTotal: len(plan.Windows),
+		Config: cfg, Text: req.TextPath,
+	}
+	sum := TokenIDsSHA256(tokens)
+	rep.TokenIDsSHA256 = hex.EncodeToString(sum[:])
+	if req.IncludeTokenIDs {
+		rep.TokenIDs = tokens
+	}
+
+	r.loopStart = time.Now()
+	r.event(Event{Kind: EventStarted})
+	var runErr error
+	for _, w := range plan.Windows {
+		if err := ctx.Err(); err != nil {
+			runErr = fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))
+			rep.PartialReason = fmt.Sprintf("stopped after %d of %d windows: %v",
+				len(r.windows), len(plan.Windows), context.Cause(ctx))
+			break
+		}
+		if err := r.window(w); err != nil {
+			runErr = fmt.Errorf("window %d (tokens %d..%d): %w", w.Index, w.Begin, w.End, err)
+			rep.PartialReason = fmt.Sprintf("failed in window %d of %d: %v", w.Index+1, len(plan.Windows), err)
+			break
+		}
+	}
+	rep.Partial = runErr != nil
+
+	if r.out != nil {
+		if rep.Partial {
+			r.out.Abort()
+			rep.PartialReason += "; the KLD base was not written"
+		} else if err := r.out.Close(); err != nil {
+			runErr = err
+			rep.Partial, rep.PartialReason = true, err.Error()
+		} else {
+			rep.KLDBaseOut, rep.KLDBaseTopK = req.KLDBaseOut, r.kout
+		}
+	}
+
+	res := r.nll.Result()
+	rep.WindowsScored = len(r.windows)
+	rep.ScoredTokens = res.N
+	rep.MeanNLL, rep.Perplexity, rep.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
+	rep.PrefillTokens = r.prefillDone
+	rep.ElapsedSeconds = time.Since(start).Seconds()
+	if rep.ElapsedSeconds > 0 {
+		rep.PrefillTokensPerSecond = float64(r.prefillDone) / rep.ElapsedSeconds
+	}
+	if req.windowsWanted() {
+		rep.Windows = r.windows
+	}
+	if r.kld != nil {
+		k := r.kld.Result()
+		k.Base, k.TopK = req.KLDBase, r.kb
+		rep.KLD = &k
+		rep.Warnings = append(rep.Warnings, k.Warnings()...)
+		if v := base.Header.Meta.VocabSize; v > 0 && info.VocabSize > 0 && v != info.VocabSize {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+				"the base was recorded with a vocabulary of %d entries, this model has %d", v, info.VocabSize))
+		}
+	}
+	rep.sanitize()
+	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason})
+	return rep, runErr
+}
+
+// geometryFor resolves method/ctx/stride/chunks from the request and, when
+// comparing, the base: zero request fields take the base's values, others
+// must agree with it. KV capacity is checked here, before tokenizing.
+func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfig) (Geometry, error) {
+	g := Geometry{Method: req.Method, Ctx: req.Ctx, Stride: req.Stride, Chunks: req.Chunks,
+		AddBOS: info.AddBOS, BOS: info.BOS, KVCapacity: cfg.KVCapacity}
+	if base != nil {
+		h := &base.Header
+		mismatch := func(field string, b, run any) error {
+			return fmt.Errorf("%w: %s: %s is %v in the base, %v in this run", ErrBaseMismatch, base.Name, field, b, run)
+		}
+		if g.Method == "" {
+			g.Method = h.Method
+		} else if g.Method != h.Method {
+			return g, mismatch("method", h.Method, g.Method)
+		}
+		if g.Ctx == 0 {
+			g.Ctx = h.Ctx
+		} else if g.Ctx != h.Ctx {
+			return g, mismatch("ctx", h.Ctx, g.Ctx)
+		}
+		if g.Stride == 0 {
+			g.Stride = h.Stride
+		} else if g.Stride != h.Stride {
+			return g, mismatch("stride", h.Stride, g.Stride)
+		}
+		if g.Chunks <= 0 {
+			g.Chunks = h.ChunkLimit
+		} else if g.Chunks != h.ChunkLimit {
+			return g, mismatch("chunk limit", h.ChunkLimit, g.Chunks)
+		}
+	}
+	if g.Ctx == 0 {
+		g.Ctx = DefaultCtx
+	}
+	return g.resolve()
+}
+
+// tokensFor returns the ids to score: the base's when comparing (text or
+// tokens, when also given, must hash the same), else the request's tokens
+// or its tokenized text. Every id must be inside the vocabulary.
+func tokensFor(req *Request, eng Engine, base *BaseReader, info ModelInfo) ([]int32, error) {
+	src := "tokens"
+	var tokens []int32
+	switch {
+	case req.Text != "":
+		src = "text"
+		if req.TextPath != "" {
+			src = req.TextPath
+		}
+		var err error
+		if tokens, err = eng.Tokenize(req.Text); err != nil {
+			return nil, fmt.Errorf("tokenizing %s: %w", src, err)
+		}
+		if len(tokens) == 0 {
+			return nil, badRequest("%s tokenizes to no tokens", src)
+		}
+	case len(req.Tokens) > 0:
+		tokens = req.Tokens
+	}
+	if base != nil {
+		if tokens != nil {
+			if got := TokenIDsSHA256(tokens); got != base.Header.TokenIDsSHA256 {
+				return nil, fmt.Errorf("%w: %s: token ids differ: token_ids_sha256 is %s (%d tokens) in the base, %s (%d tokens) for %s",
+					ErrBaseMismatch, base.Name, base.Header.TokenHash(), base.Header.Tokens,
+					hex.EncodeToString(got[:]), len(tokens), src)
+			}
+		}
+		tokens, src = base.Tokens, base.Name
+	}
+	if v := info.VocabSize; v > 0 {
+		for i, t := range tokens {
+			if t < 0 || int(t) >= v {
+				return nil, badRequest("%s: token %d at index %d is outside the vocabulary (size %d)", src, t, i, v)
+			}
+		}
+	}
+	return tokens, nil
+}
+
+// runner holds one run's state and reusable buffers.
+type runner struct {
+	ctx    context.Context
+	eng    Engine
+	req    *Request
+	info   ModelInfo
+	plan   Plan
+	tokens []int32
+	hidden int
+
+	base      *BaseReader
+	kb        int // base's top-k when comparing
+	restEmpty bool
+	kld       *KLDStats
+	out       *BaseWriter
+	kout      int // top-k recorded when writing a base
+
+	nll     NLLStats
+	windows []WindowReport
+
+	start, loopStart time.Time
+	prefillDone      int
+	scoredDone       int
+
+	// Per window.
+	w        Window
+	wNLL     NLLStats
+	nextRow  int // window position of the next row expected from prefill
+	input    []int32
+	rows     []float32 // HeadRows × hidden staging buffer
+	nrows    int
+	firstPos int // window position of rows[0]
+
+	reqs    []RowRequest
+	res     []RowResult
+	baseIDs [][]int32
+	baseLP  [][]float32
+	baseNLL []float64
+	runLP   []float32
+	lp      []float32
+}
+
+func (r *runner) alloc() {
+	r.rows = make([]float32, HeadRows*r.hidden)
+	r.reqs = make([]RowRequest, HeadRows)
+	r.res = make([]RowResult, HeadRows)
+	r.baseIDs = make([][]int32, HeadRows)
+	r.baseLP = make([][]float32, HeadRows)
+	r.baseNLL = make([]float64, HeadRows)
+	for i := range r.reqs {
+		r.reqs[i].IDs = make([]int32, 1+r.kb)
+		r.reqs[i].TopK = r.kout
+		r.baseIDs[i] = r.reqs[i].IDs[1:]
+		r.baseLP[i] = make([]float32, r.kb)
+	}
+	r.runLP = make([]float32, r.kb)
+	r.lp = make([]float32, r.kout)
+}
+
+// window scores one window: prefill from its first scored row, staging
+// rows and reducing them HeadRows at a time.
+func (r *runner) window(w Window) error {
+	t0 := time.Now()
+	r.w, r.wNLL, r.nextRow, r.nrows = w, NLLStats{}, w.FirstRow, 0
+	r.input = w.Input(r.tokens, r.input)
+	// The window in flight always finishes: cancellation is honoured
+	// between windows, so a partial report never holds half a window.
+	err := r.eng.Prefill(context.WithoutCancel(r.ctx), r.input, w.FirstRow, r.emit)
+	if err == nil && r.nrows > 0 {
+		err = r.flush(r.rows, r.nrows, r.firstPos)
+	}
+	if err != nil {
+		return err
+	}
+	if done := r.nextRow - w.FirstRow; done != w.Scored {
+		return fmt.Errorf("engine emitted %d of the window's %d scored rows", done, w.Scored)
+	}
+	r.prefillDone += w.Len()
+	r.scoredDone += w.Scored
+	r.nll.Merge(r.wNLL)
+	secs := time.Since(t0).Seconds()
+	wr := WindowReport{Index: w.Index, Begin: w.Begin, End: w.End, FirstTarget: w.FirstTarget,
+		Scored: w.Scored, NLLSum: r.wNLL.Sum, Seconds: secs}
+	if res := r.wNLL.Result(); res.N > 0 {
+		wr.MeanNLL, wr.Perplexity = res.MeanNLL, res.Perplexity
+	}
+	if r.kld != nil {
+		if m, st, ok := r.kld.Window(w.Index); ok {
+			wr.MeanKLD, wr.SameTop = &m, &st
+		}
+	}
+	r.windows = append(r.windows, wr)
+	ev := Event{Kind: EventWindowDone, Window: &wr}
+	if secs > 0 {
+		ev.TokensPerSecond = float64(w.Len()) / secs
+	}
+	r.event(ev)
+	return nil
+}
+
+// emit receives one pass's rows from prefill. Rows before FirstRow and
+// after LastRow (position ctx−1 in chunks) are not scored.
+func (r *runner) emit(pos int, hidden []float32, n int) error {
+	last := r.w.LastRow()
+	if len(hidden) < n*r.hidden {
+		return fmt.Errorf("engine emitted %d rows in %d floats (hidden size %d)", n, len(hidden), r.hidden)
+	}
+	for i := 0; i < n; {
+		p := pos + i
+		if p < r.w.FirstRow || p > last {
+			i++
+			continue
+		}
+		if p != r.nextRow {
+			return fmt.Errorf("engine emitted row %d, expected row %d", p, r.nextRow)
+		}
+		// Whole blocks go straight from the engine's buffer to the head.
+		if r.nrows == 0 {
+			if m := min(n-i, last-p+1); m >= HeadRows {
+				m = HeadRows
+				if err := r.flush(hidden[i*r.hidden:(i+m)*r.hidden], m, p); err != nil {
+					return err
+				}
+				i += m
+				continue
+			}
+			r.firstPos = p
+		}
+		copy(r.rows[r.nrows*r.hidden:], hidden[i*r.hidden:(i+1)*r.hidden])
+		r.nrows++
+		r.nextRow++
+		i++
+		if r.nrows == HeadRows {
+			if err := r.flush(r.rows, r.nrows, r.firstPos); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// flush runs the LM head and reductions on n rows starting at window
+// position pos, then scores them. For staged rows nextRow already counts
+// them; for direct blocks it is advanced here.
+func (r *runner) flush(rows []float32, n, pos int) error {
+	direct := r.nrows == 0
+	for i := range n {
+		q := &r.reqs[i]
+		q.IDs[0] = r.tokens[r.w.Begin+pos+i+1]
+		if r.base != nil {
+			nll, err := r.base.Next(r.baseIDs[i], r.baseLP[i])
+			if err != nil {
+				return err
+			}
+			for _, id := range r.baseIDs[i] {
+				if id < 0 || (r.info.VocabSize > 0 && int(id) >= r.info.VocabSize) {
+					return fmt.Errorf("%w %s: record %d holds token id %d outside the vocabulary (%d)",
+						ErrBadBase, r.base.Name, r.base.read-1, id, r.info.VocabSize)
+				}
+			}
+			r.baseNLL[i] = nll
+		}
+		res := &r.res[i]
+		res.Picked = grow(res.Picked, len(q.IDs))
+		res.TopIDs = growI(res.TopIDs, r.kout)
+		res.TopLogits = grow(res.TopLogits, r.kout)
+	}
+	if err := r.eng.HeadReduce(rows, n, r.reqs[:n], r.res[:n]); err != nil {
+		return fmt.Errorf("head reduce: %w", err)
+	}
+	for i := range n {
+		if err := r.score(i, pos+i); err != nil {
+			return err
+		}
+	}
+	if direct {
+		r.nextRow += n
+	}
+	r.nrows = 0
+	return nil
+}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func growI(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+// score turns one row's reductions into the token's NLL, base record and
+// comparison.
+func (r *runner) score(i, pos int) error {
+	q, res := &r.reqs[i], &r.res[i]
+	if len(res.Picked) != len(q.IDs) || len(res.TopIDs) < r.kout || len(res.TopLogits) < r.kout {
+		return fmt.Errorf("head reduce returned %d picked / %d top ids, want %d / %d",
+			len(res.Picked), len(res.TopIDs), len(q.IDs), r.kout)
+	}
+	lnS := math.Log(res.SumExp)
+	nll := NLL(res.Picked[0], res.Max, res.SumExp)
+	if math.IsNaN(nll) || math.IsInf(nll, 0) {
+		return fmt.Errorf("row %d (target token %d): non-finite NLL (max %v, sum exp %v, target logit %v)",
+			pos, q.IDs[0], res.Max, res.SumExp, res.Picked[0])
+	}
+	r.wNLL.Add(nll)
+	if r.out != nil {
+		for j := range r.kout {
+			r.lp[j] = LogProb(res.TopLogits[j], res.Max, lnS)
+		}
+		if err := r.out.Append(nll, res.TopIDs[:r.kout], r.lp); err != nil {
+			return err
+		}
+	}
+	if r.kld != nil {
+		for j := range r.kb {
+			r.runLP[j] = LogProb(res.Picked[1+j], res.Max, lnS)
+		}
+		c := CompareToken(nll, r.baseNLL[i], res.ArgMax, r.baseIDs[i], r.baseLP[i], r.runLP, r.restEmpty)
+		r.kld.Add(r.w.Index, c)
+	}
+	return nil
+}
+
+// event fills the run totals into e and sends it.
+func (r *runner) event(e Event) {
+	if r.req.Progress == nil {
+		return
+	}
+	e.Method, e.Ctx, e.Stride = r.plan.Method, r.plan.Ctx, r.plan.Stride
+	e.WindowsTotal, e.WindowsDone = len(r.plan.Windows), len(r.windows)
+	e.ScoredTotal, e.ScoredDone = r.plan.Scored, r.scoredDone
+	e.PrefillTotal, e.PrefillDone = r.plan.PrefillToks, r.prefillDone
+	e.Elapsed = time.Since(r.start)
+	if loop := time.Since(r.loopStart).Seconds(); loop > 0 && r.prefillDone > 0 {
+		e.MeanTokensPerSecond = float64(r.prefillDone) / loop
+		left := float64(r.plan.PrefillToks - r.prefillDone)
+		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
+	}
+	res := r.nll.Result()
+	e.MeanNLL, e.Perplexity, e.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
+	if r.kld != nil && r.kld.Tokens() > 0 {
+		s := r.kld.Snapshot()
+		e.KLD = &s
+	}
+	r.req.Progress(e)
+}
+
+// sanitize replaces non-finite numbers, which JSON cannot carry, by 0 and
+// says so in a warning.
+func (rep *Report) sanitize() {
+	bad := 0
+	fix := func(x *float64) {
+		if math.IsNaN(*x) || math.IsInf(*x, 0) {
+			*x = 0
+			bad++
+		}
+	}
+	fix(&rep.MeanNLL)
+	fix(&rep.Perplexity)
+	fix(&rep.PerplexityUncertainty)
+	for i := range rep.Windows {
+		fix(&rep.Windows[i].MeanNLL)
+		fix(&rep.Windows[i].Perplexity)
+	}
+	if k := rep.KLD; k != nil {
+		for _, p := range []*float64{&k.BasePerplexity, &k.Perplexity, &k.DeltaPerplexity, &k.PerplexityRatio,
+			&k.PerplexityRatioUncertainty, &k.DeltaPerplexityUncertainty, &k.PerplexityUncertainty,
+			&k.BasePerplexityUncertainty, &k.PPLCorrelation} {
+			fix(p)
+		}
+	}
+	if bad > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d non-finite statistics (overflow) were written as 0", bad))
+	}
 }

@@ -1,0 +1,444 @@
+// basefile.go owns the compact KLD base file: what a recording run writes
+// and a comparison run reads back. Per scored token it holds the base's NLL
+// and its top-k (id, log-probability) pairs instead of llama.cpp's full
+// 16-bit logit rows.
+//
+// Layout (little-endian, no padding):
+//
+//	off  size   field
+//	0    8      magic "PLXKLDB\x00"
+//	8    4      u32 format version (1)
+//	12   4      u32 method (1 chunks, 2 sliding)
+//	16   4      u32 ctx
+//	20   4      u32 stride
+//	24   4      u32 chunk limit (0 = all)
+//	28   4      u32 top_k (1..32)
+//	32   8      u64 token count N
+//	40   8      u64 windows
+//	48   8      u64 scored tokens S
+//	56   32     SHA-256 of the token ids as little-endian int32
+//	88   8      u64 model file size
+//	96   4      u32 meta length M (<= 1 MiB)
+//	100  M      meta JSON: model file name, architecture, vocab size, run config
+//	…    4N     token ids (int32), as tokenized (no BOS substitution)
+//	…    S×(8+8K) records in scoring order: f64 NLL, then K × (i32 id, f32 log-prob)
+//	…    32     SHA-256 of every byte before it
+//
+// A base is written to a temporary file in the target directory and renamed
+// into place only by Close after every promised record arrived, so an
+// aborted run never leaves a valid-looking base (Abort removes the temp).
+package scoring
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// Base file constants.
+const (
+	BaseVersion     = 1
+	baseMagic       = "PLXKLDB\x00"
+	baseFixedHeader = 100
+	baseMaxMeta     = 1 << 20
+	baseMaxCtx      = 1 << 24
+)
+
+// ErrBadBase marks a base file that is corrupt, truncated or unreadable;
+// ErrBaseMismatch one that is valid but was made for other tokens or
+// settings.
+var (
+	ErrBadBase      = errors.New("bad KLD base file")
+	ErrBaseMismatch = errors.New("KLD base does not match this run")
+)
+
+// BaseRecordBytes is the size of one scored token's record.
+func BaseRecordBytes(k int) int { return 8 + 8*k }
+
+// BaseMeta is the free-form part of the header.
+type BaseMeta struct {
+	ModelFile         string       `json:"model_file"`
+	ModelArchitecture string       `json:"model_architecture"`
+	VocabSize         int          `json:"vocab_size"`
+	Config            EngineConfig `json:"config"`
+}
+
+// BaseHeader describes a base file.
+type BaseHeader struct {
+	Version        int
+	Method         string
+	Ctx            int
+	Stride         int
+	ChunkLimit     int
+	TopK           int
+	Tokens         int
+	Windows        int
+	Scored         int
+	TokenIDsSHA256 [32]byte
+	ModelSize      int64
+	Meta           BaseMeta
+}
+
+// TokenHash is the hex SHA-256 of the header's token ids.
+func (h *BaseHeader) TokenHash() string { return hex.EncodeToString(h.TokenIDsSHA256[:]) }
+
+// TokenIDsSHA256 hashes token ids as little-endian int32.
+func TokenIDsSHA256(tokens []int32) [32]byte {
+	h := sha256.New()
+	var b [4096]byte
+	for len(tokens) > 0 {
+		n := min(len(tokens), len(b)/4)
+		for i, t := range tokens[:n] {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(t))
+		}
+		h.Write(b[:4*n])
+		tokens = tokens[n:]
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+func methodCode(m string) uint32 {
+	switch m {
+	case MethodChunks:
+		return 1
+	case MethodSliding:
+		return 2
+	}
+	return 0
+}
+
+// baseSize is the exact file size a header promises.
+func baseSize(metaLen int, h *BaseHeader) int64 {
+	return int64(baseFixedHeader) + int64(metaLen) + 4*int64(h.Tokens) +
+		int64(h.Scored)*int64(BaseRecordBytes(h.TopK)) + sha256.Size
+}
+
+// BaseWriter streams a base file.
+type BaseWriter struct {
+	path, tmp string
+	f         *os.File
+	bw        *bufio.Writer
+	sum       hash.Hash
+	w         io.Writer // bw and sum together
+	k         int
+	want, got int
+	rec       []byte
+	err       error
+}
+
+// CreateBase starts writing a base for tokens to path; h.Tokens and
+// h.TokenIDsSHA256 are set from tokens. Records follow with Append.
+func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) {
+	h.Version = BaseVersion
+	h.Tokens = len(tokens)
+	h.TokenIDsSHA256 = TokenIDsSHA256(tokens)
+	mc := methodCode(h.Method)
+	if mc == 0 || h.TopK < 1 || h.TopK > MaxTopK || h.Ctx < 1 || h.Ctx > baseMaxCtx ||
+		h.Stride < 1 || h.ChunkLimit < 0 || h.Scored < 0 || h.Windows < 0 {
+		return nil, fmt.Errorf("kld base %s: invalid header %+v", path, h)
+	}
+	meta, err := json.Marshal(h.Meta)
+	if err != nil {
+		return nil, fmt.Errorf("kld base %s: %w", path, err)
+	}
+	if len(meta) > baseMaxMeta {
+		return nil, fmt.Errorf("kld base %s: header metadata too large (%d bytes)", path, len(meta))
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, fmt.Errorf("kld base %s: %w", path, err)
+	}
+	w := &BaseWriter{path: path, tmp: f.Name(), f: f, bw: bufio.NewWriterSize(f, 1<<20),
+		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK))}
+	w.w = io.MultiWriter(w.bw, w.sum)
+
+	hdr := make([]byte, baseFixedHeader, baseFixedHeader+len(meta))
+	copy(hdr, baseMagic)
+	le := binary.LittleEndian
+	le.PutUint32(hdr[8:], BaseVersion)
+	le.PutUint32(hdr[12:], mc)
+	le.PutUint32(hdr[16:], uint32(h.Ctx))
+	le.PutUint32(hdr[20:], uint32(h.Stride))
+	le.PutUint32(hdr[24:], uint32(h.ChunkLimit))
+	le.PutUint32(hdr[28:], uint32(h.TopK))
+	le.PutUint64(hdr[32:], uint64(h.Tokens))
+	le.PutUint64(hdr[40:], uint64(h.Windows))
+	le.PutUint64(hdr[48:], uint64(h.Scored))
+	copy(hdr[56:88], h.TokenIDsSHA256[:])
+	le.PutUint64(hdr[88:], uint64(h.ModelSize))
+	le.PutUint32(hdr[96:], uint32(len(meta)))
+	hdr = append(hdr, meta...)
+	w.write(hdr)
+	var b [4096]byte
+	for t := tokens; len(t) > 0; {
+		n := min(len(t), len(b)/4)
+		for i, id := range t[:n] {
+			le.PutUint32(b[4*i:], uint32(id))
+		}
+		w.write(b[:4*n])
+		t = t[n:]
+	}
+	if w.err != nil {
+		w.Abort()
+		return nil, fmt.Errorf("kld base %s: %w", path, w.err)
+	}
+	return w, nil
+}
+
+func (w *BaseWriter) write(p []byte) {
+	if w.err == nil {
+		_, w.err = w.w.Write(p)
+	}
+}
+
+// Append adds the next scored token's record: its NLL and the base's top-k
+// ids with their log-probabilities (exactly k of each).
+func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error {
+	if w.err != nil {
+		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+	}
+	if len(ids) != w.k || len(logprobs) != w.k {
+		return fmt.Errorf("kld base %s: record with %d ids and %d log-probs, want %d", w.path, len(ids), len(logprobs), w.k)
+	}
+	if w.got >= w.want {
+		return fmt.Errorf("kld base %s: more than the %d records the header promises", w.path, w.want)
+	}
+	le := binary.LittleEndian
+	le.PutUint64(w.rec, math.Float64bits(nll))
+	for i := range ids {
+		le.PutUint32(w.rec[8+8*i:], uint32(ids[i]))
+		le.PutUint32(w.rec[12+8*i:], math.Float32bits(logprobs[i]))
+	}
+	w.write(w.rec)
+	w.got++
+	if w.err != nil {
+		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+	}
+	return nil
+}
+
+// Close writes the checksum and renames the file into place. It fails, and
+// leaves no file at path, unless every promised record was appended.
+func (w *BaseWriter) Close() error {
+	if w.f == nil {
+		return fmt.Errorf("kld base %s: already closed", w.path)
+	}
+	if w.got != w.want {
+		w.Abort()
+		return fmt.Errorf("kld base %s: %d of %d records written; base discarded", w.path, w.got, w.want)
+	}
+	if w.err == nil {
+		_, w.err = w.bw.Write(w.sum.Sum(nil))
+	}
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	if w.err == nil {
+		w.err = w.f.Sync()
+	}
+	if err := w.f.Close(); w.err == nil {
+		w.err = err
+	}
+	w.f = nil
+	if w.err == nil {
+		w.err = os.Rename(w.tmp, w.path)
+	}
+	if w.err != nil {
+		os.Remove(w.tmp)
+		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+	}
+	syncDir(filepath.Dir(w.path))
+	return nil
+}
+
+// Abort discards the base: the temporary file is removed and path is left
+// as it was. Safe to call after Close.
+func (w *BaseWriter) Abort() {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+		os.Remove(w.tmp)
+	}
+}
+
+// BaseReader reads a verified base file record by record.
+type BaseReader struct {
+	Name   string
+	Header BaseHeader
+	Tokens []int32
+
+	closer io.Closer
+	r      *bufio.Reader
+	read   int
+	rec    []byte
+}
+
+// OpenBase opens and verifies a base file.
+func OpenBase(path string) (*BaseReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kld base: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kld base %s: %w", path, err)
+	}
+	b, err := ReadBase(f, st.Size(), path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	b.closer = f
+	return b, nil
+}
+
+// ReadBase verifies a base held by r (size bytes; name for messages): the
+// header's fields and sizes before anything is allocated, then the
+// checksum over the whole file, then the token hash. Records are then
+// read in order with Next.
+func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s: %s", ErrBadBase, name, fmt.Sprintf(format, args...))
+	}
+	var hdr [baseFixedHeader]byte
+	if size < baseFixedHeader+sha256.Size {
+		return nil, bad("%d bytes is too short for a base file", size)
+	}
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
+		return nil, bad("reading header: %v", err)
+	}
+	if string(hdr[:8]) != baseMagic {
+		return nil, bad("not a plexbench KLD base (magic %q)", hdr[:8])
+	}
+	le := binary.LittleEndian
+	h := BaseHeader{Version: int(le.Uint32(hdr[8:]))}
+	if h.Version != BaseVersion {
+		return nil, bad("format version %d, this build reads %d", h.Version, BaseVersion)
+	}
+	switch le.Uint32(hdr[12:]) {
+	case 1:
+		h.Method = MethodChunks
+	case 2:
+		h.Method = MethodSliding
+	default:
+		return nil, bad("unknown method code %d", le.Uint32(hdr[12:]))
+	}
+	ctx, stride, limit, k := le.Uint32(hdr[16:]), le.Uint32(hdr[20:]), le.Uint32(hdr[24:]), le.Uint32(hdr[28:])
+	ntok, nwin, nscored := le.Uint64(hdr[32:]), le.Uint64(hdr[40:]), le.Uint64(hdr[48:])
+	msize, mlen := le.Uint64(hdr[88:]), le.Uint32(hdr[96:])
+	switch {
+	case ctx < 1 || ctx > baseMaxCtx:
+		return nil, bad("ctx %d out of range", ctx)
+	case stride < 1 || stride > ctx:
+		return nil, bad("stride %d out of range 1..ctx (%d)", stride, ctx)
+	case limit > math.MaxInt32:
+		return nil, bad("chunk limit %d out of range", limit)
+	case k < 1 || k > MaxTopK:
+		return nil, bad("top_k %d out of range 1..%d", k, MaxTopK)
+	case ntok > math.MaxInt32 || nscored > ntok || nwin > ntok:
+		return nil, bad("counts out of range: %d tokens, %d windows, %d scored", ntok, nwin, nscored)
+	case msize > math.MaxInt64:
+		return nil, bad("model size %d out of range", msize)
+	case mlen > baseMaxMeta:
+		return nil, bad("metadata length %d exceeds %d", mlen, baseMaxMeta)
+	}
+	h.Ctx, h.Stride, h.ChunkLimit, h.TopK = int(ctx), int(stride), int(limit), int(k)
+	h.Tokens, h.Windows, h.Scored = int(ntok), int(nwin), int(nscored)
+	h.ModelSize = int64(msize)
+	copy(h.TokenIDsSHA256[:], hdr[56:88])
+	if want := baseSize(int(mlen), &h); size != want {
+		return nil, bad("%d bytes, the header promises %d (%d tokens, %d records of %d bytes): truncated or corrupt",
+			size, want, h.Tokens, h.Scored, BaseRecordBytes(h.TopK))
+	}
+
+	// The size now matches the header, so what follows is bounded by the
+	// file itself. Verify the checksum before trusting any of it.
+	body := size - sha256.Size
+	sum := sha256.New()
+	if _, err := io.Copy(sum, io.NewSectionReader(r, 0, body)); err != nil {
+		return nil, bad("reading: %v", err)
+	}
+	var want [sha256.Size]byte
+	if _, err := r.ReadAt(want[:], body); err != nil {
+		return nil, bad("reading checksum: %v", err)
+	}
+	if !bytes.Equal(sum.Sum(nil), want[:]) {
+		return nil, bad("checksum mismatch: the file is corrupt or was modified")
+	}
+
+	meta := make([]byte, mlen)
+	if _, err := r.ReadAt(meta, baseFixedHeader); err != nil {
+		return nil, bad("reading metadata: %v", err)
+	}
+	if mlen > 0 {
+		if err := json.Unmarshal(meta, &h.Meta); err != nil {
+			return nil, bad("metadata: %v", err)
+		}
+	}
+	off := int64(baseFixedHeader) + int64(mlen)
+	br := bufio.NewReaderSize(io.NewSectionReader(r, off, body-off), 1<<20)
+	tokens := make([]int32, h.Tokens)
+	var b [4096]byte
+	for i := 0; i < len(tokens); {
+		n := min(len(tokens)-i, len(b)/4)
+		if _, err := io.ReadFull(br, b[:4*n]); err != nil {
+			return nil, bad("reading token ids: %v", err)
+		}
+		for j := range n {
+			tokens[i+j] = int32(le.Uint32(b[4*j:]))
+		}
+		i += n
+	}
+	if TokenIDsSHA256(tokens) != h.TokenIDsSHA256 {
+		return nil, bad("token ids do not hash to the header's token_ids_sha256")
+	}
+	return &BaseReader{Name: name, Header: h, Tokens: tokens, r: br, rec: make([]byte, BaseRecordBytes(h.TopK))}, nil
+}
+
+// Remaining is the number of records not yet read.
+func (b *BaseReader) Remaining() int { return b.Header.Scored - b.read }
+
+// Next reads the next record into ids and logprobs (each TopK long) and
+// returns the base's NLL for that token.
+func (b *BaseReader) Next(ids []int32, logprobs []float32) (float64, error) {
+	if b.read >= b.Header.Scored {
+		return 0, fmt.Errorf("%w %s: all %d records already read", ErrBadBase, b.Name, b.Header.Scored)
+	}
+	k := b.Header.TopK
+	if len(ids) < k || len(logprobs) < k {
+		return 0, fmt.Errorf("kld base %s: Next needs room for %d ids", b.Name, k)
+	}
+	if _, err := io.ReadFull(b.r, b.rec); err != nil {
+		return 0, fmt.Errorf("%w %s: record %d: %v", ErrBadBase, b.Name, b.read, err)
+	}
+	b.read++
+	le := binary.LittleEndian
+	for i := range k {
+		ids[i] = int32(le.Uint32(b.rec[8+8*i:]))
+		logprobs[i] = math.Float32frombits(le.Uint32(b.rec[12+8*i:]))
+	}
+	return math.Float64frombits(le.Uint64(b.rec)), nil
+}
+
+// Close releases the file.
+func (b *BaseReader) Close() error {
+	if b.closer != nil {
+		err := b.closer.Close()
+		b.closer = nil
+		return err
+	}
+	return nil
+}
