@@ -1,0 +1,49 @@
+package kernels
+
+// This file owns IQ4_NL (gguf-and-quants.md §3.12): 32 values per block, a
+// f16 scale and 4-bit indices into a fixed non-linear table; dequantization
+// and the dot product with Q8_0 activations (§4.3). The dot keeps the
+// single-accumulator lane layout of ggml's AVX2 tinyBLAS path (see
+// legacy.go). There is no quantizer: ggml's IQ4_NL quantizer is a scale
+// search, not plain rounding, and models arrive already quantized.
+
+func init() {
+	register(IQ4_NL, traits{dequant: dequantIQ4NL, vecDotType: Q8_0, vecDot: vecDotIQ4NL})
+}
+
+// kvIQ4NL is the IQ4_NL code table (shared with IQ4_XS).
+var kvIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+const iq4nlBytes = 18 // d f16, qs u8[16]
+
+func unpackIQ4NL(qs []byte, wq *[qk]int32) {
+	for j, q := range qs[:16] {
+		wq[j] = int32(kvIQ4NL[q&0xf])
+		wq[j+16] = int32(kvIQ4NL[q>>4])
+	}
+}
+
+func dequantIQ4NL(src []byte, dst []float32) {
+	var wq [qk]int32
+	for i := range len(dst) / qk {
+		b := src[i*iq4nlBytes : (i+1)*iq4nlBytes]
+		d := f16le(b)
+		unpackIQ4NL(b[2:], &wq)
+		for j, q := range wq {
+			dst[i*qk+j] = d * float32(q)
+		}
+	}
+}
+
+func vecDotIQ4NL(n int, w, a []byte) float32 {
+	var acc [8]float32
+	var wq [qk]int32
+	for i := range n / qk {
+		wb := w[i*iq4nlBytes : (i+1)*iq4nlBytes]
+		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
+		unpackIQ4NL(wb[2:], &wq)
+		l := lanes8(&wq, ab[2:])
+		accLanes(&acc, f16le(wb)*f16le(ab), &l)
+	}
+	return hsum8(&acc)
+}
