@@ -1,0 +1,225 @@
+// The mapping between profile settings and `plexbench score` flags, and the
+// helpers that let flags given beside --profile override a profile's fields.
+package profiles
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// field ties one TOML setting to the score flag that overrides it.
+type field struct {
+	key    string // TOML key
+	flag   string // score flag name, without dashes
+	usage  string
+	path   bool // a file path: resolved against the profile file or the working directory
+	isBool bool
+	get    func(p *Profile) string
+	set    func(p *Profile, s string) error
+}
+
+func strField(key, flagName, usage string, path bool, f func(p *Profile) *string) field {
+	return field{key: key, flag: flagName, usage: usage, path: path,
+		get: func(p *Profile) string { return *f(p) },
+		set: func(p *Profile, s string) error { *f(p) = s; return nil }}
+}
+
+func intField(key, flagName, usage string, f func(p *Profile) *int) field {
+	return field{key: key, flag: flagName, usage: usage,
+		get: func(p *Profile) string { return strconv.Itoa(*f(p)) },
+		set: func(p *Profile, s string) error {
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				return fmt.Errorf("%q is not an integer", s)
+			}
+			*f(p) = v
+			return nil
+		}}
+}
+
+// fields lists the settings in file order. It is read-only after init.
+var fields = []field{
+	strField("model", "model", "GGUF model file (empty: the embedded demo model)", true, func(p *Profile) *string { return &p.Model }),
+	strField("text", "perplexity", "UTF-8 text file to score (empty: the embedded demo text)", true, func(p *Profile) *string { return &p.Text }),
+	strField("tokens", "perplexity-tokens", "JSON array of token ids to score instead of text", true, func(p *Profile) *string { return &p.Tokens }),
+	strField("method", "perplexity-method", "chunks | sliding", false, func(p *Profile) *string { return &p.Method }),
+	intField("ctx", "perplexity-ctx", "tokens per chunk or window", func(p *Profile) *int { return &p.Ctx }),
+	intField("stride", "perplexity-stride", "sliding only: tokens between window starts (0 = ctx)", func(p *Profile) *int { return &p.Stride }),
+	intField("chunks", "perplexity-chunks", "score only the first N windows (0 = all)", func(p *Profile) *int { return &p.Chunks }),
+	intField("batch_size", "batch-size", "logical batch size (llama.cpp -b)", func(p *Profile) *int { return &p.BatchSize }),
+	intField("ubatch_size", "ubatch-size", "tokens per prefill pass (llama.cpp -ub)", func(p *Profile) *int { return &p.UBatchSize }),
+	strField("kv_cache_dtype", "kv-cache-dtype", "KV cache type: f32 | f16 | bf16 | q8_0", false, func(p *Profile) *string { return &p.KVCacheDType }),
+	intField("kv_len", "kv-len", "KV cache positions", func(p *Profile) *int { return &p.KVLen }),
+	intField("threads", "threads", "worker threads (0 = all cores)", func(p *Profile) *int { return &p.Threads }),
+	strField("backend", "backend", "cpu | hip", false, func(p *Profile) *string { return &p.Backend }),
+	strField("device", "device", "device for a GPU backend", false, func(p *Profile) *string { return &p.Device }),
+	strField("prefill_attention", "prefill-attention", "prefill attention: dense", false, func(p *Profile) *string { return &p.PrefillAttention }),
+	{key: "strict_device_kernels", flag: "no-cpu-fallback", usage: "fail any op without a device kernel instead of running it on the CPU", isBool: true,
+		get: func(p *Profile) string { return strconv.FormatBool(p.StrictDeviceKernels) },
+		set: func(p *Profile, s string) error {
+			v, err := strconv.ParseBool(s)
+			if err != nil {
+				return fmt.Errorf("%q is not true or false", s)
+			}
+			p.StrictDeviceKernels = v
+			return nil
+		}},
+	intField("kld_top_k", "perplexity-kld-top-k", "token ids recorded per scored token in a KLD base (1..32)", func(p *Profile) *int { return &p.KLDTopK }),
+	{key: "kernels", flag: "kernels", usage: "kernel variants, op=variant[,op=variant...]",
+		get: func(p *Profile) string { return FormatKernels(p.Kernels) },
+		set: func(p *Profile, s string) error {
+			m, err := ParseKernels(s)
+			if err != nil {
+				return err
+			}
+			p.Kernels = m
+			return nil
+		}},
+}
+
+// FlagFor returns the score flag (without dashes) that overrides a profile
+// setting, by TOML key: "ctx" → "perplexity-ctx", "text" → "perplexity",
+// "strict_device_kernels" → "no-cpu-fallback", and so on.
+func FlagFor(key string) (string, bool) {
+	for _, f := range fields {
+		if f.key == key {
+			return f.flag, true
+		}
+	}
+	return "", false
+}
+
+// FormatKernels writes a kernel map as "op=variant,op=variant", ops sorted.
+func FormatKernels(m map[string]string) string {
+	ops := make([]string, 0, len(m))
+	for op := range m {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	var b strings.Builder
+	for i, op := range ops {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(op + "=" + m[op])
+	}
+	return b.String()
+}
+
+// ParseKernels reads "op=variant,op=variant"; an empty string is no choices.
+func ParseKernels(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for item := range strings.SplitSeq(s, ",") {
+		op, v, ok := strings.Cut(strings.TrimSpace(item), "=")
+		op, v = strings.TrimSpace(op), strings.TrimSpace(v)
+		if !ok || !isIdent(op) || !isIdent(v) {
+			return nil, fmt.Errorf("kernels: %q is not op=variant", item)
+		}
+		m[op] = v
+	}
+	return m, nil
+}
+
+// explicit returns the flags set on the command line.
+func explicit(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// ApplyTo sets every flag of fs that maps to a profile setting and was not
+// given on the command line to p's value, so that after ApplyTo the flag
+// variables hold "flag if given, else profile". Paths are resolved against
+// p's file. Text and tokens count as one setting: giving either flag keeps
+// both from the profile. Flags fs does not define are skipped, as are empty
+// strings (an empty model or text keeps the flag's default). Call it after
+// fs.Parse.
+func (p Profile) ApplyTo(fs *flag.FlagSet) error {
+	p = p.Resolve()
+	set := explicit(fs)
+	inputGiven := set["perplexity"] || set["perplexity-tokens"]
+	for i := range fields {
+		f := &fields[i]
+		if fs.Lookup(f.flag) == nil || set[f.flag] {
+			continue
+		}
+		if inputGiven && (f.key == "text" || f.key == "tokens") {
+			continue
+		}
+		v := f.get(&p)
+		if v == "" {
+			continue
+		}
+		if err := fs.Set(f.flag, v); err != nil {
+			return fmt.Errorf("profile %s: %s → --%s: %w", p.Source, f.key, f.flag, err)
+		}
+	}
+	return nil
+}
+
+// Override returns p resolved, with every setting whose flag was given on
+// fs's command line replaced by the flag's value (paths taken relative to
+// the working directory). fs is typically bound with BindFlags to a scratch
+// profile; only the flags' values are read here.
+func (p Profile) Override(fs *flag.FlagSet) (Profile, error) {
+	p = p.Resolve()
+	set := explicit(fs)
+	for i := range fields {
+		f := &fields[i]
+		fl := fs.Lookup(f.flag)
+		if fl == nil || !set[f.flag] {
+			continue
+		}
+		v := fl.Value.String()
+		if f.path && v != "" {
+			if a, err := filepath.Abs(v); err == nil {
+				v = a
+			}
+		}
+		if err := f.set(&p, v); err != nil {
+			return p, fmt.Errorf("--%s: %w", f.flag, err)
+		}
+		switch f.key {
+		case "text":
+			p.Tokens = ""
+		case "tokens":
+			p.Text = ""
+		}
+	}
+	return p, nil
+}
+
+// BindFlags defines on fs one flag per setting, named as `plexbench score`
+// names them, reading and writing p's fields. Defaults shown in -h are p's
+// values at the time of the call.
+func (p *Profile) BindFlags(fs *flag.FlagSet) {
+	for i := range fields {
+		f := &fields[i]
+		fs.Var(&fieldValue{p: p, f: f}, f.flag, f.usage)
+	}
+}
+
+// fieldValue is a flag.Value over one profile field.
+type fieldValue struct {
+	p *Profile
+	f *field
+}
+
+func (v *fieldValue) String() string {
+	if v == nil || v.p == nil {
+		return ""
+	}
+	return v.f.get(v.p)
+}
+
+func (v *fieldValue) Set(s string) error { return v.f.set(v.p, s) }
+
+// IsBoolFlag lets a bool setting be given as a bare --flag.
+func (v *fieldValue) IsBoolFlag() bool { return v.f.isBool }

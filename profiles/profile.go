@@ -1,0 +1,445 @@
+// Package profiles owns TOML run profiles: a named, described run
+// configuration (model, text, method, window and engine settings) that can be
+// loaded strictly, validated, saved atomically, diffed and applied under
+// command-line flags.
+package profiles
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Profile is one run configuration. The zero value is not useful; start from
+// Default. Empty Model, Text and Tokens mean the embedded demo model and
+// text, as `plexbench score` uses with no --model/--perplexity.
+type Profile struct {
+	Name        string `toml:"name"`
+	Description string `toml:"description"`
+
+	// Paths are written relative to the profile file; Resolve makes them
+	// usable from anywhere.
+	Model  string `toml:"model"`
+	Text   string `toml:"text,omitempty"`   // UTF-8 text to tokenize
+	Tokens string `toml:"tokens,omitempty"` // JSON array of token ids, instead of Text
+
+	Method string `toml:"method"` // chunks | sliding
+	Ctx    int    `toml:"ctx"`
+	Stride int    `toml:"stride"` // sliding only; 0 = ctx
+	Chunks int    `toml:"chunks"` // windows to score; 0 = all
+
+	BatchSize    int    `toml:"batch_size"`
+	UBatchSize   int    `toml:"ubatch_size"`
+	KVCacheDType string `toml:"kv_cache_dtype"` // f32 | f16 | bf16 | q8_0
+	KVLen        int    `toml:"kv_len"`
+	Threads      int    `toml:"threads"` // 0 = all cores
+
+	Backend             string `toml:"backend"`
+	Device              string `toml:"device"`
+	PrefillAttention    string `toml:"prefill_attention"`
+	StrictDeviceKernels bool   `toml:"strict_device_kernels"`
+	KLDTopK             int    `toml:"kld_top_k"`
+
+	// Kernels picks a kernel variant per op ("matmul" = "ref"); empty = best available.
+	Kernels map[string]string `toml:"kernels"`
+
+	// Source is the file the profile was loaded from or saved to; relative
+	// paths resolve against its directory. Not written to the file.
+	Source string `toml:"-"`
+}
+
+// Accepted values of the enumerated settings.
+var (
+	methods          = []string{"chunks", "sliding"}
+	kvDTypes         = []string{"f32", "f16", "bf16", "q8_0"}
+	backends         = []string{"cpu", "hip"}
+	prefillAttention = []string{"dense"}
+)
+
+// Limits that keep a profile from asking for absurd allocations downstream.
+const (
+	maxCtx     = 1 << 20
+	maxKVLen   = 1 << 24
+	maxBatch   = 1 << 20
+	maxThreads = 4096
+	maxTopK    = 32
+	maxFile    = 1 << 20 // a profile is a few hundred bytes; refuse anything over 1 MiB
+)
+
+// Default is the configuration a bare `plexbench score` runs: llama.cpp's
+// chunks method at ctx 512 with llama.cpp's default batch plan and f16 KV.
+func Default() Profile {
+	return Profile{
+		Name:             "default",
+		Method:           "chunks",
+		Ctx:              512,
+		BatchSize:        2048,
+		UBatchSize:       512,
+		KVCacheDType:     "f16",
+		KVLen:            4096,
+		Backend:          "cpu",
+		PrefillAttention: "dense",
+		KLDTopK:          32,
+	}
+}
+
+// Error is a problem in a profile file, with the line it is on when known.
+type Error struct {
+	Path string
+	Line int    // 1-based; 0 when unknown
+	Key  string // dotted TOML key, when known
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("profile ")
+	b.WriteString(e.Path)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		fmt.Fprintf(&b, "%s: ", e.Key)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads a profile strictly: syntax errors, unknown keys and values of
+// the wrong type are errors naming the file and line. Settings the file
+// leaves out keep their Default values. Load does not Validate.
+func Load(path string) (Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxFile+1)); err != nil {
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
+	}
+	if buf.Len() > maxFile {
+		return Profile{}, &Error{Path: path, Msg: fmt.Sprintf("file is over %d bytes; not a profile", maxFile)}
+	}
+	p, err := Parse(path, buf.Bytes())
+	if err != nil {
+		return Profile{}, err
+	}
+	p.Source = path
+	return p, nil
+}
+
+// Parse decodes profile TOML from data; name is used in errors only.
+func Parse(name string, data []byte) (Profile, error) {
+	p := Default()
+	// The name is required in a file: Default's placeholder must not leak in.
+	p.Name = ""
+	md, err := toml.Decode(string(data), &p)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return Profile{}, &Error{Path: name, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+		}
+		// Type mismatches come back as plain errors; check types ourselves
+		// below to name the key and line, and fall back to the library's text.
+		if e := checkTypes(name, string(data), md); e != nil {
+			return Profile{}, e
+		}
+		return Profile{}, &Error{Path: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	}
+	if e := checkTypes(name, string(data), md); e != nil {
+		return Profile{}, e
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return Profile{}, &Error{Path: name, Line: keyLine(string(data), k), Key: k.String(), Msg: "unknown setting"}
+	}
+	return p, nil
+}
+
+// keyTypes is the TOML type each known top-level key must have (MetaData.Type names).
+func keyType(key string) (string, bool) {
+	switch key {
+	case "name", "description", "model", "text", "tokens", "method",
+		"kv_cache_dtype", "backend", "device", "prefill_attention":
+		return "String", true
+	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k":
+		return "Integer", true
+	case "strict_device_kernels":
+		return "Bool", true
+	case "kernels":
+		return "Hash", true
+	}
+	return "", false
+}
+
+// checkTypes walks every key in the file and reports the first unknown key
+// or wrongly typed value. The toml library silently skips some mismatches
+// (a number where a table is expected), so this is the authority.
+func checkTypes(name, data string, md toml.MetaData) *Error {
+	for _, k := range md.Keys() {
+		typ := md.Type(k...)
+		var want string
+		switch {
+		case len(k) == 1:
+			w, ok := keyType(k[0])
+			if !ok {
+				return &Error{Path: name, Line: keyLine(data, k), Key: k.String(), Msg: "unknown setting"}
+			}
+			want = w
+		case len(k) == 2 && k[0] == "kernels":
+			want = "String"
+		default:
+			if k[0] == "kernels" {
+				return &Error{Path: name, Line: keyLine(data, k), Key: k.String(),
+					Msg: `kernels takes op = "variant" pairs; write nested ops quoted, e.g. "matmul.q8_0" = "ref"`}
+			}
+			return &Error{Path: name, Line: keyLine(data, k), Key: k.String(), Msg: "unknown setting"}
+		}
+		if typ != want {
+			return &Error{Path: name, Line: keyLine(data, k), Key: k.String(),
+				Msg: fmt.Sprintf("want %s, got %s", typeWord(want), typeWord(typ))}
+		}
+	}
+	return nil
+}
+
+func typeWord(t string) string {
+	switch t {
+	case "String":
+		return "a string"
+	case "Integer":
+		return "an integer"
+	case "Float":
+		return "a float"
+	case "Bool":
+		return "true or false"
+	case "Hash":
+		return "a table"
+	case "Array", "ArrayHash":
+		return "an array"
+	case "":
+		return "nothing"
+	}
+	return "a " + strings.ToLower(t)
+}
+
+// Validate checks every setting's range and the settings' consistency.
+func (p Profile) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		bad("name", "empty; every profile needs a name")
+	}
+	if p.Text != "" && p.Tokens != "" {
+		bad("tokens", "both text and tokens are set; give one")
+	}
+	if !slices.Contains(methods, p.Method) {
+		bad("method", "%q is not one of %s", p.Method, strings.Join(methods, ", "))
+	}
+	minCtx := 2
+	if p.Method == "chunks" {
+		minCtx = 3 // a chunk scores ctx − ctx/2 − 1 tokens
+	}
+	switch {
+	case p.Ctx < minCtx || p.Ctx > maxCtx:
+		bad("ctx", "%d is outside %d..%d", p.Ctx, minCtx, maxCtx)
+	case p.Stride < 0 || p.Stride > p.Ctx:
+		bad("stride", "%d is outside 0..ctx (%d)", p.Stride, p.Ctx)
+	case p.Stride != 0 && p.Method != "sliding":
+		bad("stride", "%d set, but stride applies to the sliding method only", p.Stride)
+	}
+	if p.Chunks < 0 {
+		bad("chunks", "%d is negative; 0 means all", p.Chunks)
+	}
+	if p.BatchSize < 1 || p.BatchSize > maxBatch {
+		bad("batch_size", "%d is outside 1..%d", p.BatchSize, maxBatch)
+	}
+	if p.UBatchSize < 1 || p.UBatchSize > maxBatch {
+		bad("ubatch_size", "%d is outside 1..%d", p.UBatchSize, maxBatch)
+	} else if p.UBatchSize > p.BatchSize && p.BatchSize >= 1 {
+		bad("ubatch_size", "%d is larger than batch_size %d", p.UBatchSize, p.BatchSize)
+	}
+	if !slices.Contains(kvDTypes, p.KVCacheDType) {
+		bad("kv_cache_dtype", "%q is not one of %s", p.KVCacheDType, strings.Join(kvDTypes, ", "))
+	}
+	if p.KVLen < 1 || p.KVLen > maxKVLen {
+		bad("kv_len", "%d is outside 1..%d", p.KVLen, maxKVLen)
+	} else if p.Ctx > p.KVLen {
+		bad("kv_len", "%d is shorter than ctx %d; a window must fit the KV cache", p.KVLen, p.Ctx)
+	}
+	if p.Threads < 0 || p.Threads > maxThreads {
+		bad("threads", "%d is outside 0..%d (0 = all cores)", p.Threads, maxThreads)
+	}
+	if !slices.Contains(backends, p.Backend) {
+		bad("backend", "%q is not one of %s", p.Backend, strings.Join(backends, ", "))
+	}
+	if p.Device != "" && p.Backend == "cpu" {
+		bad("device", "%q set, but the cpu backend has no devices", p.Device)
+	}
+	if !slices.Contains(prefillAttention, p.PrefillAttention) {
+		bad("prefill_attention", "%q is not one of %s", p.PrefillAttention, strings.Join(prefillAttention, ", "))
+	}
+	if p.StrictDeviceKernels && p.Backend == "cpu" {
+		bad("strict_device_kernels", "true, but the cpu backend has no device kernels")
+	}
+	if p.KLDTopK < 1 || p.KLDTopK > maxTopK {
+		bad("kld_top_k", "%d is outside 1..%d", p.KLDTopK, maxTopK)
+	}
+	for _, op := range slices.Sorted(maps.Keys(p.Kernels)) {
+		v := p.Kernels[op]
+		if !isIdent(op) {
+			bad("kernels", "op %q: want letters, digits, '_' and '.'", op)
+		}
+		if !isIdent(v) {
+			bad("kernels."+op, "variant %q: want letters, digits, '_' and '.'", v)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	err := errors.Join(errs...)
+	if p.Source != "" {
+		return fmt.Errorf("profile %s: %w", p.Source, err)
+	}
+	return err
+}
+
+func isIdent(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		ok := r == '_' || r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Encode writes p as TOML, settings in the documented order.
+func (p Profile) Encode() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := toml.NewEncoder(&buf)
+	enc.Indent = ""
+	q := p
+	if len(q.Kernels) == 0 {
+		q.Kernels = nil
+	}
+	if err := enc.Encode(q); err != nil {
+		return nil, fmt.Errorf("profile %s: encode: %w", p.Name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Save writes p to path atomically (a temporary file in the same directory,
+// then a rename), so a reader never sees half a profile.
+func Save(path string, p Profile) error {
+	data, err := p.Encode()
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, data, 0o644)
+}
+
+// WriteFileAtomic writes data to path through a temporary file and a rename.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Resolve returns p with Model, Text and Tokens made absolute: relative
+// paths resolve against the directory of p.Source, or the working directory
+// when p has no source. Empty paths stay empty.
+func (p Profile) Resolve() Profile {
+	base := "."
+	if p.Source != "" {
+		base = filepath.Dir(p.Source)
+	}
+	abs := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		if !filepath.IsAbs(s) {
+			s = filepath.Join(base, s)
+		}
+		if a, err := filepath.Abs(s); err == nil {
+			return a
+		}
+		return filepath.Clean(s)
+	}
+	p.Model, p.Text, p.Tokens = abs(p.Model), abs(p.Text), abs(p.Tokens)
+	return p
+}
+
+// RelativeTo returns p (resolved) with its paths rewritten relative to dir,
+// for saving a profile into dir. Paths with no relative form stay absolute.
+func (p Profile) RelativeTo(dir string) Profile {
+	p = p.Resolve()
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return p
+	}
+	rel := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		if r, err := filepath.Rel(absDir, s); err == nil {
+			return filepath.ToSlash(r)
+		}
+		return s
+	}
+	p.Model, p.Text, p.Tokens = rel(p.Model), rel(p.Text), rel(p.Tokens)
+	return p
+}
+
+// Digest is a short hash of the settings that change a run's numbers or
+// speed (everything but name, description and source), with paths resolved.
+// Two profiles with the same digest run the same thing.
+func (p Profile) Digest() string {
+	q := p.Resolve()
+	q.Name, q.Description, q.Source = "", "", ""
+	data, err := q.Encode()
+	if err != nil {
+		// Encode only fails on programmer error (unencodable field types).
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:12]
+}
