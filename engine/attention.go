@@ -1,0 +1,146 @@
+package engine
+
+// This file owns dense causal self-attention with GQA (architectures.md
+// §1.5) as llama.cpp computes it with -fa off (§1.6): KQ = K·Q with Q
+// converted to the cache type as mul_mat does, softmax(KQ·scale + mask) in
+// f32 with a float64 denominator, then V·P with P converted to the cache
+// type. Work is split over KV heads × tiles of query rows; each unit runs
+// its two products as single-threaded MatMuls.
+
+import (
+	"math"
+	"sync/atomic"
+
+	"plexbench/kernels"
+)
+
+// attnRows is how many query rows (query heads of one group × tokens) one
+// unit multiplies at once.
+const attnRows = 64
+
+// attnJob is one layer's attention over the pass, shared by the workers.
+type attnJob struct {
+	p               *pass
+	l, nh, nkv, grp int
+	tileT, tiles    int
+	next            atomic.Int64
+	workers         []attnWorker
+	run             func(worker, lo, hi int) // bound once: no closure per layer
+}
+
+// attnWorker is one worker's scratch, grown to the largest window seen.
+type attnWorker struct {
+	q   []float32 // (rows, hd) packed queries
+	s   []float32 // (rows, nkp) scores, then probabilities
+	o   []float32 // (rows, hd) outputs
+	vt  []byte    // (nkp, hd) values transposed
+	row []float32 // (hd) one dequantized value row
+	ms  kernels.MatScratch
+}
+
+func (j *attnJob) init(p *pass) {
+	j.p = p
+	j.workers = make([]attnWorker, p.m.pool.Threads())
+	j.run = j.work
+}
+
+// attention caches the pass's K and V for layer l (nh query heads, nkv KV
+// heads in p.q, p.k, p.v) and writes the attention output to p.att.
+func (p *pass) attention(l, nh, nkv int) {
+	p.m.kv.store(l, p, nkv)
+	j := &p.attn
+	j.l, j.nh, j.nkv, j.grp = l, nh, nkv, nh/nkv
+	j.tileT = max(1, attnRows/j.grp)
+	j.tiles = (p.n + j.tileT - 1) / j.tileT
+	j.next.Store(0)
+	p.m.pool.For(p.m.pool.Threads(), 1, j.run)
+}
+
+// work takes units from a shared counter, latest query tiles (the most
+// keys) first, so uneven units balance over the workers.
+func (j *attnJob) work(worker, _, _ int) {
+	w := &j.workers[worker]
+	units := int64(j.nkv * j.tiles)
+	for {
+		u := int(j.next.Add(1) - 1)
+		if u >= int(units) {
+			return
+		}
+		j.unit(w, u%j.nkv, j.tiles-1-u/j.nkv)
+	}
+}
+
+// unit attends the query heads of KV head g over the tokens of one tile.
+func (j *attnJob) unit(w *attnWorker, g, tile int) {
+	p, kv := j.p, j.p.m.kv
+	hd := kv.hd
+	t0 := tile * j.tileT
+	t1 := min(t0+j.tileT, p.n)
+	nt := t1 - t0
+	rows := j.grp * nt
+	nk := p.pos0 + t1 // keys any row of the tile may see
+	nkp := min((nk+kvPad-1)/kvPad*kvPad, kv.cap)
+	w.grow(rows, hd, nkp)
+
+	q, s, o := w.q[:rows*hd], w.s[:rows*nkp], w.o[:rows*hd]
+	for hi := range j.grp {
+		h := g*j.grp + hi
+		for t := t0; t < t1; t++ {
+			copy(q[(hi*nt+t-t0)*hd:][:hd], p.q[(t*j.nh+h)*hd:][:hd])
+		}
+	}
+	keys := kv.keys(j.l, g, nkp)
+	kernels.MatMul(nil, s, &keys, q, rows, &w.ms)
+	scale := attnScale(hd)
+	for r := range rows {
+		pos := p.pos0 + t0 + r%nt
+		softmaxCausal(s[r*nkp:(r+1)*nkp], pos+1, scale)
+	}
+	vt := kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
+	kernels.MatMul(nil, o, &vt, s, rows, &w.ms)
+	for hi := range j.grp {
+		h := g*j.grp + hi
+		for t := t0; t < t1; t++ {
+			copy(p.att[(t*j.nh+h)*hd:][:hd], o[(hi*nt+t-t0)*hd:][:hd])
+		}
+	}
+}
+
+func (w *attnWorker) grow(rows, hd, nkp int) {
+	w.q = growTo(w.q, rows*hd)
+	w.o = growTo(w.o, rows*hd)
+	w.s = growTo(w.s, rows*nkp)
+	w.vt = growTo(w.vt, 4*hd*nkp)
+	w.row = growTo(w.row, hd)
+}
+
+// softmaxCausal turns a row of raw scores into probabilities over its first
+// valid keys (the rest are masked to 0): ggml's soft_max with scale and a
+// causal mask — scaled scores and expf in f32, the sum in float64, and the
+// row multiplied by f32(1/sum).
+func softmaxCausal(s []float32, valid int, scale float32) {
+	mx := float32(math.Inf(-1))
+	for i := range s[:valid] {
+		s[i] *= scale
+		mx = max(mx, s[i])
+	}
+	var sum float64
+	for i, x := range s[:valid] {
+		e := float32(math.Exp(float64(x - mx)))
+		s[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range s[:valid] {
+		s[i] *= inv
+	}
+	clear(s[valid:])
+}
+
+// growTo returns b with length n, reallocating only when it is too short.
+func growTo[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,95 @@
+package engine
+
+// This file owns the LM head and its logit reductions: HeadReduce applies
+// the output matrix to up to HeadRows hidden rows at once into one reused
+// buffer and runs kernels.Pick / kernels.TopK on each row, so nothing
+// vocabulary-sized outlives the call.
+
+import (
+	"fmt"
+
+	"plexbench/kernels"
+)
+
+// headState is the LM head's reusable scratch.
+type headState struct {
+	logits []float32 // (HeadRows, n_vocab), allocated on first use
+	ms     kernels.MatScratch
+	// One HeadReduce call's rows, read by the bound pool callback.
+	reqs []RowRequest
+	out  []RowResult
+	run  func(worker, lo, hi int)
+}
+
+// logitsOf computes the logits of n hidden rows (with output.bias if any)
+// into the reused buffer.
+func (m *Model) logitsOf(hidden []float32, n int) []float32 {
+	v := m.hp.nVocab
+	h := &m.head
+	if h.logits == nil {
+		h.logits = make([]float32, HeadRows*v)
+	}
+	logits := h.logits[:n*v]
+	kernels.MatMul(m.pool, logits, m.output, hidden, n, &h.ms)
+	if m.outBias != nil {
+		for r := range n {
+			row := logits[r*v : (r+1)*v]
+			for i, b := range m.outBias {
+				row[i] += b
+			}
+		}
+	}
+	return logits
+}
+
+// HeadReduce applies the LM head to n <= HeadRows hidden rows and, for each
+// row i, writes to out[i] the row's max, argmax and Σ exp(logit − max), the
+// logits of reqs[i].IDs, and its reqs[i].TopK largest logits. The result
+// slices reuse out[i]'s capacity (grown when short).
+func (m *Model) HeadReduce(hidden []float32, n int, reqs []RowRequest, out []RowResult) error {
+	e, v := m.hp.nEmbd, m.hp.nVocab
+	switch {
+	case n < 0 || n > HeadRows:
+		return fmt.Errorf("%w: HeadReduce of %d rows (at most %d)", ErrInput, n, HeadRows)
+	case len(hidden) < n*e:
+		return fmt.Errorf("%w: HeadReduce: %d hidden values for %d rows of %d", ErrInput, len(hidden), n, e)
+	case len(reqs) < n || len(out) < n:
+		return fmt.Errorf("%w: HeadReduce: %d rows but %d requests and %d results", ErrInput, n, len(reqs), len(out))
+	}
+	for i, rq := range reqs[:n] {
+		if rq.TopK < 0 || rq.TopK > v {
+			return fmt.Errorf("%w: row %d asks for the top %d of %d logits", ErrInput, i, rq.TopK, v)
+		}
+		for _, id := range rq.IDs {
+			if id < 0 || int(id) >= v {
+				return fmt.Errorf("%w: row %d asks for token %d, outside the vocabulary [0,%d)", ErrInput, i, id, v)
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	h := &m.head
+	h.reqs, h.out = reqs[:n], out[:n]
+	m.logitsOf(hidden, n)
+	if h.run == nil {
+		h.run = m.reduceRows
+	}
+	m.pool.For(n, 1, h.run)
+	h.reqs, h.out = nil, nil
+	return nil
+}
+
+// reduceRows runs the pick and topk reductions on rows [lo, hi).
+func (m *Model) reduceRows(_, lo, hi int) {
+	h, v := &m.head, m.hp.nVocab
+	for i := lo; i < hi; i++ {
+		rq, o := &h.reqs[i], &h.out[i]
+		row := h.logits[i*v : (i+1)*v]
+		o.Picked = growTo(o.Picked, len(rq.IDs))
+		o.Max, o.ArgMax, o.SumExp = kernels.Pick(row, rq.IDs, o.Picked)
+		o.TopIDs = growTo(o.TopIDs, rq.TopK)
+		o.TopLogits = growTo(o.TopLogits, rq.TopK)
+		kernels.TopK(row, rq.TopK, o.TopIDs, o.TopLogits)
+	}
+}

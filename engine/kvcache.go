@@ -1,0 +1,123 @@
+package engine
+
+// This file owns the KV cache: per layer, K and V of every cached position
+// rounded into the cache dtype (f32, f16, bf16 or q8_0), laid out head by
+// head so that one KV head's keys form a matrix MatMul reads in place.
+
+import (
+	"fmt"
+	"unsafe"
+
+	"plexbench/kernels"
+)
+
+// kvPad is the granularity attention rounds its key count up to: padded
+// keys get probability 0, and key counts stay multiples of the kernels'
+// lane width, as llama.cpp's padded KV views do.
+const kvPad = 32
+
+// maxKVBytes refuses caches no machine here could hold.
+const maxKVBytes = 1 << 36
+
+type kvCache struct {
+	typ  kernels.Type
+	cap  int      // positions per head: kv-len rounded up to kvPad
+	hd   int      // head dimension
+	rb   int      // bytes of one head vector in typ
+	k, v [][]byte // per layer: (n_head_kv, cap, hd) in typ
+}
+
+func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
+	if typ == kernels.Q8_0 && hp.headDim%typ.BlockSize() != 0 {
+		return nil, fmt.Errorf("%w: a q8_0 KV cache needs a head dimension that is a multiple of 32, have %d",
+			ErrUnsupported, hp.headDim)
+	}
+	c := &kvCache{typ: typ, cap: (kvLen + kvPad - 1) / kvPad * kvPad, hd: hp.headDim, rb: typ.RowBytes(hp.headDim)}
+	total := 0
+	for l := range hp.nLayer {
+		total += 2 * hp.nHeadKV[l] * c.cap * c.rb
+		if total > maxKVBytes {
+			return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB", ErrInput, kvLen, maxKVBytes>>30)
+		}
+	}
+	c.k, c.v = make([][]byte, hp.nLayer), make([][]byte, hp.nLayer)
+	for l := range hp.nLayer {
+		c.k[l] = make([]byte, hp.nHeadKV[l]*c.cap*c.rb)
+		c.v[l] = make([]byte, hp.nHeadKV[l]*c.cap*c.rb)
+	}
+	return c, nil
+}
+
+// store rounds the pass's K and V rows (nkv heads per token) into layer l
+// at positions pos0.. with ggml's f32 → cache-type conversion.
+func (c *kvCache) store(l int, p *pass, nkv int) {
+	hd := c.hd
+	for t := range p.n {
+		pos := p.pos0 + t
+		for g := range nkv {
+			src := (t*nkv + g) * hd
+			dst := (g*c.cap + pos) * c.rb
+			kernels.QuantizeActivation(c.typ, p.k[src:src+hd], c.k[l][dst:dst+c.rb])
+			kernels.QuantizeActivation(c.typ, p.v[src:src+hd], c.v[l][dst:dst+c.rb])
+		}
+	}
+}
+
+// keys is KV head g's first n cached keys of layer l as an (hd, n) matrix.
+func (c *kvCache) keys(l, g, n int) kernels.Matrix {
+	off := g * c.cap * c.rb
+	return kernels.Matrix{Type: c.typ, Rows: n, Cols: c.hd, Data: c.k[l][off : off+n*c.rb]}
+}
+
+// valuesT writes KV head g's first nk cached values of layer l transposed
+// into dst as an (nkp, hd) matrix — row d holds dimension d of every key —
+// with the columns nk..nkp-1 zeroed. Float caches keep their type (V·P then
+// rounds P to it, as ggml's mul_mat does); q8_0 values are expanded to f32.
+func (c *kvCache) valuesT(l, g, nk, nkp int, dst []byte, row []float32) kernels.Matrix {
+	hd := c.hd
+	src := c.v[l][g*c.cap*c.rb : (g*c.cap+nk)*c.rb]
+	switch c.typ {
+	case kernels.F16, kernels.BF16:
+		s, d := view[uint16](src), view[uint16](dst[:2*hd*nkp])
+		for j := range nk {
+			for i, x := range s[j*hd : (j+1)*hd] {
+				d[i*nkp+j] = x
+			}
+		}
+		for i := range hd {
+			clear(d[i*nkp+nk : (i+1)*nkp])
+		}
+		return kernels.Matrix{Type: c.typ, Rows: hd, Cols: nkp, Data: dst[:2*hd*nkp]}
+	case kernels.F32:
+		s, d := view[uint32](src), view[uint32](dst[:4*hd*nkp])
+		for j := range nk {
+			for i, x := range s[j*hd : (j+1)*hd] {
+				d[i*nkp+j] = x
+			}
+		}
+		for i := range hd {
+			clear(d[i*nkp+nk : (i+1)*nkp])
+		}
+	default:
+		d := view[float32](dst[:4*hd*nkp])
+		for j := range nk {
+			if err := kernels.Dequantize(c.typ, src[j*c.rb:(j+1)*c.rb], row[:hd]); err != nil {
+				panic("engine: " + err.Error()) // the type was checked at Load
+			}
+			for i, x := range row[:hd] {
+				d[i*nkp+j] = x
+			}
+		}
+		for i := range hd {
+			clear(d[i*nkp+nk : (i+1)*nkp])
+		}
+	}
+	return kernels.Matrix{Type: kernels.F32, Rows: hd, Cols: nkp, Data: dst[:4*hd*nkp]}
+}
+
+// view reinterprets little-endian bytes as T values (every supported
+// target is little-endian; the buffers are allocated aligned).
+func view[T uint16 | uint32 | float32](b []byte) []T {
+	var z T
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(z)))
+}

@@ -1,0 +1,58 @@
+package engine
+
+// This file owns rotary position embedding with ggml's CPU numerics
+// (architectures.md §1.4): the per-position cos/sin table built once per
+// pass from the iterative f32 theta product, and the NORM and NEOX pairings.
+
+import "math"
+
+// ropeTable fills p.cos/p.sin for the pass's positions: pair i of position
+// pos rotates by theta_i = freq_scale · (pos · base^(-2i/n_rot)) / ff_i,
+// where the power is the running f32 product theta *= theta_scale, not a
+// pow per index. ff is rope_freqs.weight when the model has one.
+func (p *pass) ropeTable() {
+	hp := p.m.hp
+	half := hp.nRot / 2
+	if half == 0 {
+		return
+	}
+	thetaScale := float32(math.Pow(float64(hp.ropeBase), float64(-2/float32(hp.nRot))))
+	ff := p.m.ropeFreqs
+	for t := range p.n {
+		theta := float32(p.pos0 + t)
+		cos, sin := p.cos[t*half:(t+1)*half], p.sin[t*half:(t+1)*half]
+		for i := range half {
+			a := theta
+			if ff != nil {
+				a = theta / ff[i]
+			}
+			a = hp.ropeScale * a
+			cos[i] = float32(math.Cos(float64(a)))
+			sin[i] = float32(math.Sin(float64(a)))
+			theta = theta * thetaScale
+		}
+	}
+}
+
+// rope rotates the first n_rot dims of every head of x (p.n tokens ×
+// nHeads heads of hd) in place; dims >= n_rot are left alone.
+func (p *pass) rope(x []float32, nHeads int, mode ropeMode) {
+	hp := p.m.hp
+	hd, half := hp.headDim, hp.nRot/2
+	for t := range p.n {
+		cos, sin := p.cos[t*half:(t+1)*half], p.sin[t*half:(t+1)*half]
+		for h := range nHeads {
+			v := x[(t*nHeads+h)*hd : (t*nHeads+h+1)*hd]
+			for i := range half {
+				// NORM pairs adjacent dims, NEOX pairs the two halves of n_rot.
+				a, b := 2*i, 2*i+1
+				if mode == ropeNeox {
+					a, b = i, i+half
+				}
+				x0, x1 := v[a], v[b]
+				v[a] = float32(x0*cos[i]) - float32(x1*sin[i])
+				v[b] = float32(x0*sin[i]) + float32(x1*cos[i])
+			}
+		}
+	}
+}

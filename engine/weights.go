@@ -1,0 +1,133 @@
+package engine
+
+// This file owns turning GGUF tensors into weights: shape and type checks
+// with errors that name the tensor, zero-copy matrices over the mapping,
+// and small vectors (norms, biases) expanded to float32.
+
+import (
+	"fmt"
+
+	"plexbench/engine/gguf"
+	"plexbench/kernels"
+)
+
+// loader looks tensors up and keeps the first error, so architecture
+// loaders read as a list of weights.
+type loader struct {
+	f   *gguf.File
+	err error
+}
+
+func newLoader(f *gguf.File) *loader { return &loader{f: f} }
+
+func (ld *loader) fail(err error) {
+	if ld.err == nil {
+		ld.err = err
+	}
+}
+
+// tensor finds name and checks that its ggml dims are exactly want
+// (trailing 1s allowed). It returns nil when absent or wrong.
+func (ld *loader) tensor(name string, required bool, want ...int) *gguf.TensorInfo {
+	t, ok := ld.f.Tensor(name)
+	if !ok {
+		if required {
+			ld.fail(fmt.Errorf("%w: tensor %q is missing", ErrModel, name))
+		}
+		return nil
+	}
+	dims := t.Dims
+	for len(dims) > len(want) && dims[len(dims)-1] == 1 {
+		dims = dims[:len(dims)-1]
+	}
+	same := len(dims) == len(want)
+	for i := 0; same && i < len(want); i++ {
+		same = dims[i] == int64(want[i])
+	}
+	if !same {
+		ld.fail(fmt.Errorf("%w: tensor %q has shape %v, want %v", ErrModel, name, t.Dims, want))
+		return nil
+	}
+	return t
+}
+
+// matrix loads a 2-D weight of ggml shape {cols, rows}: rows outputs of
+// cols inputs, the layout MatMul reads in place.
+func (ld *loader) matrix(name string, cols, rows int) *kernels.Matrix {
+	return ld.mat(name, true, cols, rows)
+}
+
+// optMatrix is matrix for a tensor that may be absent (nil then).
+func (ld *loader) optMatrix(name string, cols, rows int) *kernels.Matrix {
+	return ld.mat(name, false, cols, rows)
+}
+
+func (ld *loader) mat(name string, required bool, cols, rows int) *kernels.Matrix {
+	t := ld.tensor(name, required, cols, rows)
+	if t == nil {
+		return nil
+	}
+	if !kernels.CanMatMul(t.Type) {
+		ld.fail(fmt.Errorf("%w: tensor %q has type %v, which has no matrix multiply", ErrUnsupported, name, t.Type))
+		return nil
+	}
+	w := &kernels.Matrix{Type: t.Type, Rows: rows, Cols: cols, Data: ld.f.TensorData(t)}
+	if err := w.Validate(); err != nil {
+		ld.fail(fmt.Errorf("%w: tensor %q: %v", ErrModel, name, err))
+		return nil
+	}
+	return w
+}
+
+// vector loads a 1-D weight (norm, bias) as float32.
+func (ld *loader) vector(name string, n int) []float32 { return ld.vec(name, true, n) }
+
+// optVector is vector for a tensor that may be absent (nil then).
+func (ld *loader) optVector(name string, n int) []float32 { return ld.vec(name, false, n) }
+
+func (ld *loader) vec(name string, required bool, n int) []float32 {
+	t := ld.tensor(name, required, n)
+	if t == nil {
+		return nil
+	}
+	out := make([]float32, n)
+	if err := kernels.Dequantize(t.Type, ld.f.TensorData(t), out); err != nil {
+		ld.fail(fmt.Errorf("%w: tensor %q: %v", ErrModel, name, err))
+		return nil
+	}
+	return out
+}
+
+// qkv loads layer l's attention projections: separate attn_q/k/v with
+// optional biases, or one fused attn_qkv whose output rows are [Q | K | V],
+// split into three row ranges of the same mapping.
+func (ld *loader) qkv(l, nEmbd, nq, nk int) (q, k, v *kernels.Matrix, bq, bk, bv []float32) {
+	pre := fmt.Sprintf("blk.%d.", l)
+	if fused := ld.optMatrix(pre+"attn_qkv.weight", nEmbd, nq+2*nk); fused != nil {
+		rb := fused.RowBytes()
+		split := func(r0, r1 int) *kernels.Matrix {
+			return &kernels.Matrix{Type: fused.Type, Rows: r1 - r0, Cols: nEmbd, Data: fused.Data[r0*rb : r1*rb]}
+		}
+		q, k, v = split(0, nq), split(nq, nq+nk), split(nq+nk, nq+2*nk)
+		if b := ld.optVector(pre+"attn_qkv.bias", nq+2*nk); b != nil {
+			bq, bk, bv = b[:nq], b[nq:nq+nk], b[nq+nk:]
+		}
+		return
+	}
+	q = ld.matrix(pre+"attn_q.weight", nEmbd, nq)
+	k = ld.matrix(pre+"attn_k.weight", nEmbd, nk)
+	v = ld.matrix(pre+"attn_v.weight", nEmbd, nk)
+	bq = ld.optVector(pre+"attn_q.bias", nq)
+	bk = ld.optVector(pre+"attn_k.bias", nk)
+	bv = ld.optVector(pre+"attn_v.bias", nk)
+	return
+}
+
+// typeCounts is the file's tensor type histogram (type name → tensors).
+func typeCounts(f *gguf.File) map[string]int {
+	h := map[string]int{}
+	for i := range f.Tensors {
+		h[f.Tensors[i].Type.String()]++
+	}
+	return h
+}
