@@ -74,7 +74,11 @@ func FuzzParse(f *testing.F) {
 			}
 			next += (ti.Size + g.Alignment - 1) &^ (g.Alignment - 1)
 		}
-		// Every accepted file survives a writer round trip unchanged in content.
+		// Every accepted file survives a writer round trip unchanged in content
+		// (skipped for huge alignments, whose padding alone is gigabytes).
+		if g.Alignment > 1<<16 {
+			return
+		}
 		w := NewWriter()
 		for _, kv := range g.KVs {
 			w.Set(kv.Key, kv.Value)

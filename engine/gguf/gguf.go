@@ -123,7 +123,7 @@ type File struct {
 	Path       string
 	Version    uint32
 	Alignment  int64
-	DataOffset int64 // absolute file offset of the tensor data blob
+	DataOffset int64 // absolute file offset of the tensor data blob (end of the index if no tensors)
 	FileSize   int64
 	KVs        []KV
 	Tensors    []TensorInfo

@@ -246,9 +246,14 @@ func parse(d *decoder) (*File, error) {
 		f.Tensors = append(f.Tensors, t)
 	}
 
-	dataOff, ok := pad(d.pos, f.Alignment)
-	if !ok {
-		return nil, d.errf(ErrCorrupt, "data offset overflows")
+	// The blob starts at the next aligned offset; a file without tensors
+	// has no blob, so its DataOffset is simply the end of the index.
+	dataOff := d.pos
+	if nTensors > 0 {
+		var ok bool
+		if dataOff, ok = pad(d.pos, f.Alignment); !ok {
+			return nil, d.errf(ErrCorrupt, "data offset overflows")
+		}
 	}
 	f.DataOffset = dataOff
 	// Offsets must be exactly the sequential padded layout; this also
