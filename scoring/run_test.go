@@ -1,0 +1,431 @@
+package scoring
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bruteNLLs recomputes every scored token's NLL of a plan from full logit
+// rows in float64, as a reference for Run.
+func bruteNLLs(f *fakeEngine, tokens []int32, plan Plan) [][]float64 {
+	var out [][]float64
+	for _, w := range plan.Windows {
+		in := w.Input(tokens, nil)
+		hid := f.hiddenRows(in)
+		var nlls []float64
+		for p := w.FirstRow; p <= w.LastRow(); p++ {
+			row := f.logits(hid[p*f.h : (p+1)*f.h])
+			nlls = append(nlls, logSumExp64(row)-float64(row[tokens[w.Begin+p+1]]))
+		}
+		out = append(out, nlls)
+	}
+	return out
+}
+
+func TestRunMatchesBruteForce(t *testing.T) {
+	tokens := randomTokens(9, 1000, 64)
+	cases := []struct {
+		name string
+		g    Geometry
+	}{
+		{"chunks ctx 300", Geometry{Method: MethodChunks, Ctx: 300}},
+		{"chunks ctx 300 add-BOS", Geometry{Method: MethodChunks, Ctx: 300, AddBOS: true, BOS: 1}},
+		{"sliding ctx 200 stride 64", Geometry{Method: MethodSliding, Ctx: 200, Stride: 64}},
+		{"sliding ctx 150", Geometry{Method: MethodSliding, Ctx: 150}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var first *Report
+			for _, ub := range []int{7, 64, 512} {
+				f := newFake(64, 8, 1, 0)
+				f.ubatch, f.addBOS, f.bos = ub, c.g.AddBOS, c.g.BOS
+				rep, err := Run(context.Background(), f, Request{Tokens: tokens, Method: c.g.Method, Ctx: c.g.Ctx, Stride: c.g.Stride})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.maxHeadRows > HeadRows {
+					t.Fatalf("HeadReduce got %d rows", f.maxHeadRows)
+				}
+				plan, _ := PlanWindows(len(tokens), c.g)
+				ref := bruteNLLs(f, tokens, plan)
+				var sum, sum2 float64
+				n := 0
+				for i, w := range rep.Windows {
+					var ws float64
+					for _, x := range ref[i] {
+						ws += x
+						sum += x
+						sum2 += x * x
+						n++
+					}
+					pw := plan.Windows[i]
+					if w.Index != i || w.Begin != pw.Begin || w.End != pw.End || w.FirstTarget != pw.FirstTarget ||
+						w.Scored != len(ref[i]) || !close(w.NLLSum, ws, 1e-6, 1e-9) ||
+						!close(w.MeanNLL, ws/float64(len(ref[i])), 1e-6, 0) || w.MeanKLD != nil {
+						t.Fatalf("ubatch %d window %d: %+v, reference nll sum %v", ub, i, w, ws)
+					}
+				}
+				mean := sum / float64(n)
+				se := math.Sqrt((sum2/float64(n) - mean*mean) / float64(n-1))
+				if rep.ScoredTokens != n || rep.WindowsScored != len(plan.Windows) || rep.Partial ||
+					!close(rep.MeanNLL, mean, 1e-6, 0) || !close(rep.Perplexity, math.Exp(mean), 1e-6, 0) ||
+					!close(rep.PerplexityUncertainty, math.Exp(mean)*se, 1e-5, 0) {
+					t.Fatalf("ubatch %d: report %v ± %v over %d, reference %v ± %v over %d",
+						ub, rep.Perplexity, rep.PerplexityUncertainty, rep.ScoredTokens, math.Exp(mean), math.Exp(mean)*se, n)
+				}
+				if rep.PrefillTokens != plan.PrefillToks || f.prefills != len(plan.Windows) {
+					t.Fatalf("prefill tokens %d / calls %d, want %d / %d", rep.PrefillTokens, f.prefills, plan.PrefillToks, len(plan.Windows))
+				}
+				for i, from := range f.prefillFroms {
+					if from != plan.Windows[i].FirstRow {
+						t.Fatalf("prefill %d from %d, want %d", i, from, plan.Windows[i].FirstRow)
+					}
+				}
+				// The pass plan must not change a bit of the result.
+				if first == nil {
+					first = &rep
+				} else if rep.MeanNLL != first.MeanNLL || rep.PerplexityUncertainty != first.PerplexityUncertainty {
+					t.Fatalf("ubatch %d: %v, ubatch 7: %v", ub, rep.MeanNLL, first.MeanNLL)
+				}
+			}
+		})
+	}
+}
+
+func TestRunHeadBatches(t *testing.T) {
+	// ctx 600: 299 scored rows per chunk → head batches of 128, 128, 43.
+	f := newFake(40, 4, 2, 0)
+	f.ubatch = 50
+	rep, err := Run(context.Background(), f, Request{Tokens: randomTokens(1, 1200, 40), Ctx: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.maxHeadRows != HeadRows || f.headCalls != 2*3 || rep.ScoredTokens != 2*299 {
+		t.Fatalf("max rows %d, calls %d, scored %d", f.maxHeadRows, f.headCalls, rep.ScoredTokens)
+	}
+}
+
+func recordBase(t *testing.T, f *fakeEngine, req Request) (string, Report) {
+	t.Helper()
+	if req.KLDBaseOut == "" {
+		req.KLDBaseOut = filepath.Join(t.TempDir(), "base.kld")
+	}
+	rep, err := Run(context.Background(), f, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.KLDBaseOut != req.KLDBaseOut {
+		t.Fatalf("report kld_base_out %q", rep.KLDBaseOut)
+	}
+	return req.KLDBaseOut, rep
+}
+
+func TestRunSelfCompareIsExactlyZero(t *testing.T) {
+	for _, g := range []Request{{Ctx: 128}, {Method: MethodSliding, Ctx: 96, Stride: 40}} {
+		f := newFake(64, 8, 3, 0)
+		f.addBOS = true
+		g.Text = strings.Repeat("the quick brown fox jumps over the lazy dog. ", 20)
+		path, base := recordBase(t, f, g)
+
+		st, _ := os.Stat(path)
+		raw, _ := os.ReadFile(path)
+		hdr := int64(100) + int64(raw[96]) + int64(raw[97])<<8 + 4*int64(base.Tokens) + 32
+		if st.Size() != hdr+264*int64(base.ScoredTokens) {
+			t.Fatalf("base size %d, want %d + 264 × %d", st.Size(), hdr, base.ScoredTokens)
+		}
+
+		rep, err := Run(context.Background(), f, Request{KLDBase: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := rep.KLD
+		if k == nil || k.Tokens != base.ScoredTokens || k.TopK != 32 || k.Base != path {
+			t.Fatalf("kld %+v", k)
+		}
+		if k.MeanKLD != 0 || k.KLDMax != 0 || k.KLDPercentiles.Min != 0 || k.SameTop != 1 || k.MeanDeltaP != 0 ||
+			k.RMSDeltaP != 0 || k.MeanLogRatio != 0 || k.DeltaPerplexity != 0 || k.PerplexityRatio != 1 ||
+			k.Top5Agreement != 1 || k.NonFiniteTokens != 0 || k.MeanKLDUncertaintyCR1 != 0 {
+			t.Fatalf("self comparison is not exactly zero: %+v", k)
+		}
+		if rep.Perplexity != base.Perplexity || k.BasePerplexity != k.Perplexity || rep.Method != base.Method ||
+			rep.Ctx != base.Ctx || rep.Stride != base.Stride || rep.TokenIDsSHA256 != base.TokenIDsSHA256 {
+			t.Fatalf("comparison run differs from its base run: %+v vs %+v", rep, base)
+		}
+		if k.MeanBaseTopMass <= 0.5 || k.MeanBaseTopMass > 1+1e-6 {
+			t.Fatalf("mean base top mass %v", k.MeanBaseTopMass)
+		}
+		for _, w := range rep.Windows {
+			if w.MeanKLD == nil || *w.MeanKLD != 0 || *w.SameTop != 1 {
+				t.Fatalf("window %+v", w)
+			}
+		}
+		if len(rep.Warnings) != 0 {
+			t.Fatalf("warnings %v", rep.Warnings)
+		}
+	}
+}
+
+func TestRunCompareMatchesBruteForce(t *testing.T) {
+	tokens := randomTokens(4, 900, 48)
+	a := newFake(48, 6, 5, 0)
+	b := a.withNoise(0.15, 6)
+	path, _ := recordBase(t, a, Request{Tokens: tokens, Ctx: 200, KLDTopK: 10})
+	var events []Event
+	rep, err := Run(context.Background(), b, Request{KLDBase: path, Progress: func(e Event) { events = append(events, e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := PlanWindows(len(tokens), Geometry{Ctx: 200})
+	var sk, sfull, sdp float64
+	same, n := 0, 0
+	for _, w := range plan.Windows {
+		in := w.Input(tokens, nil)
+		ha, hb := a.hiddenRows(in), b.hiddenRows(in)
+		for p := w.FirstRow; p <= w.LastRow(); p++ {
+			ra, rb := a.logits(ha[p*a.h:(p+1)*a.h]), b.logits(hb[p*b.h:(p+1)*b.h])
+			tgt := tokens[w.Begin+p+1]
+			c, coarse, full := compareRows(ra, rb, tgt, 10)
+			_ = c
+			sk += coarse
+			sfull += full
+			la, lb := logSumExp64(ra), logSumExp64(rb)
+			sdp += math.Exp(float64(rb[tgt])-lb) - math.Exp(float64(ra[tgt])-la)
+			am, bm := 0, 0
+			for j := range ra {
+				if ra[j] > ra[am] {
+					am = j
+				}
+				if rb[j] > rb[bm] {
+					bm = j
+				}
+			}
+			if am == bm {
+				same++
+			}
+			n++
+		}
+	}
+	k := rep.KLD
+	if k.Tokens != n || !close(k.MeanKLD, sk/float64(n), 1e-4, 1e-7) || k.MeanKLD > sfull/float64(n) ||
+		k.SameTop != float64(same)/float64(n) || !close(k.MeanDeltaP, sdp/float64(n), 1e-4, 1e-7) || k.TopK != 10 {
+		t.Fatalf("kld %+v; reference mean KLD %v (full %v), same top %v, Δp %v",
+			k, sk/float64(n), sfull/float64(n), float64(same)/float64(n), sdp/float64(n))
+	}
+	if k.MeanKLD <= 0 || k.SameTop == 1 {
+		t.Fatalf("a perturbed model must differ: %+v", k)
+	}
+	if events[0].Kind != EventStarted || events[len(events)-1].Kind != EventFinished || len(events) != len(plan.Windows)+2 {
+		t.Fatalf("events %d, kinds first %v last %v", len(events), events[0].Kind, events[len(events)-1].Kind)
+	}
+	last := events[len(events)-2]
+	if last.KLD == nil || last.KLD.Tokens != n || !close(last.KLD.MeanKLD, k.MeanKLD, 1e-12, 0) ||
+		last.WindowsDone != len(plan.Windows) || last.ScoredDone != n || last.Window == nil {
+		t.Fatalf("last window event %+v", last)
+	}
+}
+
+func TestRunRefusesMismatchedBase(t *testing.T) {
+	f := newFake(64, 8, 3, 0)
+	tokens := randomTokens(1, 1000, 64)
+	path, _ := recordBase(t, f, Request{Tokens: tokens, Ctx: 128, Chunks: 5})
+	other := append([]int32(nil), tokens...)
+	other[500]++
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{Tokens: other}, "token ids differ"},
+		{Request{Text: "some other text entirely, long enough to not matter"}, "token ids differ"},
+		{Request{Method: MethodSliding}, "method is chunks in the base, sliding in this run"},
+		{Request{Ctx: 256}, "ctx is 128 in the base, 256 in this run"},
+		{Request{Chunks: 7}, "chunk limit is 5 in the base, 7 in this run"},
+		{Request{Stride: 64}, "stride is 128 in the base, 64 in this run"},
+	} {
+		c.req.KLDBase = path
+		f.prefills = 0
+		_, err := Run(context.Background(), f, c.req)
+		if err == nil || !errors.Is(err, ErrBaseMismatch) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want ErrBaseMismatch with %q", c.req, err, c.want)
+		}
+		if f.prefills != 0 {
+			t.Errorf("%+v: refused only after prefill started", c.req)
+		}
+	}
+	// The same tokens given explicitly are accepted.
+	if _, err := Run(context.Background(), f, Request{KLDBase: path, Tokens: tokens, Ctx: 128, Chunks: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// A truncated base is detected.
+	raw, _ := os.ReadFile(path)
+	os.WriteFile(path, raw[:len(raw)-264], 0o644)
+	if _, err := Run(context.Background(), f, Request{KLDBase: path}); !errors.Is(err, ErrBadBase) || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("truncated base: %v", err)
+	}
+}
+
+func TestRunCancellationGivesPartialReport(t *testing.T) {
+	dir := t.TempDir()
+	f := newFake(64, 8, 3, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last Event
+	done := 0
+	req := Request{
+		Tokens: randomTokens(2, 1000, 64), Ctx: 100, KLDBaseOut: filepath.Join(dir, "b.kld"),
+		Progress: func(e Event) {
+			last = e
+			if e.Kind == EventWindowDone {
+				if done++; done == 2 {
+					cancel()
+				}
+			}
+		},
+	}
+	rep, err := Run(ctx, f, req)
+	if !errors.Is(err, ErrStopped) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want ErrStopped wrapping context.Canceled", err)
+	}
+	if !rep.Partial || rep.WindowsScored != 2 || len(rep.Windows) != 2 || rep.WindowsTotal != 10 ||
+		rep.ScoredTokens != 2*49 || !strings.Contains(rep.PartialReason, "stopped after 2 of 10 windows") ||
+		!strings.Contains(rep.PartialReason, "base was not written") || rep.KLDBaseOut != "" {
+		t.Fatalf("partial report %+v", rep)
+	}
+	if last.Kind != EventFinished || !last.Partial {
+		t.Fatalf("last event %+v", last)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("a stopped run left base files: %v", ents)
+	}
+	if _, err := rep.JSON(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunEngineFailure(t *testing.T) {
+	f := newFake(64, 8, 3, 0)
+	f.failPrefill = 3
+	rep, err := Run(context.Background(), f, Request{Tokens: randomTokens(2, 1000, 64), Ctx: 100})
+	if err == nil || !strings.Contains(err.Error(), "induced failure") || errors.Is(err, ErrStopped) {
+		t.Fatalf("error %v", err)
+	}
+	if !rep.Partial || rep.WindowsScored != 2 || !strings.Contains(rep.PartialReason, "failed in window 3 of 10") {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func TestRunBadRequests(t *testing.T) {
+	f := newFake(64, 8, 3, 0)
+	f.kv = 256
+	long := randomTokens(2, 2000, 64)
+	for _, c := range []struct {
+		req  Request
+		want string
+	}{
+		{Request{}, "nothing to score"},
+		{Request{Text: "", TextPath: "empty.txt"}, "empty.txt: text is empty"},
+		{Request{Text: "a", Tokens: []int32{1}}, "not both"},
+		{Request{Tokens: long, Method: "rolling"}, `unknown method "rolling"`},
+		{Request{Tokens: long, Ctx: 512}, "exceeds the KV cache capacity 256"},
+		{Request{Tokens: []int32{1, 2, 3, 64}, Ctx: 2}, "token 64 at index 3 is outside the vocabulary (size 64)"},
+		{Request{Tokens: []int32{1, -2, 3}, Ctx: 2}, "token -2 at index 1"},
+		{Request{Tokens: long, Ctx: 128, KLDBaseOut: filepath.Join(t.TempDir(), "x"), KLDTopK: 33}, "kld_top_k 33 out of range"},
+		{Request{Text: "short text", TextPath: "short.txt", Ctx: 64}, "short.txt: too few tokens: text tokenizes to 10 tokens; method chunks at ctx 64 needs at least 128"},
+		{Request{Tokens: long, KLDBase: filepath.Join(t.TempDir(), "missing.kld")}, "missing.kld"},
+	} {
+		f.prefills = 0
+		_, err := Run(context.Background(), f, c.req)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.req, err, c.want)
+		}
+		if f.prefills != 0 {
+			t.Errorf("%q: prefill ran before the refusal", c.want)
+		}
+	}
+	small := newFake(20, 4, 1, 0)
+	_, err := Run(context.Background(), small, Request{Tokens: randomTokens(1, 300, 20), Ctx: 64,
+		KLDBaseOut: filepath.Join(t.TempDir(), "b"), KLDTopK: 21})
+	if err == nil || !strings.Contains(err.Error(), "exceeds the vocabulary size 20") {
+		t.Fatalf("top-k over vocab: %v", err)
+	}
+}
+
+// TestReportJSONFields checks the report carries every field issue 3 and
+// issue 4 name, spelled exactly.
+func TestReportJSONFields(t *testing.T) {
+	f := newFake(64, 8, 3, 0)
+	tokens := randomTokens(1, 600, 64)
+	path, _ := recordBase(t, f, Request{Tokens: tokens, Ctx: 128})
+	rep, err := Run(context.Background(), f.withNoise(0.1, 2), Request{KLDBase: path, IncludeTokenIDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rep.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	need := func(obj map[string]any, where string, keys ...string) {
+		for _, k := range keys {
+			if _, ok := obj[k]; !ok {
+				t.Errorf("%s: missing %q", where, k)
+			}
+		}
+	}
+	need(m, "report", "object", "tokens", "token_ids_sha256", "method", "ctx", "stride", "windows_scored",
+		"scored_tokens", "mean_nll", "perplexity", "perplexity_uncertainty", "elapsed_seconds", "prefill_tokens",
+		"prefill_tokens_per_second", "config", "windows", "token_ids", "kld")
+	if m["object"] != "lse.perplexity" {
+		t.Errorf("object %v", m["object"])
+	}
+	need(m["config"].(map[string]any), "config", "device_arch", "prefill_attention", "prefill_attention_scale",
+		"kv_cache_dtype", "kv_capacity", "batch_size", "ubatch_size", "head_rows", "cpu_fallback_allowed",
+		"threads", "backend", "model")
+	need(m["windows"].([]any)[0].(map[string]any), "window", "index", "begin", "end", "first_target", "scored",
+		"nll_sum", "mean_nll", "perplexity", "seconds", "mean_kld", "same_top")
+	need(m["kld"].(map[string]any), "kld", "base", "top_k", "tokens", "base_perplexity", "perplexity",
+		"delta_perplexity", "perplexity_ratio", "mean_log_ratio", "mean_log_ratio_uncertainty", "mean_kld",
+		"mean_kld_uncertainty", "kld_p99", "kld_max", "same_top", "same_top_uncertainty", "mean_delta_p",
+		"mean_delta_p_uncertainty", "rms_delta_p", "mean_base_top_mass", "ppl_correlation", "top5_agreement",
+		"mean_kld_uncertainty_cr1", "kld_percentiles", "delta_p_percentiles", "nonfinite_tokens")
+	if _, ok := m["partial"]; ok {
+		t.Error("a complete run must not say partial")
+	}
+	if len(m["token_ids"].([]any)) != 600 {
+		t.Error("token_ids")
+	}
+	no := false
+	rep, _ = Run(context.Background(), f, Request{Tokens: tokens, Ctx: 128, IncludeWindows: &no})
+	b, _ = rep.JSON()
+	if strings.Contains(string(b), `"windows"`) || strings.Contains(string(b), `"token_ids"`) {
+		t.Error("include_windows=false / include_token_ids=false still wrote them")
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.json")
+	if err := WriteFileAtomic(p, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(p, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "two" {
+		t.Fatalf("content %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("temporary files left: %v", ents)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "no", "such", "dir"), nil); err == nil || !strings.Contains(err.Error(), "no/such/dir") {
+		t.Fatalf("error %v", err)
+	}
+}
