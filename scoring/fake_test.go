@@ -14,13 +14,13 @@ import (
 // position, and the LM head is a fixed random V×H matrix (perturbed by
 // noise for a "quantized" variant).
 type fakeEngine struct {
-	v, h    int
-	addBOS  bool
-	bos     int32
-	ubatch  int // rows per prefill pass
-	kv      int
-	w       []float32 // (v, h) head weights
-	scale   float32
+	v, h   int
+	addBOS bool
+	bos    int32
+	ubatch int // rows per prefill pass
+	kv     int
+	w      []float32 // (v, h) head weights
+	scale  float32
 
 	// observations
 	maxHeadRows  int
