@@ -68,6 +68,7 @@ func (d *decoder) fill(n int64, what string) error {
 	}
 	d.buf = d.buf[:want]
 	got, err := d.src.ReadAt(d.buf, d.pos)
+	got = min(max(got, 0), len(d.buf)) // don't trust a misbehaving ReaderAt
 	if int64(got) < n {
 		d.buf, d.bufOff = d.buf[:0], d.pos
 		if err == nil || err == io.EOF {
