@@ -27,6 +27,7 @@ type fakeEngine struct {
 	headCalls    int
 	prefills     int
 	prefillFroms []int
+	firstTokens  []int32 // each prefill's first input token
 	failPrefill  int // fail the n-th prefill (1-based); 0 never
 }
 
@@ -106,6 +107,7 @@ func (f *fakeEngine) logits(hidden []float32) []float32 {
 func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(pos int, hidden []float32, n int) error) error {
 	f.prefills++
 	f.prefillFroms = append(f.prefillFroms, from)
+	f.firstTokens = append(f.firstTokens, tokens[0])
 	if f.failPrefill > 0 && f.prefills == f.failPrefill {
 		return fmt.Errorf("fake engine: induced failure")
 	}

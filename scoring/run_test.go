@@ -37,7 +37,7 @@ func TestRunMatchesBruteForce(t *testing.T) {
 		{"chunks ctx 300", Geometry{Method: MethodChunks, Ctx: 300}},
 		{"chunks ctx 300 add-BOS", Geometry{Method: MethodChunks, Ctx: 300, AddBOS: true, BOS: 1}},
 		{"sliding ctx 200 stride 64", Geometry{Method: MethodSliding, Ctx: 200, Stride: 64}},
-		{"sliding ctx 150", Geometry{Method: MethodSliding, Ctx: 150}},
+		{"sliding ctx 150 add-BOS", Geometry{Method: MethodSliding, Ctx: 150, AddBOS: true, BOS: 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,8 +83,16 @@ func TestRunMatchesBruteForce(t *testing.T) {
 					t.Fatalf("prefill tokens %d / calls %d, want %d / %d", rep.PrefillTokens, f.prefills, plan.PrefillToks, len(plan.Windows))
 				}
 				for i, from := range f.prefillFroms {
-					if from != plan.Windows[i].FirstRow {
-						t.Fatalf("prefill %d from %d, want %d", i, from, plan.Windows[i].FirstRow)
+					w := plan.Windows[i]
+					if from != w.FirstRow {
+						t.Fatalf("prefill %d from %d, want %d", i, from, w.FirstRow)
+					}
+					want := tokens[w.Begin]
+					if c.g.AddBOS {
+						want = c.g.BOS
+					}
+					if f.firstTokens[i] != want {
+						t.Fatalf("prefill %d starts with %d, want %d", i, f.firstTokens[i], want)
 					}
 				}
 				// The pass plan must not change a bit of the result.

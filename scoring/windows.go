@@ -18,8 +18,9 @@ type Geometry struct {
 	Stride int    // sliding: tokens between window starts (0 = Ctx); chunks: 0 or Ctx
 	Chunks int    // score only the first Chunks windows; <= 0: all
 
-	// AddBOS and BOS: chunks overwrite each chunk's first token with BOS for
-	// the forward pass when the vocab asks for BOS (llama-perplexity).
+	// AddBOS and BOS: each window's first token is overwritten by BOS for
+	// the forward pass when the vocab asks for BOS (llama-perplexity's
+	// chunks rule, used for both methods).
 	AddBOS bool
 	BOS    int32
 
@@ -134,9 +135,11 @@ func (g Geometry) resolve() (Geometry, error) {
 // text. stride == ctx: each window scores all its tokens but the first.
 // stride < ctx: every token but the text's first is scored exactly once,
 // with at least ctx−stride tokens of context after the first window. The
-// last window may be shorter than ctx so the tail is scored too. Windows
-// are the raw token stream: no BOS substitution (its first token is a
-// scored-from input, and llama.cpp's strided mode substitutes none either).
+// last window may be shorter than ctx so the tail is scored too. The BOS
+// rule is the chunks one: when the vocab asks for BOS, each window's first
+// token is replaced by BOS for the forward pass, so every window starts
+// like a fresh prompt (llama.cpp's --ppl-stride mode, which we do not
+// reproduce, substitutes none).
 func PlanWindows(n int, g Geometry) (Plan, error) {
 	g, err := g.resolve()
 	if err != nil {
@@ -172,6 +175,7 @@ func PlanWindows(n int, g Geometry) (Plan, error) {
 				p.Windows = append(p.Windows, Window{
 					Index: len(p.Windows), Begin: b, End: e,
 					FirstTarget: ft, Scored: e - ft, FirstRow: ft - b - 1,
+					SubstituteBOS: g.AddBOS, BOSID: g.BOS,
 				})
 				next = e
 			}

@@ -100,7 +100,7 @@ func TestSlidingGeometry(t *testing.T) {
 			if w.Index != i || w.Begin != i*stride && !(stride == ctx && w.Begin%ctx == 0) {
 				t.Fatalf("ctx=%d stride=%d: window %d begins at %d", ctx, stride, i, w.Begin)
 			}
-			if w.Len() > ctx || w.Len() < 2 || w.End > n || w.SubstituteBOS {
+			if w.Len() > ctx || w.Len() < 2 || w.End > n || !w.SubstituteBOS || w.BOSID != 3 {
 				t.Fatalf("ctx=%d stride=%d: window %+v", ctx, stride, w)
 			}
 			if w.FirstTarget != w.Begin+w.FirstRow+1 || w.LastRow() != w.Len()-2 {
