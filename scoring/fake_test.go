@@ -28,7 +28,7 @@ type fakeEngine struct {
 	prefills     int
 	prefillFroms []int
 	firstTokens  []int32 // each prefill's first input token
-	failPrefill  int // fail the n-th prefill (1-based); 0 never
+	failPrefill  int     // fail the n-th prefill (1-based); 0 never
 }
 
 func newFake(v, h int, seed uint64, noise float64) *fakeEngine {
