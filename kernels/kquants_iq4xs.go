@@ -1,17 +1,14 @@
 package kernels
 
 // This file owns IQ4_XS (gguf-and-quants.md §3.13): eight 32-element
-// sub-blocks of 4-bit codes into the non-linear IQ4_NL table, with 6-bit
-// scales (offset 32) under one f16 scale. The dot with Q8_K is
-// d_a·d·Σ (ls−32)·Σ KV[code]·a (§4.3).
+// sub-blocks of 4-bit codes into the non-linear IQ4_NL table (kvIQ4NL, in
+// iq4nl.go), with 6-bit scales (offset 32) under one f16 scale. The dot
+// with Q8_K is d_a·d·Σ (ls−32)·Σ KV[code]·a (§4.3).
 
 import "encoding/binary"
 
 // IQ4_XS block: d f16, scales_h u16, scales_l u8[4], qs u8[128].
 const iq4xsBlockBytes = 136
-
-// iq4nlValues is the IQ4_NL code table (§3.12), shared with IQ4_NL.
-var iq4nlValues = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
 // iq4xsScale is the signed scale (ls − 32) of sub-block j.
 func iq4xsScale(b []byte, j int) int32 {
@@ -29,8 +26,8 @@ func dequantIQ4XS(src []byte, dst []float32) {
 			qs := (*[16]byte)(b[8+16*j:])
 			y := (*[32]float32)(dst[i*qkK+32*j:])
 			for l, v := range qs {
-				y[l] = dl * float32(iq4nlValues[v&0xf])
-				y[l+16] = dl * float32(iq4nlValues[v>>4])
+				y[l] = dl * float32(kvIQ4NL[v&0xf])
+				y[l+16] = dl * float32(kvIQ4NL[v>>4])
 			}
 		}
 	}
@@ -48,7 +45,7 @@ func vecDotIQ4XS(n int, w, a []byte) float32 {
 			x := (*[32]byte)(aq[32*j:])
 			var p int32
 			for l, v := range qs {
-				p += int32(iq4nlValues[v&0xf])*int32(int8(x[l])) + int32(iq4nlValues[v>>4])*int32(int8(x[l+16]))
+				p += int32(kvIQ4NL[v&0xf])*int32(int8(x[l])) + int32(kvIQ4NL[v>>4])*int32(int8(x[l+16]))
 			}
 			isum += iq4xsScale(b, j) * p
 		}
@@ -59,7 +56,7 @@ func vecDotIQ4XS(n int, w, a []byte) float32 {
 
 // iq4nlIndex is the index of the table value nearest to x (lower on ties).
 func iq4nlIndex(x float32) uint8 {
-	v := &iq4nlValues
+	v := &kvIQ4NL
 	if x <= float32(v[0]) {
 		return 0
 	}
@@ -148,7 +145,7 @@ func iq4nlFit(x []float32) float32 {
 	}
 	fit := func(id float32) (sumQX, sumQ2 float32) {
 		for _, v := range x {
-			q := float32(iq4nlValues[iq4nlIndex(float32(id*v))])
+			q := float32(kvIQ4NL[iq4nlIndex(float32(id*v))])
 			w := float32(v * v)
 			sumQX += float32(w*q) * v
 			sumQ2 += float32(w*q) * q
@@ -156,12 +153,12 @@ func iq4nlFit(x []float32) float32 {
 		return sumQX, sumQ2
 	}
 	var d, best float32
-	if qx, q2 := fit(-float32(iq4nlValues[0]) / xm); q2 > 0 {
+	if qx, q2 := fit(-float32(kvIQ4NL[0]) / xm); q2 > 0 {
 		d = qx / q2
 		best = d * qx
 	}
 	for t := -7; t <= 7; t++ {
-		qx, q2 := fit((float32(t) + float32(iq4nlValues[0])) / xm)
+		qx, q2 := fit((float32(t) + float32(kvIQ4NL[0])) / xm)
 		if q2 > 0 && qx*qx > best*q2 {
 			d = qx / q2
 			best = d * qx
