@@ -30,25 +30,28 @@ func init() {
 // and rounding that again to float32 differs from a single rounding only if
 // the float64 sum sits exactly on a float32 midpoint, which is checked.
 func fma32(a, b, c float32) float32 {
-	p := float64(a) * float64(b)
-	s := p + float64(c)
-	if math.Float64bits(s)&(1<<29-1) != 1<<28 {
-		return float32(s)
+	s := float64(a)*float64(b) + float64(c)
+	if tieKey(s) == 0 {
+		return fma32Tie(a, b, c)
 	}
-	return fma32Tie(p, float64(c), s)
+	return float32(s)
 }
 
-// fma32Tie breaks a float32 tie in s = fl64(p+c) by the sign of the
+// fma32Tie breaks a float32 tie in s = fl64(a·b+c) by the sign of the
 // float64 rounding error (TwoSum), nudging s one float64 ulp toward the
 // exact value before the final rounding.
-func fma32Tie(p, c, s float64) float32 {
+func fma32Tie(a, b, c float32) float32 {
+	p, cc := float64(a)*float64(b), float64(c)
+	s := p + cc
 	bb := s - p
-	e := (p - (s - bb)) + (c - bb)
-	switch {
-	case e > 0:
-		s = math.Nextafter(s, math.Inf(1))
-	case e < 0:
-		s = math.Nextafter(s, math.Inf(-1))
+	if e := (p - (s - bb)) + (cc - bb); e != 0 { // s is not exact: step toward the exact sum
+		u := math.Float64bits(s)
+		if (e > 0) == (s > 0) {
+			u++
+		} else {
+			u--
+		}
+		s = math.Float64frombits(u)
 	}
 	return float32(s)
 }
@@ -61,21 +64,73 @@ func hsum8(v *[8]float32) float32 {
 }
 
 // dotFloat is Σ w[i]·x[i] (len(x) ≥ len(w)) with ggml's x86 float32
-// accumulation; see the file comment.
-func dotFloat(w, x []float32) float32 {
+// accumulation; see the file comment. half says that both operands are
+// F16 or BF16 values, whose float32 products are exact, so a plain float32
+// add after the multiply rounds exactly as the fused multiply-add does.
+func dotFloat(w, x []float32, half bool) float32 {
 	n := len(w)
 	x = x[:n]
 	if n%8 != 0 {
 		return dotFloatVec(w, x)
 	}
 	var acc [8]float32
-	for i := 0; i < n; i += 8 {
-		ww, xx := (*[8]float32)(w[i:]), (*[8]float32)(x[i:])
-		for l := range 8 {
-			acc[l] = fma32(ww[l], xx[l], acc[l])
-		}
+	if half {
+		accHalf(&acc, w, x)
+	} else {
+		accFMA(&acc, w, x)
 	}
 	return hsum8(&acc)
+}
+
+// accFMA adds w·x (len a multiple of 8) into eight lanes, element i into
+// lane i%8, with fused multiply-adds. Each step first takes the float64
+// sums and, unless one of them sits on a float32 midpoint (one predictable
+// branch per eight elements), rounds them directly.
+func accFMA(acc *[8]float32, w, x []float32) {
+	x = x[:len(w)]
+	a0, a1, a2, a3, a4, a5, a6, a7 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
+	for i := 0; i+8 <= len(w); i += 8 {
+		ww, xx := (*[8]float32)(w[i:]), (*[8]float32)(x[i:])
+		s0 := float64(ww[0])*float64(xx[0]) + float64(a0)
+		s1 := float64(ww[1])*float64(xx[1]) + float64(a1)
+		s2 := float64(ww[2])*float64(xx[2]) + float64(a2)
+		s3 := float64(ww[3])*float64(xx[3]) + float64(a3)
+		s4 := float64(ww[4])*float64(xx[4]) + float64(a4)
+		s5 := float64(ww[5])*float64(xx[5]) + float64(a5)
+		s6 := float64(ww[6])*float64(xx[6]) + float64(a6)
+		s7 := float64(ww[7])*float64(xx[7]) + float64(a7)
+		if min(tieKey(s0), tieKey(s1), tieKey(s2), tieKey(s3), tieKey(s4), tieKey(s5), tieKey(s6), tieKey(s7)) == 0 {
+			a0, a1, a2, a3 = fma32(ww[0], xx[0], a0), fma32(ww[1], xx[1], a1), fma32(ww[2], xx[2], a2), fma32(ww[3], xx[3], a3)
+			a4, a5, a6, a7 = fma32(ww[4], xx[4], a4), fma32(ww[5], xx[5], a5), fma32(ww[6], xx[6], a6), fma32(ww[7], xx[7], a7)
+			continue
+		}
+		a0, a1, a2, a3 = float32(s0), float32(s1), float32(s2), float32(s3)
+		a4, a5, a6, a7 = float32(s4), float32(s5), float32(s6), float32(s7)
+	}
+	*acc = [8]float32{a0, a1, a2, a3, a4, a5, a6, a7}
+}
+
+// tieKey is zero exactly when the float64 s lies on a float32 midpoint
+// (its low 29 mantissa bits are 1000…0), where rounding it again could
+// differ from a single rounding.
+func tieKey(s float64) uint32 { return uint32(math.Float64bits(s))<<3 ^ 1<<31 }
+
+// accHalf is accFMA for half-precision operands (exact products).
+func accHalf(acc *[8]float32, w, x []float32) {
+	x = x[:len(w)]
+	a0, a1, a2, a3, a4, a5, a6, a7 := acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]
+	for i := 0; i+8 <= len(w); i += 8 {
+		ww, xx := (*[8]float32)(w[i:]), (*[8]float32)(x[i:])
+		a0 += ww[0] * xx[0]
+		a1 += ww[1] * xx[1]
+		a2 += ww[2] * xx[2]
+		a3 += ww[3] * xx[3]
+		a4 += ww[4] * xx[4]
+		a5 += ww[5] * xx[5]
+		a6 += ww[6] * xx[6]
+		a7 += ww[7] * xx[7]
+	}
+	*acc = [8]float32{a0, a1, a2, a3, a4, a5, a6, a7}
 }
 
 // dotFloatVec is ggml_vec_dot_f16/f32's AVX layout: 32-element steps into
@@ -146,14 +201,14 @@ func quantizeBF16(src []float32, dst []byte) {
 // give exactly dotFloat's result.
 const floatChunk = 256
 
-func vecDotFloatBytes(n int, w, a []byte, dec func([]byte, []float32), size int) float32 {
-	if n%8 != 0 || n <= floatChunk {
-		var wb, ab [floatChunk]float32
-		if n <= floatChunk {
-			dec(w[:n*size], wb[:n])
-			dec(a[:n*size], ab[:n])
-			return dotFloat(wb[:n], ab[:n])
-		}
+func vecDotFloatBytes(n int, w, a []byte, dec func([]byte, []float32), size int, half bool) float32 {
+	var wb, ab [floatChunk]float32
+	if n <= floatChunk {
+		dec(w[:n*size], wb[:n])
+		dec(a[:n*size], ab[:n])
+		return dotFloat(wb[:n], ab[:n], half)
+	}
+	if n%8 != 0 {
 		wf, af := make([]float32, n), make([]float32, n)
 		dec(w[:n*size], wf)
 		dec(a[:n*size], af)
@@ -162,20 +217,19 @@ func vecDotFloatBytes(n int, w, a []byte, dec func([]byte, []float32), size int)
 	// Lane l only ever sees elements ≡ l (mod 8), so chunks of a multiple
 	// of 8 can be accumulated one after another.
 	var acc [8]float32
-	var wb, ab [floatChunk]float32
 	for i := 0; i < n; i += floatChunk {
 		m := min(floatChunk, n-i)
 		dec(w[i*size:(i+m)*size], wb[:m])
 		dec(a[i*size:(i+m)*size], ab[:m])
-		for k := 0; k < m; k += 8 {
-			for l := range 8 {
-				acc[l] = fma32(wb[k+l], ab[k+l], acc[l])
-			}
+		if half {
+			accHalf(&acc, wb[:m], ab[:m])
+		} else {
+			accFMA(&acc, wb[:m], ab[:m])
 		}
 	}
 	return hsum8(&acc)
 }
 
-func vecDotF32(n int, w, a []byte) float32  { return vecDotFloatBytes(n, w, a, dequantF32, 4) }
-func vecDotF16(n int, w, a []byte) float32  { return vecDotFloatBytes(n, w, a, dequantF16, 2) }
-func vecDotBF16(n int, w, a []byte) float32 { return vecDotFloatBytes(n, w, a, dequantBF16, 2) }
+func vecDotF32(n int, w, a []byte) float32  { return vecDotFloatBytes(n, w, a, dequantF32, 4, false) }
+func vecDotF16(n int, w, a []byte) float32  { return vecDotFloatBytes(n, w, a, dequantF16, 2, true) }
+func vecDotBF16(n int, w, a []byte) float32 { return vecDotFloatBytes(n, w, a, dequantBF16, 2, true) }

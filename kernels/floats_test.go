@@ -68,7 +68,7 @@ func TestDotFloatMatchesFloat64(t *testing.T) {
 			ref += float64(w[i]) * float64(x[i])
 			mag += math.Abs(float64(w[i]) * float64(x[i]))
 		}
-		got := dotFloat(w, x)
+		got := dotFloat(w, x, false)
 		if d := math.Abs(float64(got) - ref); d > 1e-6*mag*math.Sqrt(float64(n)) {
 			t.Errorf("n=%d: dotFloat = %v, float64 %v (|Σ|w·x||=%v)", n, got, ref, mag)
 		}
@@ -80,6 +80,25 @@ func TestDotFloatMatchesFloat64(t *testing.T) {
 			}
 			if want := hsum8(&acc); got != want {
 				t.Errorf("n=%d: dotFloat = %v, lane model %v", n, got, want)
+			}
+		}
+	}
+}
+
+// TestDotHalfExactProducts checks that for F16 and BF16 operands the
+// unfused float32 lanes equal the fused ones bit for bit (their products
+// are exact in float32).
+func TestDotHalfExactProducts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, round := range []func(float32) float32{RoundF16, RoundBF16} {
+		for _, n := range []int{8, 64, 1024, 4096} {
+			w, x := randFloats(rng, n, 1), randFloats(rng, n, 100)
+			for i := range w {
+				w[i], x[i] = round(w[i]), round(x[i])
+			}
+			w[0], x[0] = 6e-8, 3e-5 // tiny values: products near 2^-38
+			if got, want := dotFloat(w, x, true), dotFloat(w, x, false); got != want {
+				t.Errorf("n=%d: half lanes %v, fused lanes %v", n, got, want)
 			}
 		}
 	}

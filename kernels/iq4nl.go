@@ -16,19 +16,12 @@ var kvIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 
 
 const iq4nlBytes = 18 // d f16, qs u8[16]
 
-func unpackIQ4NL(qs []byte, wq *[qk]int32) {
-	for j, q := range qs[:16] {
-		wq[j] = int32(kvIQ4NL[q&0xf])
-		wq[j+16] = int32(kvIQ4NL[q>>4])
-	}
-}
-
 func dequantIQ4NL(src []byte, dst []float32) {
-	var wq [qk]int32
+	var wq [qk]int8
 	for i := range len(dst) / qk {
 		b := src[i*iq4nlBytes : (i+1)*iq4nlBytes]
 		d := f16le(b)
-		unpackIQ4NL(b[2:], &wq)
+		unpackNib(b[2:], &kvIQ4NL, &wq)
 		for j, q := range wq {
 			dst[i*qk+j] = d * float32(q)
 		}
@@ -37,12 +30,10 @@ func dequantIQ4NL(src []byte, dst []float32) {
 
 func vecDotIQ4NL(n int, w, a []byte) float32 {
 	var acc [8]float32
-	var wq [qk]int32
 	for i := range n / qk {
 		wb := w[i*iq4nlBytes : (i+1)*iq4nlBytes]
 		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		unpackIQ4NL(wb[2:], &wq)
-		l := lanes8(&wq, ab[2:])
+		l := lanesNib((*[16]byte)(wb[2:]), &kvIQ4NL, actQs(ab, 2))
 		accLanes(&acc, f16le(wb)*f16le(ab), &l)
 	}
 	return hsum8(&acc)

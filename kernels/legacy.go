@@ -74,22 +74,85 @@ func signedAbsMax(x []float32) (v, amax float32) {
 	return v, amax
 }
 
-// lanes8 is the AVX2 maddubs/madd step: eight sums of four consecutive
-// products of a block's signed weight integers and activation integers.
-func lanes8(w *[qk]int32, a []byte) (l [8]float32) {
-	a = a[:qk]
+// The lane helpers compute the AVX2 maddubs/madd step straight from the
+// packed weights: eight sums of four consecutive products of a block's
+// signed weight integers with the activation codes a.
+
+// lanesI8 is the step for int8 weights (Q8_0).
+func lanesI8(w, a *[qk]byte) (l [8]float32) {
 	for k := range 8 {
-		s := w[4*k]*int32(int8(a[4*k])) + w[4*k+1]*int32(int8(a[4*k+1])) +
-			w[4*k+2]*int32(int8(a[4*k+2])) + w[4*k+3]*int32(int8(a[4*k+3]))
+		w4, a4 := (*[4]byte)(w[4*k:]), (*[4]byte)(a[4*k:])
+		s := int32(int8(w4[0]))*int32(int8(a4[0])) + int32(int8(w4[1]))*int32(int8(a4[1])) +
+			int32(int8(w4[2]))*int32(int8(a4[2])) + int32(int8(w4[3]))*int32(int8(a4[3]))
 		l[k] = float32(s)
 	}
 	return l
 }
 
-// accLanes adds d·lanes into acc with one fused multiply-add per lane.
+// lanesNib is the step for 4-bit codes mapped through tab: low nibbles
+// are elements 0..15 (lanes 0..3), high nibbles 16..31 (lanes 4..7).
+func lanesNib(qs *[16]byte, tab *[16]int8, a *[qk]byte) (l [8]float32) {
+	for k := range 4 {
+		q4, lo, hi := (*[4]byte)(qs[4*k:]), (*[4]byte)(a[4*k:]), (*[4]byte)(a[16+4*k:])
+		s := int32(tab[q4[0]&15])*int32(int8(lo[0])) + int32(tab[q4[1]&15])*int32(int8(lo[1])) +
+			int32(tab[q4[2]&15])*int32(int8(lo[2])) + int32(tab[q4[3]&15])*int32(int8(lo[3]))
+		h := int32(tab[q4[0]>>4])*int32(int8(hi[0])) + int32(tab[q4[1]>>4])*int32(int8(hi[1])) +
+			int32(tab[q4[2]>>4])*int32(int8(hi[2])) + int32(tab[q4[3]>>4])*int32(int8(hi[3]))
+		l[k], l[k+4] = float32(s), float32(h)
+	}
+	return l
+}
+
+// lanesQ5 is the step for 5-bit codes minus off; bit e of h is element
+// e's fifth bit.
+func lanesQ5(qs *[16]byte, h uint32, off int32, a *[qk]byte) (l [8]float32) {
+	for k := range 4 {
+		q4, lo, hi := (*[4]byte)(qs[4*k:]), (*[4]byte)(a[4*k:]), (*[4]byte)(a[16+4*k:])
+		hl, hh := int32(h>>(4*k)), int32(h>>(16+4*k))
+		s := (int32(q4[0]&15)|hl<<4&16-off)*int32(int8(lo[0])) + (int32(q4[1]&15)|hl<<3&16-off)*int32(int8(lo[1])) +
+			(int32(q4[2]&15)|hl<<2&16-off)*int32(int8(lo[2])) + (int32(q4[3]&15)|hl<<1&16-off)*int32(int8(lo[3]))
+		t := (int32(q4[0]>>4)|hh<<4&16-off)*int32(int8(hi[0])) + (int32(q4[1]>>4)|hh<<3&16-off)*int32(int8(hi[1])) +
+			(int32(q4[2]>>4)|hh<<2&16-off)*int32(int8(hi[2])) + (int32(q4[3]>>4)|hh<<1&16-off)*int32(int8(hi[3]))
+		l[k], l[k+4] = float32(s), float32(t)
+	}
+	return l
+}
+
+// unpackNib expands 4-bit codes through tab, in element order.
+func unpackNib(qs []byte, tab *[16]int8, wq *[qk]int8) {
+	for j, q := range qs[:16] {
+		wq[j] = tab[q&0xf]
+		wq[j+16] = tab[q>>4]
+	}
+}
+
+// Code tables of the linear 4-bit formats.
+var (
+	tabQ4_0 = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
+	tabQ4_1 = [16]int8{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+)
+
+// actQs returns the 32 activation codes of a Q8_0 (off 2) or Q8_1 (off 4) block.
+func actQs(blk []byte, off int) *[qk]byte { return (*[qk]byte)(blk[off : off+qk]) }
+
+// accLanes adds d·l into acc with one fused multiply-add per lane (the
+// tie check as in accFMA).
 func accLanes(acc *[8]float32, d float32, l *[8]float32) {
+	dd := float64(d)
+	var s [8]float64
+	key := ^uint32(0)
 	for k := range 8 {
-		acc[k] = fma32(d, l[k], acc[k])
+		s[k] = dd*float64(l[k]) + float64(acc[k])
+		key = min(key, tieKey(s[k]))
+	}
+	if key == 0 {
+		for k := range 8 {
+			acc[k] = fma32(d, l[k], acc[k])
+		}
+		return
+	}
+	for k := range 8 {
+		acc[k] = float32(s[k])
 	}
 }
 
@@ -153,14 +216,10 @@ func quantizeActQ8_0(src []float32, dst []byte) {
 
 func vecDotQ8_0(n int, w, a []byte) float32 {
 	var acc [8]float32
-	var wq [qk]int32
 	for i := range n / qk {
 		wb := w[i*q8_0Bytes : (i+1)*q8_0Bytes]
 		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		for j, q := range wb[2:] {
-			wq[j] = int32(int8(q))
-		}
-		l := lanes8(&wq, ab[2:])
+		l := lanesI8(actQs(wb, 2), actQs(ab, 2))
 		accLanes(&acc, f16le(wb)*f16le(ab), &l)
 	}
 	return hsum8(&acc)
@@ -191,19 +250,12 @@ func quantizeActQ8_1(src []float32, dst []byte) {
 
 // ---- Q4_0 ----
 
-func unpackQ4_0(qs []byte, wq *[qk]int32) {
-	for j, q := range qs[:16] {
-		wq[j] = int32(q&0xf) - 8
-		wq[j+16] = int32(q>>4) - 8
-	}
-}
-
 func dequantQ4_0(src []byte, dst []float32) {
-	var wq [qk]int32
+	var wq [qk]int8
 	for i := range len(dst) / qk {
 		b := src[i*q4_0Bytes : (i+1)*q4_0Bytes]
 		d := f16le(b)
-		unpackQ4_0(b[2:], &wq)
+		unpackNib(b[2:], &tabQ4_0, &wq)
 		for j, q := range wq {
 			dst[i*qk+j] = float32(q) * d
 		}
@@ -233,12 +285,10 @@ func quantizeQ4_0(src []float32, dst []byte) {
 
 func vecDotQ4_0(n int, w, a []byte) float32 {
 	var acc [8]float32
-	var wq [qk]int32
 	for i := range n / qk {
 		wb := w[i*q4_0Bytes : (i+1)*q4_0Bytes]
 		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		unpackQ4_0(wb[2:], &wq)
-		l := lanes8(&wq, ab[2:])
+		l := lanesNib((*[16]byte)(wb[2:]), &tabQ4_0, actQs(ab, 2))
 		accLanes(&acc, f16le(wb)*f16le(ab), &l)
 	}
 	return hsum8(&acc)
@@ -246,19 +296,12 @@ func vecDotQ4_0(n int, w, a []byte) float32 {
 
 // ---- Q4_1 ----
 
-func unpackQ4_1(qs []byte, wq *[qk]int32) {
-	for j, q := range qs[:16] {
-		wq[j] = int32(q & 0xf)
-		wq[j+16] = int32(q >> 4)
-	}
-}
-
 func dequantQ4_1(src []byte, dst []float32) {
-	var wq [qk]int32
+	var wq [qk]int8
 	for i := range len(dst) / qk {
 		b := src[i*q4_1Bytes : (i+1)*q4_1Bytes]
 		d, m := f16le(b), f16le(b[2:])
-		unpackQ4_1(b[4:], &wq)
+		unpackNib(b[4:], &tabQ4_1, &wq)
 		for j, q := range wq {
 			dst[i*qk+j] = float32(float32(q)*d) + m
 		}
@@ -300,14 +343,12 @@ func quantizeQ4_1(src []float32, dst []byte) {
 // a scalar float32, added after the lanes' horizontal sum.
 func vecDotQ4_1(n int, w, a []byte) float32 {
 	var acc [8]float32
-	var wq [qk]int32
 	var summs float32
 	for i := range n / qk {
 		wb := w[i*q4_1Bytes : (i+1)*q4_1Bytes]
 		ab := a[i*q8_1Bytes : (i+1)*q8_1Bytes]
 		summs += float32(f16le(wb[2:]) * f16le(ab[2:]))
-		unpackQ4_1(wb[4:], &wq)
-		l := lanes8(&wq, ab[4:])
+		l := lanesNib((*[16]byte)(wb[4:]), &tabQ4_1, actQs(ab, 4))
 		accLanes(&acc, f16le(wb)*f16le(ab), &l)
 	}
 	return hsum8(&acc) + summs
@@ -317,15 +358,15 @@ func vecDotQ4_1(n int, w, a []byte) float32 {
 
 // unpackQ5 rebuilds the 5-bit integers minus off: low nibbles are elements
 // 0..15, high nibbles 16..31, bit e of h is element e's fifth bit.
-func unpackQ5(h uint32, qs []byte, off int32, wq *[qk]int32) {
+func unpackQ5(h uint32, qs []byte, off int8, wq *[qk]int8) {
 	for j, q := range qs[:16] {
-		wq[j] = int32(q&0xf|byte(h>>j&1)<<4) - off
-		wq[j+16] = int32(q>>4|byte(h>>(j+16)&1)<<4) - off
+		wq[j] = int8(q&0xf|byte(h>>j&1)<<4) - off
+		wq[j+16] = int8(q>>4|byte(h>>(j+16)&1)<<4) - off
 	}
 }
 
 func dequantQ5_0(src []byte, dst []float32) {
-	var wq [qk]int32
+	var wq [qk]int8
 	for i := range len(dst) / qk {
 		b := src[i*q5_0Bytes : (i+1)*q5_0Bytes]
 		d := f16le(b)
@@ -369,12 +410,10 @@ func quantizeQ5_0(src []float32, dst []byte) {
 
 func vecDotQ5_0(n int, w, a []byte) float32 {
 	var acc [8]float32
-	var wq [qk]int32
 	for i := range n / qk {
 		wb := w[i*q5_0Bytes : (i+1)*q5_0Bytes]
 		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		unpackQ5(binary.LittleEndian.Uint32(wb[2:]), wb[6:], 16, &wq)
-		l := lanes8(&wq, ab[2:])
+		l := lanesQ5((*[16]byte)(wb[6:]), binary.LittleEndian.Uint32(wb[2:]), 16, actQs(ab, 2))
 		accLanes(&acc, f16le(wb)*f16le(ab), &l)
 	}
 	return hsum8(&acc)
@@ -383,7 +422,7 @@ func vecDotQ5_0(n int, w, a []byte) float32 {
 // ---- Q5_1 ----
 
 func dequantQ5_1(src []byte, dst []float32) {
-	var wq [qk]int32
+	var wq [qk]int8
 	for i := range len(dst) / qk {
 		b := src[i*q5_1Bytes : (i+1)*q5_1Bytes]
 		d, m := f16le(b), f16le(b[2:])
@@ -418,14 +457,12 @@ func quantizeQ5_1(src []float32, dst []byte) {
 
 func vecDotQ5_1(n int, w, a []byte) float32 {
 	var acc [8]float32
-	var wq [qk]int32
 	var summs float32
 	for i := range n / qk {
 		wb := w[i*q5_1Bytes : (i+1)*q5_1Bytes]
 		ab := a[i*q8_1Bytes : (i+1)*q8_1Bytes]
 		summs += float32(f16le(wb[2:]) * f16le(ab[2:]))
-		unpackQ5(binary.LittleEndian.Uint32(wb[4:]), wb[8:], 0, &wq)
-		l := lanes8(&wq, ab[4:])
+		l := lanesQ5((*[16]byte)(wb[8:]), binary.LittleEndian.Uint32(wb[4:]), 0, actQs(ab, 4))
 		accLanes(&acc, f16le(wb)*f16le(ab), &l)
 	}
 	return hsum8(&acc) + summs

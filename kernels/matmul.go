@@ -210,7 +210,7 @@ func (j *matJob) tiles(s *MatScratch, worker, lo, hi int) {
 						wr = f32View(w.Data[r*4*n : (r+1)*4*n])
 					}
 					for t := tb; t < te; t++ {
-						j.out[t*w.Rows+r] = dotFloat(wr, j.xf[t*n:(t+1)*n])
+						j.out[t*w.Rows+r] = dotFloat(wr, j.xf[t*n:(t+1)*n], w.Type != F32)
 					}
 				default:
 					wr := w.Data[r*w.RowBytes() : (r+1)*w.RowBytes()]

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// matMulTypes are the weight types MatMul is tested on: this file's own
+// matMulTestTypes are the weight types MatMul is tested on: this file's own
 // types plus any other registered type that can be quantized (the K-quants),
 // which exercises the trait-table integration.
-func matMulTypes() []Type {
+func matMulTestTypes() []Type {
 	ts := append([]Type(nil), ownTypes...)
 	for _, typ := range []Type{Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS} {
 		if CanMatMul(typ) && CanQuantize(typ) {
@@ -45,7 +45,7 @@ func TestMatMul(t *testing.T) {
 		}
 	}()
 	var scratch MatScratch // shared across shapes and types on purpose
-	for _, typ := range matMulTypes() {
+	for _, typ := range matMulTestTypes() {
 		bs := max(typ.BlockSize(), 32)
 		for _, rows := range []int{1, 7, 33} {
 			for _, cb := range []int{1, 3} {

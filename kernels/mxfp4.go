@@ -27,19 +27,12 @@ func e8m0Half(e byte) float32 {
 	return math.Float32frombits(uint32(e-1) << 23)
 }
 
-func unpackMXFP4(qs []byte, wq *[qk]int32) {
-	for j, q := range qs[:16] {
-		wq[j] = int32(kvFP4[q&0xf])
-		wq[j+16] = int32(kvFP4[q>>4])
-	}
-}
-
 func dequantMXFP4(src []byte, dst []float32) {
-	var wq [qk]int32
+	var wq [qk]int8
 	for i := range len(dst) / qk {
 		b := src[i*mxfp4Bytes : (i+1)*mxfp4Bytes]
 		d := e8m0Half(b[0])
-		unpackMXFP4(b[1:], &wq)
+		unpackNib(b[1:], &kvFP4, &wq)
 		for j, q := range wq {
 			dst[i*qk+j] = float32(q) * d
 		}
@@ -48,13 +41,12 @@ func dequantMXFP4(src []byte, dst []float32) {
 
 func vecDotMXFP4(n int, w, a []byte) float32 {
 	var acc [2][8]float32
-	var wq [qk]int32
+	var wq [qk]int8
 	nb := n / qk
 	for i := range nb &^ 1 {
 		wb := w[i*mxfp4Bytes : (i+1)*mxfp4Bytes]
 		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		unpackMXFP4(wb[1:], &wq)
-		l := lanes8(&wq, ab[2:])
+		l := lanesNib((*[16]byte)(wb[1:]), &kvFP4, actQs(ab, 2))
 		accLanes(&acc[i&1], f16le(ab)*e8m0Half(wb[0]), &l)
 	}
 	for k := range 8 {
@@ -65,10 +57,10 @@ func vecDotMXFP4(n int, w, a []byte) float32 {
 		i := nb - 1
 		wb := w[i*mxfp4Bytes : (i+1)*mxfp4Bytes]
 		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
-		unpackMXFP4(wb[1:], &wq)
+		unpackNib(wb[1:], &kvFP4, &wq)
 		var s int32
 		for j, q := range ab[2:q8_0Bytes] {
-			s += wq[j] * int32(int8(q))
+			s += int32(wq[j]) * int32(int8(q))
 		}
 		d := f16le(ab) * e8m0Half(wb[0])
 		sum += float32(d * float32(s)) // rounded product, then the add (no FMA)
