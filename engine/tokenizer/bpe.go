@@ -109,40 +109,21 @@ const maxCachedWords = 1 << 17
 
 // encodeFragment appends the ids of one raw-text fragment.
 func (s *bpeState) encodeFragment(text string, out []int32) []int32 {
+	if cap(s.cps) < len(text) {
+		s.cps = make([]rune, 0, len(text))
+		s.offs = make([]int32, 0, len(text)+1)
+		s.fl = make([]uint16, len(text))
+	}
 	var exact bool
 	s.cps, s.offs, exact = decodeLenient(text, s.cps[:0], s.offs[:0])
 	cps := s.cps
-	if cap(s.fl) < len(cps) {
-		s.fl = make([]uint16, len(cps))
-	}
 	fl := s.fl[:len(cps)]
 	for i, c := range cps {
 		fl[i] = cpFlags(c)
 	}
 
-	// Each step re-splits every current segment; ends holds segment ends.
-	ends := append(s.ends[:0], int32(len(cps)))
-	for _, step := range s.t.preType.steps {
-		next := s.ends2[:0]
-		lo := 0
-		prev := 0
-		emit := func(end int) {
-			if end > prev {
-				next = append(next, int32(end))
-				prev = end
-			}
-		}
-		for _, e := range ends {
-			hi := int(e)
-			prev = lo
-			step(cps, fl, lo, hi, emit)
-			emit(hi)
-			lo = hi
-		}
-		s.ends2 = ends
-		ends = next
-	}
-	s.ends = ends
+	s.ends, s.ends2 = preSplit(s.t.preType.steps, cps, fl, s.ends, s.ends2)
+	ends := s.ends
 
 	lo := 0
 	for _, e := range ends {
@@ -161,6 +142,36 @@ func (s *bpeState) encodeFragment(text string, out []int32) []int32 {
 		lo = hi
 	}
 	return out
+}
+
+// preSplit runs the pre-tokenizer steps over cps, each step re-splitting
+// every current segment, and returns the word end positions (in ends, with
+// spare the other buffer for reuse).
+func preSplit(steps []splitStep, cps []rune, fl []uint16, ends, spare []int32) ([]int32, []int32) {
+	ends = append(ends[:0], int32(len(cps)))
+	if len(cps) == 0 {
+		return ends[:0], spare
+	}
+	for _, step := range steps {
+		next := spare[:0]
+		lo, prev := 0, 0
+		emit := func(end int) {
+			if end > prev {
+				next = append(next, int32(end))
+				prev = end
+			}
+		}
+		for _, e := range ends {
+			hi := int(e)
+			prev = lo
+			step(cps, fl, lo, hi, emit)
+			emit(hi)
+			lo = hi
+		}
+		spare = ends
+		ends = next
+	}
+	return ends, spare
 }
 
 // encodeWord appends the ids of one pre-tokenized word given as raw bytes.

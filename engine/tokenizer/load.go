@@ -274,6 +274,18 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 
 	switch t.kind {
 	case KindSPM:
+		for b := range t.spmBarrier {
+			t.spmBarrier[b] = true
+		}
+		for _, s := range t.tokens {
+			if len(s) > 1 {
+				for i := 0; i < len(s); i++ {
+					if s[i] < 0x80 {
+						t.spmBarrier[s[i]] = false
+					}
+				}
+			}
+		}
 		for b := 0; b < 256; b++ {
 			t.spmByte[b] = -1
 			if id, ok := t.lookup(fmt.Sprintf("<0x%02X>", b)); ok {

@@ -52,6 +52,9 @@ func (s *spmState) encodeFragment(frag string, prefix bool, out []int32) []int32
 		return out
 	}
 
+	if cap(s.syms) < len(text) {
+		s.syms = make([]spmSymbol, 0, len(text))
+	}
 	syms := s.syms[:0]
 	for off := 0; off < len(text); {
 		n := min(utf8Len(text[off]), len(text)-off)
@@ -59,8 +62,45 @@ func (s *spmState) encodeFragment(frag string, prefix bool, out []int32) []int32
 		off += n
 	}
 	syms[len(syms)-1].next = -1
+
+	// A one-byte symbol whose byte occurs in no longer token can never
+	// merge, so the runs between such barriers are independent: merging each
+	// run with its own small queue performs, run by run, exactly the merges
+	// llama.cpp's single queue performs, and keeps the queue in cache.
+	lo := 0
+	for i := range syms {
+		if b := text[syms[i].start]; syms[i].size == 1 && b < 0x80 && s.t.spmBarrier[b] {
+			s.mergeRun(text, syms, lo, i)
+			lo = i + 1
+		}
+	}
+	s.mergeRun(text, syms, lo, len(syms))
+	s.syms = syms
+
+	// Every merged symbol is a vocabulary entry (only such bigrams are
+	// queued), so llama.cpp's resegment reduces to: token, or its bytes.
+	t := s.t
+	for i := int32(0); i >= 0; i = syms[i].next {
+		sym := syms[i]
+		piece := text[sym.start : sym.start+sym.size]
+		if id, ok := t.tokenID[piece]; ok {
+			out = append(out, id)
+			continue
+		}
+		for j := 0; j < len(piece); j++ {
+			if id := t.spmByte[piece[j]]; id >= 0 {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// mergeRun runs the bigram queue over the symbols [lo, hi), whose
+// neighbours outside the range never merge with them.
+func (s *spmState) mergeRun(text string, syms []spmSymbol, lo, hi int) {
 	s.heap = s.heap[:0]
-	for i := 1; i < len(syms); i++ {
+	for i := lo + 1; i < hi; i++ {
 		s.push(text, syms, int32(i-1), int32(i))
 	}
 	for len(s.heap) > 0 {
@@ -82,25 +122,6 @@ func (s *spmState) encodeFragment(frag string, prefix bool, out []int32) []int32
 			s.push(text, syms, c.left, l.next)
 		}
 	}
-	s.syms = syms
-
-	// Every merged symbol is a vocabulary entry (only such bigrams are
-	// queued), so llama.cpp's resegment reduces to: token, or its bytes.
-	t := s.t
-	for i := int32(0); i >= 0; i = syms[i].next {
-		sym := syms[i]
-		piece := text[sym.start : sym.start+sym.size]
-		if id, ok := t.tokenID[piece]; ok {
-			out = append(out, id)
-			continue
-		}
-		for j := 0; j < len(piece); j++ {
-			if id := t.spmByte[piece[j]]; id >= 0 {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
 }
 
 // push queues (left, right) if their concatenation is a vocabulary entry.

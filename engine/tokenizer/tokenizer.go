@@ -50,7 +50,8 @@ type Tokenizer struct {
 	addSpacePrefix bool // SPM: prefix raw fragments that follow the start or a special token with a space
 
 	// SPM
-	spmByte [256]int32 // byte-fallback token per byte, -1 if none
+	spmByte    [256]int32 // byte-fallback token per byte, -1 if none
+	spmBarrier [128]bool  // ASCII bytes that occur in no token longer than one byte
 
 	// BPE
 	preType      preType
@@ -110,7 +111,7 @@ type fragment struct {
 // tokens are always matched. The perplexity path uses (true, false).
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	frags := t.partition(text, parseSpecial)
-	out := make([]int32, 0, len(text)/3+2)
+	out := make([]int32, 0, len(text)/2+2) // generous: SPM on English runs ~0.6 ids per byte
 	if addSpecial && t.addBOS {
 		out = append(out, t.bos)
 	}
@@ -204,8 +205,8 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 }
 
 // Decode turns ids back into text. It is the exact inverse of Encode(text,
-// addSpecial, false) for byte-level BPE on valid UTF-8 and for SPM (which
-// cannot tell a typed "▁" from a space): CONTROL and UNKNOWN tokens (BOS, EOS)
+// addSpecial, false) on valid UTF-8 text, for byte-level BPE and for SPM
+// (which cannot tell a typed "▁" from a space): CONTROL and UNKNOWN tokens (BOS, EOS)
 // render as nothing, USER_DEFINED tokens as their text, byte tokens <0xXX> as
 // the byte, and in SPM "▁" becomes a space. SPM leading space: Encode prefixes
 // every raw fragment that starts the text or follows a special token with a
