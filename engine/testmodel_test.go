@@ -21,10 +21,10 @@ type spec struct {
 	arch                   string
 	embd, layers, vocab    int
 	heads, kvHeads, hd, ff int
-	rot                    int  // rope.dimension_count; 0 = hd
-	tied                   bool // no output.weight
-	biases                 bool // q/k/v (+ llama's o/ffn) biases, qwen2's output.bias
-	ropeFreqs              bool // llama rope_freqs.weight
+	rot                    int          // rope.dimension_count; 0 = hd
+	tied                   bool         // no output.weight
+	biases                 bool         // q/k/v (+ llama's o/ffn) biases, qwen2's output.bias
+	ropeFreqs              bool         // llama rope_freqs.weight
 	wtype                  kernels.Type // matrices; the zero value is F32
 	ctxTrain               int
 }
