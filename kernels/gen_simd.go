@@ -1,0 +1,491 @@
+//go:build ignore
+
+// gen_simd writes simd_amd64.s, the assembly micro-kernels of the SIMD
+// matmul paths, from the unrolling parameters below. Run it with
+// `go generate ./kernels/` (see simd_amd64.go); it needs nothing beyond the
+// standard library. Each kernel is described, with its Go twin, in
+// panel.go; the layouts it reads are documented there.
+//
+// Register conventions (ABI0, every register is scratch except SP/BP):
+// DI holds the tile argument, SI the weight panel, DX the offset into the
+// activation rows, CX the loop count; R8..R13, AX, BX the activation row of
+// token 0..7.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+)
+
+var b bytes.Buffer
+
+func p(format string, a ...any) { fmt.Fprintf(&b, "\t"+format+"\n", a...) }
+func label(s string)            { fmt.Fprintf(&b, "%s:\n", s) }
+func comment(s string)          { fmt.Fprintf(&b, "\n// %s\n", s) }
+
+// tokReg is the general register holding token t's activation row.
+var tokReg = [8]string{"R8", "R9", "R10", "R11", "R12", "R13", "AX", "BX"}
+
+func loadTokens(nt int) {
+	for t := range nt {
+		p("MOVQ qTile_a+%d(DI), %s", 8*t, tokReg[t])
+	}
+}
+
+// act is the address of byte off of token t's current activation block.
+func act(off, t int) string { return fmt.Sprintf("%d(%s)(DX*1)", off, tokReg[t]) }
+
+func header(name, doc string) {
+	comment(doc)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-8\n", name)
+	p("MOVQ t+0(FP), DI")
+	p("MOVQ qTile_w(DI), SI")
+	p("MOVQ qTile_nb(DI), CX")
+	p("XORQ DX, DX")
+}
+
+// storeZ writes the 16-float result of token t from zmm register z.
+func storeZ(nt int, z func(t int) string) {
+	for t := range nt {
+		p("MOVQ qTile_out+%d(DI), R14", 8*t)
+		p("VMOVUPS %s, (R14)", z(t))
+	}
+}
+
+// q8VNNI: 32-element blocks, 16-row panel, 8 tokens (panel.go: q8PanelGo).
+// Zt = integer block sums, Z(16+t) = float accumulators.
+func q8VNNI() {
+	const nt = 8
+	header("q8PanelVNNI", "func q8PanelVNNI(t *qTile): Q8_0-activation × 32-block weights, AVX-512 VNNI, 16 rows × 8 tokens.")
+	loadTokens(nt)
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+	}
+	label("q8vnni_loop")
+	for t := range nt {
+		p("VPBROADCASTD %s, Z%d", act(36, t), t) // −bias·Σa
+	}
+	for k := range 8 {
+		p("VMOVDQU32 %d(SI), Z24", 64*k)
+		for t := range nt {
+			p("VPDPBUSD.BCST %s, Z24, Z%d", act(4*k, t), t)
+		}
+	}
+	p("VMOVUPS 512(SI), Z25")
+	for t := range nt {
+		p("VCVTDQ2PS Z%d, Z%d", t, t)
+		p("VMULPS.BCST %s, Z25, Z26", act(32, t))
+		p("VFMADD231PS Z26, Z%d, Z%d", t, 16+t)
+	}
+	p("ADDQ $576, SI")
+	p("ADDQ $40, DX")
+	p("DECQ CX")
+	p("JNZ q8vnni_loop")
+	storeZ(nt, func(t int) string { return fmt.Sprintf("Z%d", 16+t) })
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// q8AVX2: the same on 256-bit vectors, the panel as two halves of 8 rows,
+// 4 tokens. signed: weights are signed bytes and the sign trick keeps
+// VPMADDUBSW's pair sums in range; otherwise they are unsigned levels ≤ 129.
+// Y0-3 sums, Y4-7 accumulators, Y8 weights, Y9 |weights|, Y10 ones (int16),
+// Y11-12 temporaries, Y13 scales.
+func q8AVX2(signed bool) {
+	const nt = 4
+	name := "q8PanelAVX2"
+	if signed {
+		name = "q8PanelAVX2s"
+	}
+	header(name, fmt.Sprintf("func %s(t *qTile): Q8_0-activation × 32-block weights, AVX2 (signed=%v), 16 rows × 4 tokens.", name, signed))
+	loadTokens(nt)
+	p("MOVQ SI, R12") // panel start and count, for the second half
+	p("MOVQ CX, R14")
+	p("MOVL $0x00010001, R13")
+	p("VMOVD R13, X10")
+	p("VPBROADCASTD X10, Y10")
+	for h := range 2 {
+		if h == 1 {
+			p("LEAQ 32(R12), SI")
+			p("MOVQ R14, CX")
+			p("XORQ DX, DX")
+		}
+		for t := range nt {
+			p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+		}
+		lp := fmt.Sprintf("%s_loop%d", name, h)
+		label(lp)
+		for t := range nt {
+			p("VPBROADCASTD %s, Y%d", act(36, t), t)
+		}
+		for k := range 8 {
+			p("VMOVDQU %d(SI), Y8", 64*k)
+			if signed {
+				p("VPABSB Y8, Y9")
+			}
+			for t := range nt {
+				p("VPBROADCASTD %s, Y11", act(4*k, t))
+				if signed {
+					p("VPSIGNB Y8, Y11, Y11")
+					p("VPMADDUBSW Y11, Y9, Y11")
+				} else {
+					p("VPMADDUBSW Y11, Y8, Y11")
+				}
+				p("VPMADDWD Y10, Y11, Y11")
+				p("VPADDD Y11, Y%d, Y%d", t, t)
+			}
+		}
+		p("VMOVUPS 512(SI), Y13")
+		for t := range nt {
+			p("VCVTDQ2PS Y%d, Y%d", t, t)
+			p("VBROADCASTSS %s, Y12", act(32, t))
+			p("VMULPS Y13, Y12, Y12")
+			p("VFMADD231PS Y12, Y%d, Y%d", t, 4+t)
+		}
+		p("ADDQ $576, SI")
+		p("ADDQ $40, DX")
+		p("DECQ CX")
+		p("JNZ %s", lp)
+		for t := range nt {
+			p("MOVQ qTile_out+%d(DI), R13", 8*t)
+			p("VMOVUPS Y%d, %d(R13)", 4+t, 32*h)
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// kSpec describes a Q8_K super-block kernel family (panel.go).
+type kSpec struct {
+	name   string
+	sb     int  // elements per scale sub-block: 16 or 32
+	corr   bool // integer correction −(Σ pair·bsum)<<shift (Q6_K) instead of a dmin term (Q4_K)
+	panel  int  // panel bytes per super-block
+	scOff  int  // int32 scale vectors
+	prOff  int  // int16 pair vectors (mins, or scales for the correction)
+	dOff   int  // 16 f32 d
+	dmOff  int  // 16 f32 dmin (min kernels)
+	actLen int  // activation bytes per super-block (Q8_K: 292)
+}
+
+// kVNNI: Z0-7 integer sums, Z8-15 sub-block sums / pair sums, Z16-23 float
+// accumulators, Z24 weights, Z25 scales, Z26-27 d/dmin, Z28-29 temporaries,
+// Z30 shift count (correction kernels).
+func kVNNI(s kSpec) {
+	const nt = 8
+	header(s.name, fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX-512 VNNI, 16 rows × 8 tokens.", s.name, s.sb, s.corr))
+	loadTokens(nt)
+	if s.corr {
+		p("MOVQ qTile_shift(DI), R14")
+		p("VMOVQ R14, X30")
+	}
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+	}
+	lp := s.name + "_loop"
+	label(lp)
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
+	}
+	nsub := 256 / s.sb
+	kPer := s.sb / 4
+	for j := range nsub {
+		for t := range nt {
+			p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
+		}
+		for k := range kPer {
+			p("VMOVDQU32 %d(SI), Z24", 64*(j*kPer+k))
+			for t := range nt {
+				p("VPDPBUSD.BCST %s, Z24, Z%d", act(4+s.sb*j+4*k, t), 8+t)
+			}
+		}
+		p("VMOVDQU32 %d(SI), Z25", s.scOff+64*j)
+		for t := range nt {
+			p("VPMULLD Z25, Z%d, Z%d", 8+t, 8+t)
+			p("VPADDD Z%d, Z%d, Z%d", 8+t, t, t)
+		}
+	}
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
+	}
+	for q := range 8 {
+		p("VMOVDQU32 %d(SI), Z25", s.prOff+64*q)
+		for t := range nt {
+			p("VPDPWSSD.BCST %s, Z25, Z%d", act(260+4*q, t), 8+t)
+		}
+	}
+	p("VMOVUPS %d(SI), Z26", s.dOff)
+	if s.corr {
+		for t := range nt {
+			p("VPSLLD X30, Z%d, Z%d", 8+t, 8+t)
+			p("VPSUBD Z%d, Z%d, Z%d", 8+t, t, t)
+			p("VCVTDQ2PS Z%d, Z%d", t, t)
+			p("VMULPS.BCST %s, Z26, Z28", act(0, t))
+			p("VFMADD231PS Z28, Z%d, Z%d", t, 16+t)
+		}
+	} else {
+		p("VMOVUPS %d(SI), Z27", s.dmOff)
+		for t := range nt {
+			p("VBROADCASTSS %s, Z29", act(0, t))
+			p("VMULPS Z26, Z29, Z28")
+			p("VCVTDQ2PS Z%d, Z%d", t, t)
+			p("VFMADD231PS Z28, Z%d, Z%d", t, 16+t)
+			p("VMULPS Z27, Z29, Z28")
+			p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
+			p("VFNMADD231PS Z28, Z%d, Z%d", 8+t, 16+t)
+		}
+	}
+	p("ADDQ $%d, SI", s.panel)
+	p("ADDQ $%d, DX", s.actLen)
+	p("DECQ CX")
+	p("JNZ %s", lp)
+	storeZ(nt, func(t int) string { return fmt.Sprintf("Z%d", 16+t) })
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// kAVX2: the super-block kernels on 256-bit vectors, two halves of 8 rows,
+// 4 tokens. Y0-3 integer sums, Y4-7 sub-block / pair sums, Y8-11 float
+// accumulators, Y12 weights, Y13 temporary, Y14 ones (int16), Y15
+// temporary (X15 also carries the shift count once the sums are done).
+func kAVX2(s kSpec) {
+	const nt = 4
+	name := s.name
+	header(name, fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX2, 16 rows × 4 tokens.", name, s.sb, s.corr))
+	loadTokens(nt)
+	p("MOVQ SI, R12")
+	p("MOVQ CX, R14")
+	p("MOVL $0x00010001, R13")
+	p("VMOVD R13, X14")
+	p("VPBROADCASTD X14, Y14")
+	nsub := 256 / s.sb
+	kPer := s.sb / 4
+	for h := range 2 {
+		if h == 1 {
+			p("LEAQ 32(R12), SI")
+			p("MOVQ R14, CX")
+			p("XORQ DX, DX")
+		}
+		for t := range nt {
+			p("VPXOR Y%d, Y%d, Y%d", 8+t, 8+t, 8+t)
+		}
+		lp := fmt.Sprintf("%s_loop%d", name, h)
+		label(lp)
+		for t := range nt {
+			p("VPXOR Y%d, Y%d, Y%d", t, t, t)
+		}
+		for j := range nsub {
+			for t := range nt {
+				p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+			}
+			for k := range kPer {
+				p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+				for t := range nt {
+					p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
+					p("VPMADDUBSW Y13, Y12, Y13")
+					p("VPMADDWD Y14, Y13, Y13")
+					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+				}
+			}
+			for t := range nt {
+				p("VPMULLD %d(SI), Y%d, Y%d", s.scOff+64*j, 4+t, 4+t)
+				p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
+			}
+		}
+		for t := range nt {
+			p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+		}
+		for q := range 8 {
+			p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
+			for t := range nt {
+				p("VPBROADCASTD %s, Y13", act(260+4*q, t))
+				p("VPMADDWD Y13, Y12, Y13")
+				p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+			}
+		}
+		if s.corr {
+			p("MOVQ qTile_shift(DI), R13")
+			p("VMOVQ R13, X15")
+			for t := range nt {
+				p("VPSLLD X15, Y%d, Y%d", 4+t, 4+t)
+				p("VPSUBD Y%d, Y%d, Y%d", 4+t, t, t)
+				p("VCVTDQ2PS Y%d, Y%d", t, t)
+				p("VBROADCASTSS %s, Y13", act(0, t))
+				p("VMULPS %d(SI), Y13, Y13", s.dOff)
+				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+			}
+		} else {
+			for t := range nt {
+				p("VBROADCASTSS %s, Y15", act(0, t))
+				p("VMULPS %d(SI), Y15, Y13", s.dOff)
+				p("VCVTDQ2PS Y%d, Y%d", t, t)
+				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+				p("VMULPS %d(SI), Y15, Y13", s.dmOff)
+				p("VCVTDQ2PS Y%d, Y%d", 4+t, 4+t)
+				p("VFNMADD231PS Y13, Y%d, Y%d", 4+t, 8+t)
+			}
+		}
+		p("ADDQ $%d, SI", s.panel)
+		p("ADDQ $%d, DX", s.actLen)
+		p("DECQ CX")
+		p("JNZ %s", lp)
+		for t := range nt {
+			p("MOVQ qTile_out+%d(DI), R13", 8*t)
+			p("VMOVUPS Y%d, %d(R13)", 8+t, 32*h)
+		}
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// Float tiles: R weight rows × T activation rows, vectors along the row,
+// one horizontal sum per output at the end (panel.go: fTileGo). Rows in
+// R8..R11, tokens in R12, R13, AX, BX, R14; DX is the element index.
+var fRowReg = [4]string{"R8", "R9", "R10", "R11"}
+var fTokReg = [5]string{"R12", "R13", "AX", "BX", "R14"}
+
+// fReduce4 sums the four xmm registers a..d lane-wise into one xmm
+// [Σa Σb Σc Σd] with EVEX-encodable unpacks (VHADDPS is VEX-only and cannot
+// reach X16-X31): (x0+x2)+(x1+x3) per register. t0..t2 are temporaries;
+// the result lands in t2.
+func fReduce4(a, b, c, d, t0, t1, t2 string) {
+	p("VUNPCKLPS %s, %s, %s", b, a, t0)
+	p("VUNPCKHPS %s, %s, %s", b, a, t1)
+	p("VADDPS %s, %s, %s", t1, t0, t0) // [a0+a2 b0+b2 a1+a3 b1+b3]
+	p("VUNPCKLPS %s, %s, %s", d, c, t1)
+	p("VUNPCKHPS %s, %s, %s", d, c, t2)
+	p("VADDPS %s, %s, %s", t2, t1, t1) // [c0+c2 d0+d2 c1+c3 d1+d3]
+	p("VUNPCKLPD %s, %s, %s", t1, t0, t2)
+	p("VUNPCKHPD %s, %s, %s", t1, t0, t0)
+	p("VADDPS %s, %s, %s", t0, t2, t2)
+}
+
+func fHeader(name string, nr, nt, step int) {
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-8\n", name)
+	p("MOVQ t+0(FP), DI")
+	for r := range nr {
+		p("MOVQ fTile_w+%d(DI), %s", 8*r, fRowReg[r])
+	}
+	for t := range nt {
+		p("MOVQ fTile_a+%d(DI), %s", 8*t, fTokReg[t])
+	}
+	p("MOVQ fTile_n(DI), CX")
+	p("SHRQ $%d, CX", map[int]int{8: 3, 16: 4}[step])
+	p("XORQ DX, DX")
+}
+
+// loadW loads step weights of row register rr at element DX into vector v.
+func loadW(wf, rr, v string) {
+	switch wf {
+	case "f32":
+		p("VMOVUPS (%s)(DX*4), %s", rr, v)
+	case "f16":
+		p("VCVTPH2PS (%s)(DX*2), %s", rr, v)
+	case "bf16":
+		p("VPMOVZXWD (%s)(DX*2), %s", rr, v)
+		p("VPSLLD $16, %s, %s", v, v)
+	}
+}
+
+// fAVX512 for weight format wf ("f32", "f16", "bf16"): R=4 rows, T=5
+// tokens; Z0-19 accumulators (row r, token t at 5r+t), Z20-23 weights,
+// Z24-28 activations.
+func fAVX512(wf string) {
+	const nr, nt = 4, 5
+	name := "fTileAVX512" + wf
+	comment(fmt.Sprintf("func %s(t *fTile): %s weight rows · f32 activations, AVX-512, 4 rows × 5 tokens, 16 elements a step.", name, wf))
+	fHeader(name, nr, nt, 16)
+	for i := range nr * nt {
+		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	label(name + "_loop")
+	for r := range nr {
+		loadW(wf, fRowReg[r], fmt.Sprintf("Z%d", 20+r))
+	}
+	for t := range nt {
+		p("VMOVUPS (%s)(DX*4), Z%d", fTokReg[t], 24+t)
+	}
+	for r := range nr {
+		for t := range nt {
+			p("VFMADD231PS Z%d, Z%d, Z%d", 24+t, 20+r, nt*r+t)
+		}
+	}
+	p("ADDQ $16, DX")
+	p("DECQ CX")
+	p("JNZ %s_loop", name)
+	p("MOVQ fTile_out(DI), DX")
+	for i := range nr * nt {
+		p("VEXTRACTF64X4 $1, Z%d, Y28", i)
+		p("VADDPS Y28, Y%d, Y%d", i, i)
+		p("VEXTRACTF32X4 $1, Y%d, X28", i)
+		p("VADDPS X28, X%d, X%d", i, i)
+	}
+	for t := range nt {
+		fReduce4(fmt.Sprintf("X%d", t), fmt.Sprintf("X%d", nt+t), fmt.Sprintf("X%d", 2*nt+t), fmt.Sprintf("X%d", 3*nt+t), "X28", "X29", "X30")
+		p("VMOVUPS X30, %d(DX)", 16*t)
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// fAVX2: R=4 rows, T=2 tokens, 8 elements a step; Y0-7 accumulators (row r,
+// token t at 2r+t), Y8-11 weights, Y12-13 activations, Y12-15 reduction
+// temporaries.
+func fAVX2(wf string) {
+	const nr, nt = 4, 2
+	name := "fTileAVX2" + wf
+	comment(fmt.Sprintf("func %s(t *fTile): %s weight rows · f32 activations, AVX2, 4 rows × 2 tokens, 8 elements a step.", name, wf))
+	fHeader(name, nr, nt, 8)
+	for i := range nr * nt {
+		p("VPXOR Y%d, Y%d, Y%d", i, i, i)
+	}
+	label(name + "_loop")
+	for r := range nr {
+		loadW(wf, fRowReg[r], fmt.Sprintf("Y%d", 8+r))
+	}
+	for t := range nt {
+		p("VMOVUPS (%s)(DX*4), Y%d", fTokReg[t], 12+t)
+	}
+	for r := range nr {
+		for t := range nt {
+			p("VFMADD231PS Y%d, Y%d, Y%d", 12+t, 8+r, nt*r+t)
+		}
+	}
+	p("ADDQ $8, DX")
+	p("DECQ CX")
+	p("JNZ %s_loop", name)
+	p("MOVQ fTile_out(DI), DX")
+	for i := range nr * nt {
+		p("VEXTRACTF128 $1, Y%d, X12", i)
+		p("VADDPS X12, X%d, X%d", i, i)
+	}
+	for t := range nt {
+		fReduce4(fmt.Sprintf("X%d", t), fmt.Sprintf("X%d", nt+t), fmt.Sprintf("X%d", 2*nt+t), fmt.Sprintf("X%d", 3*nt+t), "X12", "X13", "X14")
+		p("VMOVUPS X14, %d(DX)", 16*t)
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+func main() {
+	fmt.Fprintf(&b, "// Code generated by gen_simd.go; DO NOT EDIT.\n\n//go:build !purego\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n")
+	q8VNNI()
+	q8AVX2(false)
+	q8AVX2(true)
+	q4k := kSpec{name: "kMinVNNI32", sb: 32, panel: 5248, scOff: 4096, prOff: 4608, dOff: 5120, dmOff: 5184, actLen: 292}
+	q6k := kSpec{name: "kCorrVNNI16", sb: 16, corr: true, panel: 5696, scOff: 4096, prOff: 5120, dOff: 5632, actLen: 292}
+	kVNNI(q4k)
+	kVNNI(q6k)
+	q4k.name, q6k.name = "kMinAVX2x32", "kCorrAVX2x16"
+	kAVX2(q4k)
+	kAVX2(q6k)
+	for _, wf := range []string{"f32", "f16", "bf16"} {
+		fAVX512(wf)
+		fAVX2(wf)
+	}
+	if err := os.WriteFile("simd_amd64.s", b.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

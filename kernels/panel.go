@@ -1,0 +1,393 @@
+package kernels
+
+// This file owns the repacked layouts the SIMD matmul kernels read and the
+// plain Go twins of those kernels (same layouts, same integer sums, same
+// float operations in the same order, so an assembly kernel must match its
+// twin bit for bit).
+//
+// Quantized weights are repacked, a 16-row panel at a time, so that one
+// 64-byte vector holds four consecutive levels of each of the 16 rows
+// (byte 4r+i of vector e/4 is level e of row r, i = e%4). A VNNI
+// VPDPBUSD of that vector with four broadcast activation bytes then adds
+// each row's partial dot into its own int32 lane: lanes are rows, so no
+// horizontal sums are needed and a token's 16 results are stored as one
+// vector. Levels are unsigned (VPDPBUSD multiplies u8 by s8): a level
+// bias β makes them so, and the activation side carries −β·Σa per block
+// to undo it. The activation rows are quantized once per call.
+//
+// Float weights are not repacked: a float tile is R rows × T tokens of
+// whole-row dot products in vector lanes, reduced once at the end.
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+const panelRows = 16
+
+// qTile is one call of a quantized panel kernel: a 16-row weight panel
+// against up to 8 activation rows. Unused token slots repeat a valid row
+// and point out at scratch.
+type qTile struct {
+	w     unsafe.Pointer    // panel (q8Panel / kPanel layout)
+	nb    int               // blocks (32 elements) or super-blocks (256) per row
+	shift int               // correction kernels: the level bias is 1<<shift
+	a     [8]unsafe.Pointer // activation rows (q8Act layout or Q8_K)
+	out   [8]unsafe.Pointer // 16 float32 results per token, row order
+}
+
+// ---- 32-element blocks against Q8_0 activations ----
+
+// q8Panel layout, per block: 8 vectors of 64 bytes (levels, see the file
+// comment), then 16 float32 row scales.
+const (
+	q8PanelBlock = 8*64 + 64
+	q8ActBlock   = 40 // qs i8[32], d f32 (the f16-rounded scale), corr i32 = −β·Σqs
+)
+
+// q8Format says how a weight type's blocks become panel levels.
+type q8Format struct {
+	bias   int32 // level bias β (0 in signed mode)
+	signed bool  // levels stay signed bytes (AVX2 sign trick)
+}
+
+// q8Levels decodes block blk of a 32-element weight type to its signed
+// integer levels and its float scale (gguf-and-quants.md §3).
+func q8Levels(t Type, blk []byte, q *[qk]int8) float32 {
+	switch t {
+	case Q8_0:
+		for j := range qk {
+			q[j] = int8(blk[2+j])
+		}
+		return F16ToF32(binary.LittleEndian.Uint16(blk))
+	case Q4_0:
+		for j, v := range blk[2:18] {
+			q[j], q[j+16] = int8(v&0xf)-8, int8(v>>4)-8
+		}
+		return F16ToF32(binary.LittleEndian.Uint16(blk))
+	case Q5_0:
+		h := binary.LittleEndian.Uint32(blk[2:])
+		for j, v := range blk[6:22] {
+			q[j] = int8(v&0xf|byte(h>>j&1)<<4) - 16
+			q[j+16] = int8(v>>4|byte(h>>(j+16)&1)<<4) - 16
+		}
+		return F16ToF32(binary.LittleEndian.Uint16(blk))
+	case IQ4_NL:
+		for j, v := range blk[2:18] {
+			q[j], q[j+16] = kvIQ4NL[v&0xf], kvIQ4NL[v>>4]
+		}
+		return F16ToF32(binary.LittleEndian.Uint16(blk))
+	case MXFP4:
+		for j, v := range blk[1:17] {
+			q[j], q[j+16] = kvFP4[v&0xf], kvFP4[v>>4]
+		}
+		return e8m0Half(blk[0])
+	}
+	panic("kernels: q8Levels: unsupported type " + t.String())
+}
+
+// repackQ8 writes the panel of rows [r0, r0+16) of w into dst (nb blocks of
+// q8PanelBlock bytes); rows past the end get zero levels and scales.
+func repackQ8(w *Matrix, r0 int, f q8Format, dst []byte) {
+	nb := w.Cols / qk
+	bb := w.Type.BlockBytes()
+	dst = dst[:nb*q8PanelBlock]
+	var q [qk]int8
+	for r := range panelRows {
+		if r0+r >= w.Rows {
+			for b := range nb {
+				p := dst[b*q8PanelBlock:]
+				for k := range 8 {
+					clear(p[64*k+4*r : 64*k+4*r+4])
+				}
+				clear(p[512+4*r : 516+4*r])
+			}
+			continue
+		}
+		row := w.Row(r0 + r)
+		for b := range nb {
+			d := q8Levels(w.Type, row[b*bb:(b+1)*bb], &q)
+			p := dst[b*q8PanelBlock:]
+			for e, v := range q {
+				p[64*(e>>2)+4*r+e&3] = byte(int32(v) + f.bias)
+			}
+			binary.LittleEndian.PutUint32(p[512+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+// quantActQ8Go converts one activation row to the q8Act layout with ggml's
+// x86 Q8_0 semantics (legacy.go actQ8) and the level-bias correction.
+func quantActQ8Go(x []float32, dst []byte, bias int32) {
+	for b := range len(x) / qk {
+		blk := dst[b*q8ActBlock : (b+1)*q8ActBlock]
+		d, sum := actQ8(x[b*qk:(b+1)*qk], blk)
+		binary.LittleEndian.PutUint32(blk[32:], math.Float32bits(RoundF16(d)))
+		binary.LittleEndian.PutUint32(blk[36:], uint32(-bias*sum))
+	}
+}
+
+// q8PanelGo is the twin of the q8Panel kernels: for each token, per block,
+// the exact integer sums Σ u·a + corr per row, then acc += (d_w·d_a)·sum
+// with one rounding (fused multiply-add), as the assembly does.
+func q8PanelGo(t *qTile, ntok int) {
+	panel := unsafe.Slice((*byte)(t.w), t.nb*q8PanelBlock)
+	for i := range ntok {
+		a := unsafe.Slice((*byte)(t.a[i]), t.nb*q8ActBlock)
+		out := (*[panelRows]float32)(t.out[i])
+		var acc [panelRows]float32
+		for b := range t.nb {
+			p := panel[b*q8PanelBlock:]
+			ab := a[b*q8ActBlock:]
+			da := math.Float32frombits(binary.LittleEndian.Uint32(ab[32:]))
+			corr := int32(binary.LittleEndian.Uint32(ab[36:]))
+			for r := range panelRows {
+				s := corr
+				for e := range qk {
+					s += int32(p[64*(e>>2)+4*r+e&3]) * int32(int8(ab[e]))
+				}
+				dw := math.Float32frombits(binary.LittleEndian.Uint32(p[512+4*r:]))
+				acc[r] = fma32(float32(dw*da), float32(s), acc[r])
+			}
+		}
+		*out = acc
+	}
+}
+
+// q8PanelGoSigned is q8PanelGo for signed-level panels (bias 0).
+func q8PanelGoSigned(t *qTile, ntok int) {
+	panel := unsafe.Slice((*byte)(t.w), t.nb*q8PanelBlock)
+	for i := range ntok {
+		a := unsafe.Slice((*byte)(t.a[i]), t.nb*q8ActBlock)
+		out := (*[panelRows]float32)(t.out[i])
+		var acc [panelRows]float32
+		for b := range t.nb {
+			p := panel[b*q8PanelBlock:]
+			ab := a[b*q8ActBlock:]
+			da := math.Float32frombits(binary.LittleEndian.Uint32(ab[32:]))
+			for r := range panelRows {
+				var s int32
+				for e := range qk {
+					s += int32(int8(p[64*(e>>2)+4*r+e&3])) * int32(int8(ab[e]))
+				}
+				dw := math.Float32frombits(binary.LittleEndian.Uint32(p[512+4*r:]))
+				acc[r] = fma32(float32(dw*da), float32(s), acc[r])
+			}
+		}
+		*out = acc
+	}
+}
+
+// ---- 256-element super-blocks against Q8_K activations ----
+
+// kPanel layout per super-block: 64 level vectors (4096 bytes), one int32
+// scale vector per scale sub-block, 8 vectors of int16 pairs that a
+// VPDPWSSD multiplies with the activation's bsum pairs, then 16 float32 d
+// and (min kernels) 16 float32 dmin.
+type kLayout struct {
+	sb        int  // elements per scale sub-block (16 or 32)
+	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K), else pairs are mins
+	shift     int  // correction: level bias 1<<shift
+	bytes     int  // panel bytes per super-block
+	scOff     int
+	prOff     int
+	dOff      int
+	dminOff   int
+	blockSize int // weight bytes per super-block
+}
+
+var (
+	kLayoutMin32 = kLayout{sb: 32, bytes: 5248, scOff: 4096, prOff: 4608, dOff: 5120, dminOff: 5184}
+	kLayoutCorr  = kLayout{sb: 16, corr: true, shift: 5, bytes: 5696, scOff: 4096, prOff: 5120, dOff: 5632}
+)
+
+// kLayoutFor returns the panel layout of a super-block weight type.
+func kLayoutFor(t Type) (kLayout, bool) {
+	switch t {
+	case Q4_K, Q5_K:
+		l := kLayoutMin32
+		l.blockSize = t.BlockBytes()
+		return l, true
+	case Q6_K:
+		l := kLayoutCorr
+		l.blockSize = t.BlockBytes()
+		return l, true
+	}
+	return kLayout{}, false
+}
+
+// kLevels decodes one super-block to unsigned levels (biased for
+// correction layouts), per-sub-block scales, the pair vector entries, d and
+// dmin.
+func kLevels(t Type, blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	switch t {
+	case Q4_K, Q5_K:
+		scales := (*[12]byte)(blk[4:])
+		qs, qh := blk[16:144], []byte(nil)
+		if t == Q5_K {
+			qh, qs = blk[16:48], blk[48:176]
+		}
+		for c := range 4 {
+			for l := range 32 {
+				lo, hi := qs[32*c+l]&0xf, qs[32*c+l]>>4
+				if qh != nil {
+					lo |= (qh[l] >> (2 * c) & 1) << 4
+					hi |= (qh[l] >> (2*c + 1) & 1) << 4
+				}
+				u[64*c+l], u[64*c+32+l] = lo, hi
+			}
+		}
+		for j := range 8 {
+			s, m := kScaleMin(j, scales)
+			sc[j] = s
+			pr[2*j], pr[2*j+1] = int16(m), int16(m)
+		}
+		return f16At(blk[0:]), f16At(blk[2:])
+	case Q6_K:
+		for n := range 2 {
+			ql, qh := (*[64]byte)(blk[64*n:]), (*[32]byte)(blk[128+32*n:])
+			for l := range 32 {
+				q0, q1, q2, q3 := q6kQuad(ql, qh, l)
+				u[128*n+l], u[128*n+32+l] = uint8(q0+32), uint8(q1+32)
+				u[128*n+64+l], u[128*n+96+l] = uint8(q2+32), uint8(q3+32)
+			}
+		}
+		for s := range 16 {
+			sc[s] = int32(int8(blk[192+s]))
+			pr[s] = int16(int8(blk[192+s]))
+		}
+		return f16At(blk[208:]), 0
+	}
+	panic("kernels: kLevels: unsupported type " + t.String())
+}
+
+// repackK writes the panel of rows [r0, r0+16) of w into dst.
+func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
+	nb := w.Cols / qkK
+	dst = dst[:nb*l.bytes]
+	var (
+		u  [qkK]uint8
+		sc [16]int32
+		pr [16]int16
+	)
+	nsub := qkK / l.sb
+	for r := range panelRows {
+		row := []byte(nil)
+		if r0+r < w.Rows {
+			row = w.Row(r0 + r)
+		}
+		for b := range nb {
+			var d, dmin float32
+			if row != nil {
+				d, dmin = kLevels(w.Type, row[b*l.blockSize:(b+1)*l.blockSize], &u, &sc, &pr)
+			} else {
+				u, sc, pr = [qkK]uint8{}, [16]int32{}, [16]int16{}
+			}
+			p := dst[b*l.bytes:]
+			for e, v := range u {
+				p[64*(e>>2)+4*r+e&3] = v
+			}
+			for j := range nsub {
+				binary.LittleEndian.PutUint32(p[l.scOff+64*j+4*r:], uint32(sc[j]))
+			}
+			for q := range 8 {
+				binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r:], uint16(pr[2*q]))
+				binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r+2:], uint16(pr[2*q+1]))
+			}
+			binary.LittleEndian.PutUint32(p[l.dOff+4*r:], math.Float32bits(d))
+			if !l.corr {
+				binary.LittleEndian.PutUint32(p[l.dminOff+4*r:], math.Float32bits(dmin))
+			}
+		}
+	}
+}
+
+// kPanelGo is the twin of the super-block kernels: per super-block and row
+// the exact isum = Σ_sub sc·Σ u·a and pair sum X = Σ pair·bsum pair; then
+// correction layouts do acc += (d_a·d)·(isum − X<<shift), min layouts
+// acc += (d_a·d)·isum and acc −= (d_a·dmin)·X, each with one rounding.
+func kPanelGo(l kLayout) func(t *qTile, ntok int) {
+	return func(t *qTile, ntok int) {
+		panel := unsafe.Slice((*byte)(t.w), t.nb*l.bytes)
+		for i := range ntok {
+			a := unsafe.Slice((*byte)(t.a[i]), t.nb*q8kBlockBytes)
+			out := (*[panelRows]float32)(t.out[i])
+			var acc [panelRows]float32
+			for b := range t.nb {
+				p := panel[b*l.bytes:]
+				ab := a[b*q8kBlockBytes:]
+				aq := q8kQs(ab)
+				da := q8kD(ab)
+				for r := range panelRows {
+					var isum, x int32
+					for j := range qkK / l.sb {
+						var s int32
+						for e := j * l.sb; e < (j+1)*l.sb; e++ {
+							s += int32(p[64*(e>>2)+4*r+e&3]) * int32(int8(aq[e]))
+						}
+						isum += s * int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+					}
+					for q := range 8 {
+						x += int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r:])))*q8kBsum(ab, 2*q) +
+							int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r+2:])))*q8kBsum(ab, 2*q+1)
+					}
+					d := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
+					if l.corr {
+						acc[r] = fma32(float32(da*d), float32(isum-x<<t.shift), acc[r])
+						continue
+					}
+					dmin := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dminOff+4*r:]))
+					acc[r] = fma32(float32(da*d), float32(isum), acc[r])
+					acc[r] = fma32(-float32(da*dmin), float32(x), acc[r])
+				}
+			}
+			*out = acc
+		}
+	}
+}
+
+// ---- float rows ----
+
+// fTile is one call of a float tile kernel: 4 weight rows against up to 5
+// activation rows over n elements (a multiple of the kernel's step).
+type fTile struct {
+	w   [4]unsafe.Pointer // weight rows (F32, F16 or BF16)
+	a   [5]unsafe.Pointer // activation rows, float32
+	n   int
+	out unsafe.Pointer // *[5][4]float32: token-major results
+}
+
+// fTileGo is the twin of the float tile kernels with the given lane count
+// (16 for AVX-512, 8 for AVX2): lane l of each (row, token) accumulator
+// takes elements ≡ l (mod lanes) with fused multiply-adds; the lanes are
+// then folded in halves down to four, and those summed as (x0+x2)+(x1+x3).
+func fTileGo(wt Type, lanes, nr, nt int) func(t *fTile) {
+	return func(t *fTile) {
+		out := (*[5][4]float32)(t.out)
+		for r := range nr {
+			var w []float32
+			switch wt {
+			case F32:
+				w = unsafe.Slice((*float32)(t.w[r]), t.n)
+			default:
+				raw := unsafe.Slice((*byte)(t.w[r]), 2*t.n)
+				w = make([]float32, t.n)
+				typeTraits[wt].dequant(raw, w)
+			}
+			for i := range nt {
+				a := unsafe.Slice((*float32)(t.a[i]), t.n)
+				var acc [16]float32
+				for e := range t.n {
+					acc[e%lanes] = fma32(w[e], a[e], acc[e%lanes])
+				}
+				for h := lanes / 2; h >= 4; h /= 2 {
+					for l := range h {
+						acc[l] += acc[l+h]
+					}
+				}
+				out[i][r] = (acc[0] + acc[2]) + (acc[1] + acc[3])
+			}
+		}
+	}
+}

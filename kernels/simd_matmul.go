@@ -1,0 +1,271 @@
+package kernels
+
+// This file owns the tiled, threaded matmul driver around the panel and
+// float-tile kernels (panel.go, simd_amd64.s): activation conversion once
+// per call, then work units of (16-row panel × token range) handed out
+// from an atomic counter to the pool's workers, each repacking its panel
+// once into its own scratch and sweeping the tokens in kernel-sized
+// groups. Nothing is allocated per call once the scratch has grown.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+)
+
+type matFamily uint8
+
+const (
+	famQ8    matFamily = iota + 1 // 32-element blocks × Q8_0 activations
+	famK                          // 256-element super-blocks × Q8_K activations
+	famFloat                      // F32/F16/BF16 rows × f32 activations
+)
+
+// matKernel is one SIMD implementation of MatMul for one weight type.
+type matKernel struct {
+	fam    matFamily
+	tokens int          // famQ8/famK: tokens per kernel call (≤ 8)
+	q      func(*qTile) // famQ8/famK kernel
+	fmt    q8Format     // famQ8
+	layout kLayout      // famK
+	f      func(*fTile) // famFloat kernel: 4 rows × 5 tokens (unused token slots allowed)
+	fToks  int          // famFloat: tokens per call
+	step   int          // famFloat: elements per kernel step
+	// Activation converters: one row x into dst.
+	actQ8  func(x []float32, dst []byte, bias int32)
+	actQ8K func(x []float32, dst []byte)
+	round  func(wt Type, x, dst []float32) // F16/BF16 rounding of activations
+}
+
+// simdScratch is the driver's reusable state; one per MatMul caller.
+type simdScratch struct {
+	act    []byte    // quantized activations, nTok rows
+	actF   []float32 // rounded float activations
+	panels [][]byte  // per worker: one repacked panel
+	tiles  [][8][panelRows]float32
+	next   atomic.Int64
+	job    simdJob
+	run    func(worker, lo, hi int)
+	conv   func(worker, lo, hi int)
+}
+
+type simdJob struct {
+	k        *matKernel
+	w        *Matrix
+	out, x   []float32
+	nTok     int
+	arb      int // activation row bytes (quantized) or floats (float)
+	units    int
+	tokParts int
+	panelLen int
+}
+
+// matMulSIMD computes MatMul's result with kernel k (shapes already
+// checked by the caller).
+func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nTok int, s *simdScratch) {
+	if s.run == nil {
+		s.run = func(worker, _, _ int) { s.job.work(s, worker) }
+		s.conv = func(_, lo, hi int) { s.job.convert(s, lo, hi) }
+	}
+	threads := p.Threads()
+	j := &s.job
+	*j = simdJob{k: k, w: w, out: out, x: x, nTok: nTok}
+	var rowUnits int
+	switch k.fam {
+	case famQ8:
+		j.arb = w.Cols / qk * q8ActBlock
+		j.panelLen = w.Cols / qk * q8PanelBlock
+		rowUnits = (w.Rows + panelRows - 1) / panelRows
+	case famK:
+		j.arb = w.Cols / qkK * q8kBlockBytes
+		j.panelLen = w.Cols / qkK * k.layout.bytes
+		rowUnits = (w.Rows + panelRows - 1) / panelRows
+	case famFloat:
+		j.arb = w.Cols
+		rowUnits = (w.Rows + fChunkRows - 1) / fChunkRows
+	}
+	if k.fam == famFloat {
+		if w.Type != F32 {
+			s.actF = grow(s.actF, nTok*w.Cols)
+		}
+	} else {
+		s.act = grow(s.act, nTok*j.arb)
+	}
+	if len(s.panels) < threads {
+		s.panels = append(s.panels, make([][]byte, threads-len(s.panels))...)
+		s.tiles = append(s.tiles, make([][8][panelRows]float32, threads-len(s.tiles))...)
+	}
+	for i := range threads {
+		s.panels[i] = grow(s.panels[i], j.panelLen)
+	}
+	if k.fam != famFloat || w.Type != F32 {
+		p.For(nTok, 1, s.conv)
+	}
+	// Split tokens too when there are too few row units to keep every
+	// worker busy to the end.
+	j.tokParts = 1
+	if want := 4 * threads; threads > 1 && rowUnits < want {
+		j.tokParts = min((want+rowUnits-1)/rowUnits, max(1, nTok/8))
+	}
+	j.units = rowUnits * j.tokParts
+	s.next.Store(0)
+	p.For(threads, 1, s.run)
+	s.job = simdJob{}
+}
+
+// fChunkRows is the number of weight rows in one float work unit.
+const fChunkRows = 32
+
+func (j *simdJob) convert(s *simdScratch, lo, hi int) {
+	n := j.w.Cols
+	for t := lo; t < hi; t++ {
+		x := j.x[t*n : (t+1)*n]
+		switch j.k.fam {
+		case famQ8:
+			j.k.actQ8(x, s.act[t*j.arb:(t+1)*j.arb], j.k.fmt.bias)
+		case famK:
+			j.k.actQ8K(x, s.act[t*j.arb:(t+1)*j.arb])
+		case famFloat:
+			j.k.round(j.w.Type, x, s.actF[t*n:(t+1)*n])
+		}
+	}
+}
+
+// work takes units from the shared counter until none are left.
+func (j *simdJob) work(s *simdScratch, worker int) {
+	cur := -1 // row unit whose panel is in this worker's scratch
+	for {
+		u := int(s.next.Add(1) - 1)
+		if u >= j.units {
+			return
+		}
+		ru, tp := u/j.tokParts, u%j.tokParts
+		t0, t1 := tp*j.nTok/j.tokParts, (tp+1)*j.nTok/j.tokParts
+		if j.k.fam == famFloat {
+			j.floatUnit(s, worker, ru, t0, t1)
+			continue
+		}
+		panel := s.panels[worker]
+		if ru != cur {
+			if j.k.fam == famQ8 {
+				repackQ8(j.w, ru*panelRows, j.k.fmt, panel)
+			} else {
+				repackK(j.w, ru*panelRows, j.k.layout, panel)
+			}
+			cur = ru
+		}
+		j.panelUnit(s, worker, ru*panelRows, t0, t1)
+	}
+}
+
+// panelUnit runs the quantized kernel for one panel over tokens [t0, t1).
+func (j *simdJob) panelUnit(s *simdScratch, worker, r0, t0, t1 int) {
+	k, w := j.k, j.w
+	tile := &s.tiles[worker]
+	rows := min(panelRows, w.Rows-r0)
+	var qt qTile
+	qt.w = unsafe.Pointer(unsafe.SliceData(s.panels[worker]))
+	qt.nb = w.Cols / w.Type.BlockSize()
+	qt.shift = k.layout.shift
+	for tb := t0; tb < t1; tb += k.tokens {
+		nt := min(k.tokens, t1-tb)
+		for i := range k.tokens {
+			t := tb + min(i, nt-1)
+			qt.a[i] = unsafe.Pointer(&s.act[t*j.arb])
+			if i < nt && rows == panelRows {
+				qt.out[i] = unsafe.Pointer(&j.out[t*w.Rows+r0])
+			} else {
+				qt.out[i] = unsafe.Pointer(&tile[i])
+			}
+		}
+		k.q(&qt)
+		if rows < panelRows {
+			for i := range nt {
+				copy(j.out[(tb+i)*w.Rows+r0:(tb+i)*w.Rows+r0+rows], tile[i][:rows])
+			}
+		}
+	}
+}
+
+// floatUnit runs the float kernel for rows [ru·fChunkRows, …) over tokens
+// [t0, t1): token groups outside, row quads inside, so a group's
+// activations stay in L1 while the chunk's rows stream from L2.
+func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
+	k, w := j.k, j.w
+	n := w.Cols
+	nv := n &^ (k.step - 1) // the kernel's part; the tail is added here
+	xf := j.x
+	if w.Type != F32 {
+		xf = s.actF
+	}
+	rb := w.RowBytes()
+	r0, r1 := ru*fChunkRows, min((ru+1)*fChunkRows, w.Rows)
+	var res [5][4]float32
+	var ft fTile
+	ft.n = nv
+	ft.out = unsafe.Pointer(&res)
+	for tb := t0; tb < t1; tb += k.fToks {
+		nt := min(k.fToks, t1-tb)
+		for i := range 5 {
+			ft.a[i] = unsafe.Pointer(&xf[(tb+min(i, nt-1))*n])
+		}
+		for rq := r0; rq < r1; rq += 4 {
+			nr := min(4, r1-rq)
+			for i := range 4 {
+				ft.w[i] = unsafe.Pointer(&w.Data[(rq+min(i, nr-1))*rb])
+			}
+			if nv > 0 {
+				k.f(&ft)
+			} else {
+				res = [5][4]float32{}
+			}
+			for t := range nt {
+				o := j.out[(tb+t)*w.Rows+rq:]
+				for r := range nr {
+					v := res[t][r]
+					if nv < n {
+						v = floatTail(w, rq+r, xf[(tb+t)*n:(tb+t+1)*n], nv, v)
+					}
+					o[r] = v
+				}
+			}
+		}
+	}
+}
+
+// floatTail adds the products of elements [from, Cols) of weight row r and
+// activation row a to acc.
+func floatTail(w *Matrix, r int, a []float32, from int, acc float32) float32 {
+	row := w.Row(r)
+	for e := from; e < w.Cols; e++ {
+		var v float32
+		switch w.Type {
+		case F32:
+			v = math.Float32frombits(binary.LittleEndian.Uint32(row[4*e:]))
+		case F16:
+			v = F16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
+		case BF16:
+			v = BF16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
+		}
+		acc = fma32(v, a[e], acc)
+	}
+	return acc
+}
+
+// roundActGo rounds activations to the weights' 16-bit float format.
+func roundActGo(wt Type, x, dst []float32) {
+	switch wt {
+	case F16:
+		for i, v := range x {
+			dst[i] = RoundF16(v)
+		}
+	case BF16:
+		for i, v := range x {
+			dst[i] = RoundBF16(v)
+		}
+	default:
+		panic(fmt.Sprintf("kernels: roundActGo: %v", wt))
+	}
+}

@@ -1,0 +1,29 @@
+//go:build purego || !amd64
+
+package kernels
+
+// This file stands in for the amd64 assembly kernels on other targets and
+// in purego builds: haveAsm is false, so the registry never selects them
+// (variants.go), and these stubs exist only to keep the build whole.
+
+const haveAsm = false
+
+func noAsm() { panic("kernels: assembly kernel called in a build without assembly") }
+
+func q8PanelVNNI(*qTile)     { noAsm() }
+func q8PanelAVX2(*qTile)     { noAsm() }
+func q8PanelAVX2s(*qTile)    { noAsm() }
+func kMinVNNI32(*qTile)      { noAsm() }
+func kCorrVNNI16(*qTile)     { noAsm() }
+func kMinAVX2x32(*qTile)     { noAsm() }
+func kCorrAVX2x16(*qTile)    { noAsm() }
+func fTileAVX512f32(*fTile)  { noAsm() }
+func fTileAVX512f16(*fTile)  { noAsm() }
+func fTileAVX512bf16(*fTile) { noAsm() }
+func fTileAVX2f32(*fTile)    { noAsm() }
+func fTileAVX2f16(*fTile)    { noAsm() }
+func fTileAVX2bf16(*fTile)   { noAsm() }
+
+func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
+func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }
+func roundActFast(wt Type, x, dst []float32)             { roundActGo(wt, x, dst) }

@@ -1,0 +1,531 @@
+package kernels
+
+// Tests of the SIMD kernels against their Go twins (bit-exact) and against
+// the plain trait dots and float64 references (tight tolerance), on fresh
+// seeded random inputs with odd sizes, partial panels, simdUnaligned buffers
+// and guard values around every output.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+)
+
+var simdQ8Types = []Type{Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4}
+var simdKTypes = []Type{Q4_K, Q5_K, Q6_K}
+var simdFloatTypes = []Type{F32, F16, BF16}
+
+// simdISAs lists the SIMD variants this machine can run for weight type t,
+// plus the Go twins.
+func simdISAs(t *testing.T, wt Type) []string {
+	var out []string
+	for _, isa := range []string{"gotile", "avx2", "avx512"} {
+		v := lookup(MatMulOp(wt), isa)
+		if v == nil {
+			continue
+		}
+		if !v.supported(CPU()) {
+			t.Logf("%s %s: not supported on this CPU (%s), skipped", wt, isa, CPU())
+			continue
+		}
+		out = append(out, isa)
+	}
+	return out
+}
+
+// simdFloats returns n values ~ N(0, scale²) with a few outliers.
+func simdFloats(rng *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * scale)
+		if rng.IntN(97) == 0 {
+			x[i] *= 8
+		}
+	}
+	return x
+}
+
+// simdMatrix makes a rows×cols weight matrix of type t from random floats
+// (random codes with sane scales for types without a quantizer). One row
+// is all zeros to cover empty blocks.
+func simdMatrix(t *testing.T, rng *rand.Rand, wt Type, rows, cols int) *Matrix {
+	t.Helper()
+	w := &Matrix{Type: wt, Rows: rows, Cols: cols, Data: make([]byte, rows*wt.RowBytes(cols))}
+	for r := range rows {
+		row := w.Row(r)
+		x := simdFloats(rng, cols, 0.05)
+		if r == rows/2 {
+			clear(x)
+		}
+		switch {
+		case CanQuantize(wt):
+			if err := Quantize(wt, x, row); err != nil {
+				t.Fatal(err)
+			}
+		case wt == IQ4_NL:
+			for b := 0; b < len(row); b += 18 {
+				for i := range 18 {
+					row[b+i] = byte(rng.IntN(256))
+				}
+				binary.LittleEndian.PutUint16(row[b:], F32ToF16(float32(rng.Float64()*0.01)))
+			}
+		case wt == MXFP4:
+			for b := 0; b < len(row); b += 17 {
+				for i := range 17 {
+					row[b+i] = byte(rng.IntN(256))
+				}
+				row[b] = byte(118 + rng.IntN(12))
+			}
+		default:
+			t.Fatalf("no generator for %v", wt)
+		}
+	}
+	return w
+}
+
+// simdUnaligned returns a slice of n bytes starting off bytes into a fresh
+// buffer, to catch alignment assumptions.
+func simdUnaligned(n, off int) []byte { return make([]byte, n+off)[off:] }
+
+// guarded holds output vectors with sentinels on both sides.
+type guarded struct {
+	buf   []float32
+	n, gd int
+}
+
+const simdSentinel = 0x7fc0dead
+
+func newGuarded(count, n int) *guarded {
+	g := &guarded{buf: make([]float32, count*(n+16)+16), n: n, gd: 16}
+	for i := range g.buf {
+		g.buf[i] = math.Float32frombits(simdSentinel)
+	}
+	return g
+}
+
+func (g *guarded) at(i int) []float32 {
+	o := g.gd + i*(g.n+16)
+	return g.buf[o : o+g.n]
+}
+
+func (g *guarded) check(t *testing.T, what string) {
+	t.Helper()
+	for i, v := range g.buf {
+		inside := i >= g.gd && (i-g.gd)%(g.n+16) < g.n && (i-g.gd)/(g.n+16) < (len(g.buf)-g.gd)/(g.n+16)
+		if !inside && math.Float32bits(v) != simdSentinel {
+			t.Fatalf("%s: guard value at %d overwritten (%v)", what, i, v)
+		}
+	}
+}
+
+// simdTol is the float error bound c·K·2⁻²⁴·Σ|w·a| (plus a tiny absolute
+// term) for comparing against a float64 or trait reference.
+func simdTol(k int, absSum float64) float64 { return 2*float64(k)*0x1p-24*absSum + 1e-30 }
+
+// simdRefDot computes Σ w·a in float64 from dequantized weights and the
+// dequantized (already quantized) activations, and Σ|w·a|.
+func simdRefDot(w, a []float32) (s, abs float64) {
+	for i := range w {
+		p := float64(w[i]) * float64(a[i])
+		s += p
+		abs += math.Abs(p)
+	}
+	return s, abs
+}
+
+func TestQuantActQ8MatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{32, 96, 1024} {
+		x := simdFloats(rng, n, 1)
+		x[5] = 0
+		if n > 64 {
+			clear(x[32:64]) // an all-zero block
+		}
+		for _, bias := range []int32{0, 8, 128} {
+			want := make([]byte, n/qk*q8ActBlock)
+			quantActQ8Go(x, want, bias)
+			// The Go layout must agree with the Q8_0 activation quantizer.
+			native := make([]byte, Q8_0.RowBytes(n))
+			QuantizeActivation(Q8_0, x, native)
+			for b := range n / qk {
+				wb, nb := want[b*q8ActBlock:], native[b*q8_0Bytes:]
+				if string(wb[:32]) != string(nb[2:34]) {
+					t.Fatalf("n=%d block %d: qs differ from QuantizeActivation", n, b)
+				}
+				if got, d := math.Float32frombits(binary.LittleEndian.Uint32(wb[32:])), f16le(nb); got != d {
+					t.Fatalf("n=%d block %d: d %v, QuantizeActivation %v", n, b, got, d)
+				}
+				var sum int32
+				for _, q := range nb[2:34] {
+					sum += int32(int8(q))
+				}
+				if c := int32(binary.LittleEndian.Uint32(wb[36:])); c != -bias*sum {
+					t.Fatalf("n=%d block %d: corr %d, want %d", n, b, c, -bias*sum)
+				}
+			}
+			got := simdUnaligned(len(want), 3)
+			quantActQ8Fast(x, got, bias)
+			if string(got) != string(want) {
+				t.Fatalf("n=%d bias=%d: quantActQ8Fast differs from quantActQ8Go", n, bias)
+			}
+		}
+	}
+}
+
+func TestQuantQ8KFastMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, nb := range []int{1, 3, 8} {
+		x := simdFloats(rng, nb*qkK, 1)
+		if nb > 1 {
+			clear(x[qkK : 2*qkK]) // zero super-block
+		}
+		// Ties for the largest magnitude: the first one must win.
+		x[7], x[100] = -3, 3
+		if nb > 2 {
+			x[2*qkK+9], x[2*qkK+3] = 5, -5
+		}
+		want := make([]byte, nb*q8kBlockBytes)
+		quantizeQ8K(x, want)
+		got := simdUnaligned(len(want), 1)
+		for i := range got {
+			got[i] = 0xa5
+		}
+		quantQ8KFast(x, got)
+		if string(got) != string(want) {
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("nb=%d: byte %d (block %d offset %d) = %#x, want %#x", nb, i, i/q8kBlockBytes, i%q8kBlockBytes, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func TestRoundF16FastMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := simdFloats(rng, 1000, 3)
+	specials := []float32{0, float32(math.Copysign(0, -1)), 65504, 65520, 65519.99, 1e-8, -6e-8, 3e-5, float32(math.Inf(1)), float32(math.Inf(-1)), 1e30}
+	copy(x[3:], specials)
+	for i := 40; i < 200; i++ {
+		x[i] = float32(rng.NormFloat64() * 1e-5) // binary16 subnormal range
+	}
+	got := make([]float32, len(x))
+	roundActFast(F16, x, got)
+	for i, v := range x {
+		if want := RoundF16(v); math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Fatalf("x[%d]=%v: got %v want %v", i, v, got[i], want)
+		}
+	}
+}
+
+// q8Twin returns the Go twin of a 32-block kernel with format f.
+func q8Twin(f q8Format) func(*qTile, int) {
+	if f.signed {
+		return q8PanelGoSigned
+	}
+	return q8PanelGo
+}
+
+func TestQ8PanelKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, wt := range simdQ8Types {
+		for _, isa := range simdISAs(t, wt) {
+			k := simdKernel(isa, wt)
+			for _, nb := range []int{1, 2, 7} {
+				for _, rows := range []int{16, 9} {
+					t.Run(fmt.Sprintf("%v/%s/nb%d/rows%d", wt, isa, nb, rows), func(t *testing.T) {
+						checkPanelKernel(t, rng, k, wt, nb*qk, rows)
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestKPanelKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, wt := range simdKTypes {
+		for _, isa := range simdISAs(t, wt) {
+			k := simdKernel(isa, wt)
+			for _, nb := range []int{1, 3} {
+				for _, rows := range []int{16, 5} {
+					t.Run(fmt.Sprintf("%v/%s/nb%d/rows%d", wt, isa, nb, rows), func(t *testing.T) {
+						checkPanelKernel(t, rng, k, wt, nb*qkK, rows)
+					})
+				}
+			}
+		}
+	}
+}
+
+// checkPanelKernel runs k on one panel of a random rows×cols matrix
+// against k.tokens activation rows: bit-exact against the Go twin, guards
+// intact, and within tolerance of the trait dot on the same quantized
+// activations.
+func checkPanelKernel(t *testing.T, rng *rand.Rand, k *matKernel, wt Type, cols, rows int) {
+	w := simdMatrix(t, rng, wt, rows, cols)
+	nt := k.tokens
+	var panel []byte
+	var arb int
+	var twin func(*qTile, int)
+	if k.fam == famQ8 {
+		panel = simdUnaligned(cols/qk*q8PanelBlock, 5)
+		repackQ8(w, 0, k.fmt, panel)
+		arb = cols / qk * q8ActBlock
+		twin = q8Twin(k.fmt)
+	} else {
+		panel = simdUnaligned(cols/qkK*k.layout.bytes, 5)
+		repackK(w, 0, k.layout, panel)
+		arb = cols / qkK * q8kBlockBytes
+		twin = kPanelGo(k.layout)
+	}
+	xs := make([][]float32, nt)
+	acts := simdUnaligned(nt*arb, 3)
+	for i := range nt {
+		xs[i] = simdFloats(rng, cols, 1)
+		a := acts[i*arb : (i+1)*arb]
+		if k.fam == famQ8 {
+			k.actQ8(xs[i], a, k.fmt.bias)
+		} else {
+			k.actQ8K(xs[i], a)
+		}
+	}
+	tile := func(g *guarded) *qTile {
+		qt := &qTile{w: unsafe.Pointer(&panel[0]), nb: cols / wt.BlockSize(), shift: k.layout.shift}
+		for i := range nt {
+			qt.a[i] = unsafe.Pointer(&acts[i*arb])
+			qt.out[i] = unsafe.Pointer(&g.at(i)[0])
+		}
+		return qt
+	}
+	got, want := newGuarded(nt, panelRows), newGuarded(nt, panelRows)
+	k.q(tile(got))
+	twin(tile(want), nt)
+	got.check(t, "kernel")
+	want.check(t, "twin")
+	for i := range nt {
+		for r := range panelRows {
+			g, x := got.at(i)[r], want.at(i)[r]
+			if math.Float32bits(g) != math.Float32bits(x) {
+				t.Fatalf("token %d row %d: kernel %v, twin %v (must be bit-identical)", i, r, g, x)
+			}
+			if r >= rows && g != 0 {
+				t.Fatalf("token %d padding row %d = %v, want 0", i, r, g)
+			}
+		}
+	}
+	// Against the plain trait dot on ggml's activation layout.
+	vt := VecDotType(wt)
+	native := make([]byte, vt.RowBytes(cols))
+	wf, af := make([]float32, cols), make([]float32, cols)
+	for i := range nt {
+		QuantizeActivation(wt, xs[i], native)
+		if err := Dequantize(vt, native, af); err != nil {
+			t.Fatal(err)
+		}
+		for r := range rows {
+			DequantizeRow(w, r, wf)
+			ref := Dot(wt, cols, w.Row(r), native)
+			exact, abs := simdRefDot(wf, af)
+			g := float64(got.at(i)[r])
+			if d := math.Abs(g - exact); d > simdTol(cols, abs) {
+				t.Fatalf("token %d row %d: kernel %v, float64 %v (|Δ|=%g > %g)", i, r, g, exact, d, simdTol(cols, abs))
+			}
+			if d := math.Abs(g - float64(ref)); d > 2*simdTol(cols, abs) {
+				t.Fatalf("token %d row %d: kernel %v, trait dot %v (|Δ|=%g)", i, r, g, ref, d)
+			}
+		}
+	}
+}
+
+// TestPanelIntegerExact sets every scale to 1 so that the float
+// combination is exact and the result must equal the integer dot of the
+// dequantized weight levels with the activation levels.
+func TestPanelIntegerExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	one16 := F32ToF16(1)
+	for _, wt := range append(append([]Type{}, simdQ8Types...), simdKTypes...) {
+		for _, isa := range simdISAs(t, wt) {
+			k := simdKernel(isa, wt)
+			t.Run(fmt.Sprintf("%v/%s", wt, isa), func(t *testing.T) {
+				cols := 2 * qkK
+				w := simdMatrix(t, rng, wt, panelRows, cols)
+				bs, bb := wt.BlockSize(), wt.BlockBytes()
+				for r := range panelRows {
+					row := w.Row(r)
+					for b := 0; b < len(row); b += bb {
+						switch wt {
+						case MXFP4:
+							row[b] = 128 // 2^(128−128) = 1
+						case Q6_K:
+							binary.LittleEndian.PutUint16(row[b+208:], one16)
+						case Q4_K, Q5_K:
+							binary.LittleEndian.PutUint16(row[b:], one16)
+							binary.LittleEndian.PutUint16(row[b+2:], one16)
+						default:
+							binary.LittleEndian.PutUint16(row[b:], one16)
+						}
+					}
+				}
+				nt := k.tokens
+				var arb int
+				var panel []byte
+				if k.fam == famQ8 {
+					arb = cols / qk * q8ActBlock
+					panel = make([]byte, cols/qk*q8PanelBlock)
+					repackQ8(w, 0, k.fmt, panel)
+				} else {
+					arb = cols / qkK * q8kBlockBytes
+					panel = make([]byte, cols/qkK*k.layout.bytes)
+					repackK(w, 0, k.layout, panel)
+				}
+				acts := make([]byte, nt*arb)
+				levels := make([][]int64, nt)
+				for i := range nt {
+					a := acts[i*arb : (i+1)*arb]
+					levels[i] = make([]int64, cols)
+					for e := range cols {
+						levels[i][e] = int64(rng.IntN(7) - 3)
+					}
+					if i == 0 {
+						for e := range cols {
+							levels[i][e] = int64(rng.IntN(255) - 127) // full range
+						}
+					}
+					writeUnitActivation(k.fam, k.fmt.bias, levels[i], a)
+				}
+				g := newGuarded(nt, panelRows)
+				qt := &qTile{w: unsafe.Pointer(&panel[0]), nb: cols / bs, shift: k.layout.shift}
+				for i := range nt {
+					qt.a[i] = unsafe.Pointer(&acts[i*arb])
+					qt.out[i] = unsafe.Pointer(&g.at(i)[0])
+				}
+				k.q(qt)
+				g.check(t, "kernel")
+				wf := make([]float32, cols)
+				for r := range panelRows {
+					DequantizeRow(w, r, wf)
+					for i := range nt {
+						var want int64
+						for e, v := range wf {
+							if v != float32(int64(v)) {
+								t.Fatalf("row %d: dequantized weight %v is not an integer", r, v)
+							}
+							want += int64(v) * levels[i][e]
+						}
+						if math.Abs(float64(want)) >= 1<<24 {
+							t.Fatalf("test sum %d too large to be exact in float32", want)
+						}
+						if got := g.at(i)[r]; got != float32(want) {
+							t.Fatalf("row %d token %d: got %v, want exactly %d", r, i, got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// writeUnitActivation writes activation levels with scale 1 in the layout
+// of family fam.
+func writeUnitActivation(fam matFamily, bias int32, lv []int64, dst []byte) {
+	if fam == famQ8 {
+		for b := range len(lv) / qk {
+			blk := dst[b*q8ActBlock:]
+			var sum int32
+			for e := range qk {
+				blk[e] = byte(int8(lv[b*qk+e]))
+				sum += int32(lv[b*qk+e])
+			}
+			binary.LittleEndian.PutUint32(blk[32:], math.Float32bits(1))
+			binary.LittleEndian.PutUint32(blk[36:], uint32(-bias*sum))
+		}
+		return
+	}
+	for b := range len(lv) / qkK {
+		blk := dst[b*q8kBlockBytes:]
+		binary.LittleEndian.PutUint32(blk, math.Float32bits(1))
+		for g := range 16 {
+			var s int16
+			for e := range 16 {
+				v := lv[b*qkK+16*g+e]
+				blk[q8kQsOff+16*g+e] = byte(int8(v))
+				s += int16(v)
+			}
+			binary.LittleEndian.PutUint16(blk[q8kBsumsOff+2*g:], uint16(s))
+		}
+	}
+}
+
+func TestFloatTiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, wt := range simdFloatTypes {
+		for _, isa := range simdISAs(t, wt) {
+			k := simdKernel(isa, wt)
+			lanes := k.step
+			twin := fTileGo(wt, lanes, 4, 5)
+			for _, n := range []int{16, 48, 1040} {
+				t.Run(fmt.Sprintf("%v/%s/n%d", wt, isa, n), func(t *testing.T) {
+					w := simdMatrix(t, rng, wt, 4, n)
+					rb := w.RowBytes()
+					// Unaligned copies of the rows and activations.
+					wb := simdUnaligned(len(w.Data), 2)
+					copy(wb, w.Data)
+					xs := make([][]float32, 5)
+					for i := range xs {
+						xs[i] = simdFloats(rng, n, 1)
+						if wt != F32 {
+							roundActGo(wt, xs[i], xs[i])
+						}
+					}
+					var got, want [5][4]float32
+					mk := func(out *[5][4]float32) *fTile {
+						ft := &fTile{n: n, out: unsafe.Pointer(out)}
+						for r := range 4 {
+							ft.w[r] = unsafe.Pointer(&wb[r*rb])
+						}
+						for i := range 5 {
+							ft.a[i] = unsafe.Pointer(&xs[i][0])
+						}
+						return ft
+					}
+					k.f(mk(&got))
+					twin(mk(&want))
+					wf := make([]float32, n)
+					for r := range 4 {
+						DequantizeRow(w, r, wf)
+						for i := range k.fToks {
+							if math.Float32bits(got[i][r]) != math.Float32bits(lanesTwin(wf, xs[i], lanes)) {
+								t.Fatalf("row %d token %d: kernel %v, %d-lane twin %v", r, i, got[i][r], lanes, lanesTwin(wf, xs[i], lanes))
+							}
+							if lanes == 16 && math.Float32bits(got[i][r]) != math.Float32bits(want[i][r]) {
+								t.Fatalf("row %d token %d: kernel %v, twin %v", r, i, got[i][r], want[i][r])
+							}
+							exact, abs := simdRefDot(wf, xs[i])
+							if d := math.Abs(float64(got[i][r]) - exact); d > simdTol(n, abs) {
+								t.Fatalf("row %d token %d: %v vs float64 %v", r, i, got[i][r], exact)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// lanesTwin is one output of fTileGo for a given lane count.
+func lanesTwin(w, a []float32, lanes int) float32 {
+	var acc [16]float32
+	for e := range w {
+		acc[e%lanes] = fma32(w[e], a[e], acc[e%lanes])
+	}
+	for h := lanes / 2; h >= 4; h /= 2 {
+		for l := range h {
+			acc[l] += acc[l+h]
+		}
+	}
+	return (acc[0] + acc[2]) + (acc[1] + acc[3])
+}

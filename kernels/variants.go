@@ -1,0 +1,404 @@
+package kernels
+
+// This file owns the kernel-variant registry: every op's implementations
+// by name ("ref", "go", "avx2", "avx512", …) with what each needs from the
+// CPU, the KernelSet a run selects from a spec string such as
+// "matmul=ref,attention=avx512", and the listing `plexbench kernels`
+// prints. The table is built once at start-up and never changes; a
+// KernelSet is a plain value the engine carries in its options, so two
+// runs in one process may use different variants.
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Op names of the operations outside matmul. Their implementations live
+// with the engine's passes; the registry records which one a run asked for.
+const (
+	OpAttention = "attention"
+	OpRMSNorm   = "rmsnorm"
+	OpRoPE      = "rope"
+	OpSwiGLU    = "swiglu"
+	OpHead      = "head"
+)
+
+// opMatMul prefixes the per-weight-type matmul ops ("matmul.q4_k"); the
+// bare prefix in a spec selects a variant for all of them.
+const opMatMul = "matmul"
+
+// MatMulOp is the op name of the matmul with weights of type t.
+func MatMulOp(t Type) string { return opMatMul + "." + strings.ToLower(t.String()) }
+
+// ErrKernelSpec is wrapped by ParseKernels errors.
+var ErrKernelSpec = errors.New("kernel selection")
+
+// KernelVariant describes one registered implementation of an op.
+type KernelVariant struct {
+	Op        string // "matmul.q8_0", "attention", …
+	Name      string // "ref", "go", "avx2", "avx512", …
+	Desc      string // one line: what it is and what it needs
+	Supported bool   // this CPU (and this build) can run it
+	Default   bool   // the variant an empty selection picks for Op
+}
+
+type matImplKind uint8
+
+const (
+	implRef  matImplKind = iota + 1 // MatMulRef: dequantize, float64 dot, no activation quantization
+	implGo                          // the plain Go trait path (ggml semantics)
+	implSIMD                        // panel / float-tile kernels
+)
+
+type matImpl struct {
+	kind matImplKind
+	k    *matKernel
+}
+
+// variant is a registry entry.
+type variant struct {
+	op, name, desc string
+	prio           int // higher wins for the default among supported variants
+	needs          func(CPUFeatures) bool
+	mm             *matImpl // matmul ops only
+}
+
+func (v *variant) supported(f CPUFeatures) bool { return v.needs == nil || v.needs(f) }
+
+// registry lists every variant, sorted by op then descending priority. It
+// is built on first use, after every format file's init has registered its
+// traits (package-level variables are initialised before init functions).
+var registry = sync.OnceValue(buildRegistry)
+
+// matMulTypes are the weight types MatMul accepts; each gets an op.
+func matMulTypes() []Type {
+	var ts []Type
+	for t := range Type(64) {
+		if t.Known() && CanMatMul(t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+func buildRegistry() []variant {
+	var vs []variant
+	for _, t := range matMulTypes() {
+		op := MatMulOp(t)
+		vs = append(vs,
+			variant{op: op, name: "ref", prio: 0, mm: &matImpl{kind: implRef},
+				desc: "dequantize each row and dot in float64 (no activation quantization)"},
+			variant{op: op, name: "go", prio: 10, mm: &matImpl{kind: implGo},
+				desc: "plain Go block dots with ggml's activation quantization"})
+		if k := simdKernel("avx2", t); k != nil {
+			vs = append(vs, variant{op: op, name: "avx2", prio: 20, mm: &matImpl{kind: implSIMD, k: k},
+				needs: func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() },
+				desc:  "assembly, 256-bit (AVX2, FMA, F16C)"})
+		}
+		if k := simdKernel("avx512", t); k != nil {
+			needs, desc := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }, "assembly, 512-bit (AVX-512 F/BW/VL/DQ)"
+			if k.fam != famFloat {
+				needs = func(f CPUFeatures) bool { return haveAsm && f.AVX512VNNI }
+				desc = "assembly, 512-bit with VNNI (AVX-512 F/BW/VL/DQ + VNNI)"
+			}
+			vs = append(vs, variant{op: op, name: "avx512", prio: 30, mm: &matImpl{kind: implSIMD, k: k},
+				needs: needs, desc: desc})
+		}
+		if k := simdKernel("gotile", t); k != nil {
+			// The kernels' Go twins behind the same driver: slow, for A/B
+			// of the tiling itself and for builds without assembly.
+			vs = append(vs, variant{op: op, name: "gotile", prio: 1, mm: &matImpl{kind: implSIMD, k: k},
+				desc: "Go twins of the SIMD kernels in the same tiles (slow; for checking)"})
+		}
+	}
+	for _, op := range []string{OpAttention, OpRMSNorm, OpRoPE, OpSwiGLU, OpHead} {
+		vs = append(vs, variant{op: op, name: "go", prio: 10, desc: "plain Go (the engine's pass)"})
+	}
+	slices.SortStableFunc(vs, func(a, b variant) int {
+		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(b.prio, a.prio))
+	})
+	return vs
+}
+
+// lookup returns the entry for (op, name).
+func lookup(op, name string) *variant {
+	reg := registry()
+	for i := range reg {
+		if reg[i].op == op && reg[i].name == name {
+			return &reg[i]
+		}
+	}
+	return nil
+}
+
+// best returns op's supported variant of highest priority.
+func best(op string, f CPUFeatures) *variant {
+	reg := registry()
+	for i := range reg {
+		if reg[i].op == op && reg[i].supported(f) {
+			return &reg[i]
+		}
+	}
+	return nil
+}
+
+// KernelOps lists the registered op names in order.
+func KernelOps() []string {
+	var ops []string
+	for _, v := range registry() {
+		if len(ops) == 0 || ops[len(ops)-1] != v.op {
+			ops = append(ops, v.op)
+		}
+	}
+	return ops
+}
+
+// KernelVariants lists every registered variant with its support on this
+// CPU and whether it is the default (for `plexbench kernels`).
+func KernelVariants() []KernelVariant {
+	f := CPU()
+	reg := registry()
+	out := make([]KernelVariant, 0, len(reg))
+	for i := range reg {
+		v := &reg[i]
+		out = append(out, KernelVariant{Op: v.op, Name: v.name, Desc: v.desc,
+			Supported: v.supported(f), Default: best(v.op, f) == v})
+	}
+	return out
+}
+
+// KernelSet is a run's choice of variant per op. The zero value picks the
+// fastest variant this CPU supports for every op.
+type KernelSet struct {
+	t *kernelTable
+}
+
+// kernelTable is a resolved selection; immutable once built.
+type kernelTable struct {
+	choice map[string]*variant // every op
+	mm     [64]*matImpl        // by weight type id
+}
+
+var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })
+
+func (ks KernelSet) table() *kernelTable {
+	if ks.t == nil {
+		return defaultTable()
+	}
+	return ks.t
+}
+
+// resolve builds the table from explicit choices (op → variant) and the
+// defaults for the rest.
+func resolve(explicit map[string]*variant, f CPUFeatures) *kernelTable {
+	t := &kernelTable{choice: map[string]*variant{}}
+	for _, op := range KernelOps() {
+		v := explicit[op]
+		if v == nil {
+			v = best(op, f)
+		}
+		t.choice[op] = v
+	}
+	for _, typ := range matMulTypes() {
+		if v := t.choice[MatMulOp(typ)]; v != nil {
+			t.mm[typ] = v.mm
+		}
+	}
+	return t
+}
+
+// ParseKernels reads a selection "op=variant,op=variant". op is a full op
+// name ("matmul.q8_0", "attention") or "matmul" for every matmul op that
+// has the variant (at least one must); later items override earlier ones,
+// so "matmul=ref,matmul.q4_k=avx512" works. "default" picks the fastest
+// supported variant again. Unknown ops or variants, and variants this CPU
+// cannot run, are errors: nothing falls back silently. An empty spec is
+// the default set.
+func ParseKernels(spec string) (KernelSet, error) {
+	return parseKernels(spec, CPU())
+}
+
+func parseKernels(spec string, f CPUFeatures) (KernelSet, error) {
+	explicit := map[string]*variant{}
+	ops := KernelOps()
+	for item := range strings.SplitSeq(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		op, name, ok := strings.Cut(item, "=")
+		op, name = strings.ToLower(strings.TrimSpace(op)), strings.ToLower(strings.TrimSpace(name))
+		if !ok || op == "" || name == "" {
+			return KernelSet{}, fmt.Errorf("%w: %q is not op=variant", ErrKernelSpec, item)
+		}
+		var targets []string
+		if op == opMatMul {
+			for _, o := range ops {
+				if strings.HasPrefix(o, opMatMul+".") {
+					targets = append(targets, o)
+				}
+			}
+		} else if slices.Contains(ops, op) {
+			targets = []string{op}
+		} else {
+			return KernelSet{}, fmt.Errorf("%w: unknown op %q (ops: %s)", ErrKernelSpec, op, strings.Join(ops, ", "))
+		}
+		matched := 0
+		for _, o := range targets {
+			if name == "default" {
+				delete(explicit, o)
+				matched++
+				continue
+			}
+			v := lookup(o, name)
+			if v == nil {
+				continue
+			}
+			if !v.supported(f) {
+				return KernelSet{}, fmt.Errorf("%w: %s=%s is not supported on this CPU (%s)", ErrKernelSpec, o, name, f)
+			}
+			explicit[o] = v
+			matched++
+		}
+		if matched == 0 {
+			return KernelSet{}, fmt.Errorf("%w: op %q has no variant %q (have: %s)", ErrKernelSpec, op, name, strings.Join(variantNames(targets), ", "))
+		}
+	}
+	if len(explicit) == 0 {
+		return KernelSet{}, nil
+	}
+	return KernelSet{t: resolve(explicit, f)}, nil
+}
+
+func variantNames(ops []string) []string {
+	var names []string
+	for _, v := range registry() {
+		if slices.Contains(ops, v.op) && !slices.Contains(names, v.name) {
+			names = append(names, v.name)
+		}
+	}
+	return names
+}
+
+// Variant is the name of the variant the set runs for op ("" for an
+// unknown op).
+func (ks KernelSet) Variant(op string) string {
+	if v := ks.table().choice[op]; v != nil {
+		return v.name
+	}
+	return ""
+}
+
+// Config maps every op to the variant the set runs (for the report).
+func (ks KernelSet) Config() map[string]string {
+	m := map[string]string{}
+	for op, v := range ks.table().choice {
+		if v != nil {
+			m[op] = v.name
+		}
+	}
+	return m
+}
+
+// String is the full selection as a spec ParseKernels accepts, ops sorted.
+func (ks KernelSet) String() string {
+	c := ks.Config()
+	ops := make([]string, 0, len(c))
+	for op := range c {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	var sb strings.Builder
+	for i, op := range ops {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(op + "=" + c[op])
+	}
+	return sb.String()
+}
+
+// simdKernel returns the SIMD implementation of MatMul for weight type t
+// on isa ("avx512", "avx2", or "gotile" for the Go twins), or nil.
+func simdKernel(isa string, t Type) *matKernel {
+	switch t {
+	case Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4:
+		k := &matKernel{fam: famQ8, actQ8: quantActQ8Go}
+		switch isa {
+		case "avx512":
+			k.tokens, k.q, k.fmt = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}
+			k.actQ8 = quantActQ8Fast
+		case "avx2":
+			k.tokens, k.q = 4, q8PanelAVX2
+			if t == Q8_0 || t == IQ4_NL {
+				// Biased levels reach 255 and VPMADDUBSW's pair sums would
+				// saturate; keep them signed and use the sign trick.
+				k.q, k.fmt = q8PanelAVX2s, q8Format{signed: true}
+			} else {
+				k.fmt = q8Format{bias: q8Bias(t)}
+			}
+		case "gotile":
+			k.tokens, k.fmt = 8, q8Format{bias: q8Bias(t)}
+			k.q = func(qt *qTile) { q8PanelGo(qt, 8) }
+		default:
+			return nil
+		}
+		return k
+	case Q4_K, Q5_K, Q6_K:
+		l, _ := kLayoutFor(t)
+		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
+		switch isa {
+		case "avx512":
+			k.tokens, k.q = 8, kMinVNNI32
+			if l.corr {
+				k.q = kCorrVNNI16
+			}
+			k.actQ8K = quantQ8KFast
+		case "avx2":
+			k.tokens, k.q = 4, kMinAVX2x32
+			if l.corr {
+				k.q = kCorrAVX2x16
+			}
+		case "gotile":
+			twin := kPanelGo(l)
+			k.tokens, k.q = 8, func(qt *qTile) { twin(qt, 8) }
+		default:
+			return nil
+		}
+		return k
+	case F32, F16, BF16:
+		k := &matKernel{fam: famFloat, round: roundActGo}
+		switch isa {
+		case "avx512":
+			k.fToks, k.step = 5, 16
+			k.f = map[Type]func(*fTile){F32: fTileAVX512f32, F16: fTileAVX512f16, BF16: fTileAVX512bf16}[t]
+			k.round = roundActFast
+		case "avx2":
+			k.fToks, k.step = 2, 8
+			k.f = map[Type]func(*fTile){F32: fTileAVX2f32, F16: fTileAVX2f16, BF16: fTileAVX2bf16}[t]
+		case "gotile":
+			k.fToks, k.step, k.f = 5, 16, fTileGo(t, 16, 4, 5)
+		default:
+			return nil
+		}
+		return k
+	}
+	return nil
+}
+
+// q8Bias is the level bias that makes a 32-block type's levels unsigned.
+func q8Bias(t Type) int32 {
+	switch t {
+	case Q4_0:
+		return 8
+	case Q5_0:
+		return 16
+	case MXFP4:
+		return 12
+	}
+	return 128 // Q8_0, IQ4_NL
+}
