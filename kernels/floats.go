@@ -28,7 +28,8 @@ func init() {
 // fma32 returns a·b+c rounded once to float32, as the FMA instruction does.
 // The product of two float32 is exact in float64; the float64 sum may round,
 // and rounding that again to float32 differs from a single rounding only if
-// the float64 sum sits exactly on a float32 midpoint, which is checked.
+// the float64 sum sits exactly on a float32 midpoint, which is checked
+// (for normal float32 results; the subnormal range is not worth the cost).
 func fma32(a, b, c float32) float32 {
 	s := float64(a)*float64(b) + float64(c)
 	if tieKey(s) == 0 {
