@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // splitWords pre-tokenizes text with the steps of pre.
@@ -97,6 +98,29 @@ func TestDecodeLenient(t *testing.T) {
 			if string(b) != c.in {
 				t.Errorf("%q re-encodes to %q", c.in, b)
 			}
+		}
+	}
+}
+
+// TestUnicodeVersion guards categoryFlags: llama.cpp's flag table was
+// generated from Unicode 15.1 and we patch Go's 15.0 tables up to it. A Go
+// release with newer tables would classify characters llama.cpp calls
+// unassigned, so the patch list must be revisited then.
+func TestUnicodeVersion(t *testing.T) {
+	if unicode.Version != "15.0.0" {
+		t.Errorf("Go's unicode tables are %s; categoryFlags assumes 15.0.0 patched to llama.cpp's 15.1", unicode.Version)
+	}
+	for _, c := range []struct {
+		r    rune
+		want uint16
+	}{
+		{0x2EBF0, fLetter}, {0x2EE5D, fLetter}, {0x2EE5E, fUndef}, {0x2FFC, fSymbol}, {0x31EF, fSymbol},
+		{0x1C89, fUndef}, // added in Unicode 16: unassigned for llama.cpp
+		{'a', fLetter}, {'5', fNumber}, {0x301, fMark}, {'!', fPunct}, {'$', fSymbol}, {0xA0, fSep | fSpace},
+		{0x3000, fSep | fSpace}, {0x1C, fControl}, {0x85, fControl | fSpace}, {0xE000, fControl}, {0x110000, fUndef},
+	} {
+		if got := cpFlags(c.r); got != c.want {
+			t.Errorf("flags(%U) = %#x, want %#x", c.r, got, c.want)
 		}
 	}
 }

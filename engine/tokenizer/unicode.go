@@ -1,6 +1,6 @@
 // This file owns the Unicode layer the BPE pre-tokenizers stand on: llama.cpp's
 // lenient UTF-8 decoder and encoder, per-code-point category flags (from Go's
-// unicode tables, tokenizers.md §4.5), and the GPT-2 byte↔unicode map (§4.4).
+// unicode tables plus the Unicode 15.1 additions, tokenizers.md §4.5), and the GPT-2 byte↔unicode map (§4.4).
 package tokenizer
 
 import "unicode"
@@ -42,6 +42,12 @@ func categoryFlags(r rune) uint16 {
 	switch {
 	case r < 0 || r > maxCodePoint:
 		f = fUndef
+	// llama.cpp's tables are Unicode 15.1, Go's 15.0 (see TestUnicodeVersion);
+	// 15.1 added only these.
+	case r >= 0x2EBF0 && r <= 0x2EE5D: // CJK Unified Ideographs Extension I
+		f = fLetter
+	case (r >= 0x2FFC && r <= 0x2FFF) || r == 0x31EF: // ideographic description, CJK stroke HXG
+		f = fSymbol
 	case unicode.IsLetter(r):
 		f = fLetter
 	case unicode.IsNumber(r):
@@ -54,7 +60,7 @@ func categoryFlags(r rune) uint16 {
 		f = fSymbol
 	case unicode.Is(unicode.Z, r):
 		f = fSep
-	case unicode.Is(unicode.C, r):
+	case unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs): // not unicode.C: it holds Cn too
 		f = fControl
 	default:
 		f = fUndef
