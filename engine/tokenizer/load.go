@@ -104,8 +104,7 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 	if v, has := f.Value("tokenizer.ggml.scores"); has {
 		switch {
 		case v.IsArray() && v.ElemType == gguf.TypeFloat32:
-			s, _ := v.AsFloat32s()
-			spec.scores = slices.Clone(s)
+			spec.scores, _ = v.AsFloat32s() // build copies it
 		case v.IsArray() && v.ElemType == gguf.TypeInt32:
 			is, _ := v.AsInt32s()
 			spec.scores = make([]float32, len(is))
@@ -133,7 +132,10 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		}
 		u, ok := f.Uint(sk.key)
 		if !ok {
-			return fail("%s is not a non-negative integer", sk.key)
+			if _, isInt := f.Int(sk.key); isInt {
+				continue // a negative id means "none"
+			}
+			return fail("%s is not an integer", sk.key)
 		}
 		spec.ids[sk.slot] = int64(min(u, 1<<62))
 	}

@@ -108,7 +108,8 @@ type fragment struct {
 // Encode tokenizes text as llama_tokenize does (tokenizers.md §2). addSpecial
 // adds BOS/EOS when the vocabulary asks for them; parseSpecial lets CONTROL
 // and UNKNOWN token texts in the input become those tokens. USER_DEFINED
-// tokens are always matched. The perplexity path uses (true, false).
+// tokens are always matched. The perplexity path uses (true, false). Text
+// must be shorter than 2 GiB (positions are int32).
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	frags := t.partition(text, parseSpecial)
 	out := make([]int32, 0, len(text)/2+2) // generous: SPM on English runs ~0.6 ids per byte

@@ -169,6 +169,7 @@ func TestLoadErrors(t *testing.T) {
 			kv["tokenizer.ggml.bos_token_id"] = uint32(1 << 30)
 		}, ErrInvalid},
 		{"bool as string", func(kv map[string]any) { kv["tokenizer.ggml.add_bos_token"] = "yes" }, ErrInvalid},
+		{"id as string", func(kv map[string]any) { kv["tokenizer.ggml.eos_token_id"] = "2" }, ErrInvalid},
 	}
 	for _, c := range cases {
 		kv := clone(bpe)
@@ -228,12 +229,13 @@ func TestDefaults(t *testing.T) {
 	kv["tokenizer.ggml.add_eos_token"] = true
 	kv["tokenizer.ggml.add_space_prefix"] = false
 	kv["tokenizer.ggml.eos_token_id"] = uint32(4294967295)
+	kv["tokenizer.ggml.bos_token_id"] = int32(-1) // "none": ignored, the default stays
 	tok, err := openTokenizer(t, kv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok.AddBOS() || !tok.AddEOS() || tok.EOS() != 2 || tok.addSpacePrefix {
-		t.Errorf("overrides: add_bos %v add_eos %v eos %d prefix %v", tok.AddBOS(), tok.AddEOS(), tok.EOS(), tok.addSpacePrefix)
+	if tok.AddBOS() || !tok.AddEOS() || tok.EOS() != 2 || tok.BOS() != 1 || tok.addSpacePrefix {
+		t.Errorf("overrides: add_bos %v add_eos %v eos %d bos %d prefix %v", tok.AddBOS(), tok.AddEOS(), tok.EOS(), tok.BOS(), tok.addSpacePrefix)
 	}
 	ids := tok.Encode("he", true, false)
 	if len(ids) == 0 || ids[len(ids)-1] != 2 || ids[0] == 1 {
