@@ -1,0 +1,175 @@
+package tui
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"plexbench/scoring"
+)
+
+// windows makes n windows with the given per-window mean NLLs and seconds.
+func windows(scored []int, mean []float64, secs []float64) []scoring.WindowReport {
+	ws := make([]scoring.WindowReport, len(mean))
+	for i := range ws {
+		ws[i] = scoring.WindowReport{Index: i, Scored: scored[i], NLLSum: mean[i] * float64(scored[i]),
+			MeanNLL: mean[i], Seconds: secs[i], Begin: i * 64, End: i*64 + 64}
+	}
+	return ws
+}
+
+func TestCompareEqualWindows(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const n = 37
+	scored := make([]int, n)
+	ma, mb, sa, sb := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		scored[i] = 255
+		ma[i] = 2 + 0.5*r.NormFloat64() // the text's variation, shared by A and B
+		mb[i] = ma[i] + 0.003 + 0.001*r.NormFloat64()
+		sa[i] = 1 + 0.1*r.Float64()
+		sb[i] = sa[i] / (1.8 + 0.05*r.NormFloat64())
+	}
+	c := Compare(windows(scored, ma, sa), windows(scored, mb, sb))
+	if c.Windows != n {
+		t.Fatalf("paired %d windows, want %d", c.Windows, n)
+	}
+	// Reference in plain float64: mean of d and its sd/√n.
+	var sum, sum2 float64
+	for i := range n {
+		d := mb[i] - ma[i]
+		sum += d
+		sum2 += d * d
+	}
+	mean := sum / n
+	se := math.Sqrt((sum2/n - mean*mean) * n / (n - 1) / n)
+	near := func(what string, got, want, tol float64) {
+		t.Helper()
+		if math.Abs(got-want) > tol*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s = %.12g, want %.12g", what, got, want)
+		}
+	}
+	near("ΔmeanNLL", c.DeltaMeanNLL, mean, 1e-12)
+	near("its uncertainty", c.DeltaMeanNLLUncertainty, se, 1e-9)
+	near("ΔPPL%", c.DeltaPPLPercent, 100*(math.Exp(mean)-1), 1e-10)
+	near("ΔPPL% uncertainty", c.DeltaPPLPercentUncertainty, 100*math.Exp(mean)*se, 1e-9)
+	// With equal weights the paired mean is exactly ln(PPL_B/PPL_A).
+	var na, nb float64
+	for i := range n {
+		na += ma[i]
+		nb += mb[i]
+	}
+	near("ΔPPL% vs whole-run PPLs", c.DeltaPPLPercent, 100*(math.Exp(nb/n)/math.Exp(na/n)-1), 1e-9)
+	var ta, tb float64
+	for i := range n {
+		ta += sa[i]
+		tb += sb[i]
+	}
+	near("speed ratio", c.SpeedRatio, ta/tb, 1e-12)
+	if c.SpeedRatioUncertainty <= 0 || c.SpeedRatioUncertainty > 0.05 {
+		t.Errorf("speed ratio uncertainty %v", c.SpeedRatioUncertainty)
+	}
+	// The paired uncertainty is far below what unpaired PPLs would give:
+	// the shared text variation cancels.
+	if c.DeltaMeanNLLUncertainty > 0.01 {
+		t.Errorf("paired uncertainty %v did not cancel the shared variation", c.DeltaMeanNLLUncertainty)
+	}
+}
+
+// Sliding windows score different counts; the weighted mean is still
+// exactly ln(PPL_B/PPL_A) over the paired windows.
+func TestCompareWeighted(t *testing.T) {
+	scored := []int{511, 256, 256, 256, 100}
+	ma := []float64{2.1, 2.0, 1.9, 2.2, 2.5}
+	mb := []float64{2.11, 2.0, 1.95, 2.19, 2.51}
+	secs := []float64{1, 1, 1, 1, 1}
+	c := Compare(windows(scored, ma, secs), windows(scored, mb, secs))
+	var sa, sb, n float64
+	for i := range scored {
+		sa += ma[i] * float64(scored[i])
+		sb += mb[i] * float64(scored[i])
+		n += float64(scored[i])
+	}
+	want := 100 * (math.Exp(sb/n)/math.Exp(sa/n) - 1)
+	if math.Abs(c.DeltaPPLPercent-want) > 1e-9 {
+		t.Errorf("ΔPPL%% %v, want %v", c.DeltaPPLPercent, want)
+	}
+	if c.SpeedRatio != 1 {
+		t.Errorf("speed ratio %v, want 1", c.SpeedRatio)
+	}
+}
+
+func TestComparePairsByIndex(t *testing.T) {
+	sc := []int{10, 10, 10}
+	a := windows(sc, []float64{1, 2, 3}, []float64{1, 1, 1})
+	b := windows(sc, []float64{1.5, 2.5, 3.5}, []float64{1, 1, 1})
+	c := Compare(a[:2], b) // A has two windows; B's third is unpaired
+	if c.Windows != 2 || math.Abs(c.DeltaMeanNLL-0.5) > 1e-12 {
+		t.Errorf("paired %d, Δ %v", c.Windows, c.DeltaMeanNLL)
+	}
+	b[1].Scored = 9 // not the same window: left out
+	if c := Compare(a, b); c.Windows != 2 {
+		t.Errorf("window with a different scored count was paired: %d", c.Windows)
+	}
+	if c := Compare(nil, b); c.Windows != 0 || c.Verdict() != "no windows to compare yet" {
+		t.Errorf("empty comparison: %+v %q", c, c.Verdict())
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	cases := []struct {
+		c    Comparison
+		want []string
+	}{
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.0002, DeltaMeanNLLUncertainty: 0.0003, DeltaPPLPercent: 0.02, DeltaPPLPercentUncertainty: 0.03,
+			SpeedRatio: 1.8, SpeedRatioUncertainty: 0.02, KLD: &KLDSummary{MeanKLD: 0.0003, MeanKLDUncertainty: 0.0001, SameTop: 0.996}},
+			[]string{"B matches A: mean KLD 0.00030 ± 0.00010, same top 99.6%; PPL +0.020 ± 0.030%; 1.8× faster"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.01, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: 1.0, DeltaPPLPercentUncertainty: 0.1,
+			SpeedRatio: 0.5, KLD: &KLDSummary{MeanKLD: 0.05, MeanKLDUncertainty: 0.001, SameTop: 0.9}},
+			[]string{"B is worse than A", "2.0× slower"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: -0.01, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: -1, DeltaPPLPercentUncertainty: 0.1, SpeedRatio: 1.01},
+			[]string{"B has lower perplexity than A", "same speed"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.001, DeltaMeanNLLUncertainty: 0.001, KLD: &KLDSummary{MeanKLD: 0.005}},
+			[]string{"B is close to A"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.001, DeltaMeanNLLUncertainty: 0.001, KLD: &KLDSummary{MeanKLD: 0.2}},
+			[]string{"B differs from A"}},
+		{Comparison{Windows: 1, DeltaPPLPercent: 0.5, KLD: &KLDSummary{}},
+			[]string{"one window: no spread yet"}},
+	}
+	for _, c := range cases {
+		v := c.c.Verdict()
+		for _, w := range c.want {
+			if !strings.Contains(v, w) {
+				t.Errorf("verdict %q lacks %q", v, w)
+			}
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	cases := map[string]string{
+		pm(8.123456, 0.0312):      "8.123 ± 0.031",
+		pm(0.00031, 0.0001):       "0.00031 ± 0.00010",
+		pm(123.4, 12):             "123 ± 12",
+		pm(5, 0):                  "5.0000 ± 0.0000",
+		pmSigned(0.02, 0.03):      "+0.020 ± 0.030",
+		small(0.000123456):        "0.000123",
+		small(1.5):                "1.50",
+		clock(0):                  "0:00",
+		clock(61_500_000_000):     "1:02",
+		clock(3_725_000_000_000):  "1:02:05",
+		rate(1234.4):              "1234",
+		rate(0):                   "–",
+		factor(1.04):              "1.04",
+		factor(12.34):             "12.3",
+	}
+	for got, want := range cases {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	if s := fit("abcdef\nx", 4, 3); s != "abc…\nx\n" {
+		t.Errorf("fit = %q", s)
+	}
+}

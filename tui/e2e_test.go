@@ -1,0 +1,216 @@
+package tui
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+)
+
+// observed wraps the real app model and publishes each view it renders
+// after an update, so a test can wait on what the screen says without
+// parsing the renderer's incremental terminal output.
+type observed struct {
+	m   tea.Model
+	obs *observer
+}
+
+type observer struct {
+	mu     sync.Mutex
+	screen string
+	notify chan struct{}
+}
+
+func (o observed) Init() tea.Cmd { return o.m.Init() }
+
+func (o observed) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	o.m, cmd = o.m.Update(msg)
+	s := ansi.Strip(o.m.View().Content)
+	o.obs.mu.Lock()
+	o.obs.screen = s
+	o.obs.mu.Unlock()
+	select {
+	case o.obs.notify <- struct{}{}:
+	default:
+	}
+	return o, cmd
+}
+
+func (o observed) View() tea.View { return o.m.View() }
+
+// waitScreen waits until the screen satisfies cond.
+func (o *observer) waitScreen(t *testing.T, what string, cond func(string) bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		o.mu.Lock()
+		s := o.screen
+		o.mu.Unlock()
+		if cond(s) {
+			return
+		}
+		select {
+		case <-o.notify:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+		}
+	}
+}
+
+func press(r rune) tea.KeyPressMsg { return tea.KeyPressMsg{Code: r, Text: string(r)} }
+
+// TestEndToEndStop drives the real app in a bubbletea program: progress
+// arrives, q stops the run after the window in flight, and the partial
+// report saved in the results folder says partial with the windows done.
+func TestEndToEndStop(t *testing.T) {
+	dir := t.TempDir()
+	steps := make(chan struct{})
+	p := profiles.Default()
+	p.Name, p.Ctx, p.KVCacheDType = "e2e", 64, "f32"
+	app, err := New(Config{
+		Profiles:   []profiles.Profile{p},
+		ResultsDir: dir,
+		Runner:     fakeRunner{text: fakeText(64 * 20), step: steps},
+		NoColor:    true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	obs := &observer{notify: make(chan struct{}, 1)}
+	tm := teatest.NewTestModel(t, observed{m: app, obs: obs}, teatest.WithInitialTermSize(80, 24))
+
+	// Let three windows through; each prefill waits for a step.
+	for range 3 {
+		steps <- struct{}{}
+	}
+	obs.waitScreen(t, "3 windows done", func(s string) bool { return strings.Contains(s, "3/20 windows") })
+	if s := obs.screen; !strings.Contains(s, "RUNNING") || !strings.Contains(s, "PPL") {
+		t.Fatalf("running screen lacks its state:\n%s", s)
+	}
+
+	// The fourth window is in flight (waiting for its step) when q arrives.
+	tm.Send(press('q'))
+	obs.waitScreen(t, "stopping", func(s string) bool { return strings.Contains(s, "STOPPING") })
+	steps <- struct{}{}
+	obs.waitScreen(t, "the partial report saved", func(s string) bool { return strings.Contains(s, "partial report saved") })
+
+	// Not running any more: q quits.
+	tm.Send(press('q'))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+
+	reports, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(reports) != 1 {
+		t.Fatalf("results folder holds %v, want one report", reports)
+	}
+	data, err := os.ReadFile(reports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep scoring.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	json.Unmarshal(data, &raw)
+	if raw["partial"] != true {
+		t.Errorf("report partial = %v, want true", raw["partial"])
+	}
+	if rep.WindowsScored != 4 || len(rep.Windows) != 4 || rep.WindowsTotal != 20 {
+		t.Errorf("report: %d of %d windows scored, %d in the array; want 4 of 20, 4", rep.WindowsScored, rep.WindowsTotal, len(rep.Windows))
+	}
+	if rep.ScoredTokens != 4*(64-32-1) {
+		t.Errorf("scored %d tokens, want %d", rep.ScoredTokens, 4*(64-32-1))
+	}
+	// The profile it ran is saved beside it and loads back the same.
+	q, err := profiles.Load(strings.TrimSuffix(reports[0], ".json") + ".toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := profiles.Diff(p, q); len(d) != 0 {
+		t.Errorf("saved profile differs: %v", d)
+	}
+	// A stopped run keeps no base.
+	if kld, _ := filepath.Glob(filepath.Join(dir, "*.kld")); len(kld) != 0 {
+		t.Errorf("a stopped run left a base: %v", kld)
+	}
+	// And history lists it.
+	h, err := History(dir)
+	if err != nil || len(h) != 1 || !h[0].Run.Partial || !h[0].HasProfile {
+		t.Errorf("history: %+v, %v", h, err)
+	}
+}
+
+// TestEndToEndAB runs a whole A/B in a program: A records a base, B is
+// scored against it, and the A/B summary lands beside the reports.
+func TestEndToEndAB(t *testing.T) {
+	dir := t.TempDir()
+	a, b := abProfiles()
+	a.Model, a.Text, b.Model, b.Text = "", "", "", ""
+	app, err := New(Config{Profiles: []profiles.Profile{a, b}, ResultsDir: dir,
+		Runner: fakeRunner{text: fakeText(64 * 12)}, NoColor: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	obs := &observer{notify: make(chan struct{}, 1)}
+	tm := teatest.NewTestModel(t, observed{m: app, obs: obs}, teatest.WithInitialTermSize(120, 40))
+	obs.waitScreen(t, "the A/B summary saved", func(s string) bool { return strings.Contains(s, ".ab.json") })
+	s := obs.screen
+	for _, want := range []string{"verdict", "ΔPPL B−A", "paired over 12 windows", "kv_cache_dtype f32 → f16"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("A/B screen lacks %q:\n%s", want, s)
+		}
+	}
+	tm.Send(press('q'))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+
+	pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
+	if len(pairs) != 1 {
+		t.Fatalf("A/B summaries: %v", pairs)
+	}
+	var pf pairFile
+	data, _ := os.ReadFile(pairs[0])
+	if err := json.Unmarshal(data, &pf); err != nil {
+		t.Fatal(err)
+	}
+	if pf.Object != pairObject || pf.Comparison.Windows != 12 || pf.Comparison.KLD == nil || pf.Verdict == "" {
+		t.Errorf("A/B summary: %+v", pf)
+	}
+	// B's report compares against A's base, which is kept.
+	var rb scoring.Report
+	data, _ = os.ReadFile(pf.B)
+	if err := json.Unmarshal(data, &rb); err != nil || rb.KLD == nil {
+		t.Fatalf("B's report: %v, kld %v", err, rb.KLD)
+	}
+	if _, err := os.Stat(rb.KLD.Base); err != nil {
+		t.Errorf("A's base: %v", err)
+	}
+	// The summary's ΔPPL agrees with the two reports' perplexities: chunks
+	// windows all score the same count, so the paired mean is exact.
+	var ra scoring.Report
+	data, _ = os.ReadFile(pf.A)
+	json.Unmarshal(data, &ra)
+	want := 100 * (rb.Perplexity/ra.Perplexity - 1)
+	if got := pf.Comparison.DeltaPPLPercent; abs(got-want) > 1e-9*max(1, abs(want)) {
+		t.Errorf("ΔPPL%% %v, reports say %v", got, want)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,150 @@
+// historyview.go owns the history view's child model: the runs saved in the
+// results folder, newest first, with a cursor to re-open one or to start a
+// new run against its base.
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
+
+type historyModel struct {
+	dir     string
+	entries []Entry
+	err     error
+	loading bool
+	cursor  int
+}
+
+// historyMsg carries a listing of the results folder.
+type historyMsg struct {
+	entries []Entry
+	err     error
+}
+
+func loadHistory(dir string) tea.Cmd {
+	return func() tea.Msg {
+		e, err := History(dir)
+		return historyMsg{entries: e, err: err}
+	}
+}
+
+// historyAction is what a key in the history view asks the root to do.
+type historyAction int
+
+const (
+	histNone historyAction = iota
+	histBack
+	histOpen
+	histSetBase
+)
+
+func (m historyModel) loaded(msg historyMsg) historyModel {
+	m.entries, m.err, m.loading = msg.entries, msg.err, false
+	m.cursor = max(0, min(m.cursor, len(m.entries)-1))
+	return m
+}
+
+// key moves the cursor or returns the action the root should take.
+func (m historyModel) key(k keyMap, msg tea.KeyPressMsg) (historyModel, historyAction) {
+	switch {
+	case key.Matches(msg, k.Up):
+		m.cursor = max(0, m.cursor-1)
+	case key.Matches(msg, k.Down):
+		m.cursor = max(0, min(len(m.entries)-1, m.cursor+1))
+	case key.Matches(msg, k.Open):
+		if m.selected() != nil {
+			return m, histOpen
+		}
+	case key.Matches(msg, k.SetBase):
+		if e := m.selected(); e != nil {
+			return m, histSetBase
+		}
+	case key.Matches(msg, k.Back):
+		return m, histBack
+	}
+	return m, histNone
+}
+
+func (m historyModel) selected() *Entry {
+	if m.cursor < 0 || m.cursor >= len(m.entries) || m.entries[m.cursor].Err != nil {
+		return nil
+	}
+	return &m.entries[m.cursor]
+}
+
+func (m historyModel) view(s Styles, w, h int) string {
+	title := s.Title.Render("plexbench history") + s.Dim.Render(fmt.Sprintf("  %s · %d runs", m.dir, len(m.entries)))
+	lines := []string{title, ""}
+	switch {
+	case m.loading:
+		return strings.Join(append(lines, s.Dim.Render("reading the results folder…")), "\n")
+	case m.err != nil:
+		return strings.Join(append(lines, s.Bad.Render(m.err.Error())), "\n")
+	case len(m.entries) == 0:
+		return strings.Join(append(lines, s.Dim.Render("no runs saved yet: finished and stopped runs land here")), "\n")
+	}
+	wide := w >= 100
+	cols := func(when, profile, model, windows, ppl, done, base string) string {
+		if wide {
+			return fmt.Sprintf("  %-16s %-14s %-20s %-11s %-16s %-8s %s", when, clip(profile, 14), clip(model, 20), windows, ppl, done, base)
+		}
+		return fmt.Sprintf("  %-16s %-12s %-10s %-15s %-7s %s", when, clip(profile, 12), windows, ppl, done, base)
+	}
+	lines = append(lines, s.Header.Render(cols("when", "profile", "model", "windows", "PPL", "done", "base")))
+	rows := max(1, h-len(lines)-3)
+	first := max(0, min(m.cursor-rows/2, len(m.entries)-rows))
+	for i := first; i < len(m.entries) && i < first+rows; i++ {
+		e := m.entries[i]
+		when := e.Time.Format("2006-01-02 15:04")
+		var l string
+		if e.Err != nil {
+			l = fmt.Sprintf("  %-16s %s", when, "unreadable: "+e.Err.Error())
+		} else {
+			r := e.Run
+			name := e.Profile.Name
+			if !e.HasProfile {
+				name = "?"
+			}
+			done := fmt.Sprintf("%d/%d", r.WindowsScored, r.WindowsTotal)
+			if r.Partial {
+				done += "✗"
+			}
+			kept := "–"
+			if e.Base != "" {
+				kept = "kept"
+			}
+			l = cols(when, name, base(r.Config.Model.Path, "?"), fmt.Sprintf("%s %d", r.Method, r.Ctx),
+				pm(r.Perplexity, r.PerplexityUncertainty), done, kept)
+		}
+		if i == m.cursor {
+			l = s.Selected.Render(padRight(">"+l[1:], w))
+		}
+		lines = append(lines, l)
+	}
+	if e := m.selected(); e != nil {
+		lines = append(lines, "", s.Dim.Render("report "+e.Report))
+		if k := e.Run.KLD; k != nil {
+			lines = append(lines, s.Dim.Render(fmt.Sprintf("vs     %s: mean KLD %s, same top %s", k.Base,
+				pm(k.MeanKLD, k.MeanKLDUncertainty), pct(k.SameTop, 1))))
+		}
+		if e.Base != "" {
+			lines = append(lines, s.Dim.Render("base   "+e.Base+"  (b: start a run against it)"))
+		} else {
+			lines = append(lines, s.Dim.Render("no base kept (the run stopped early)"))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clip shortens s to n cells with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,469 @@
+// run.go owns the run view's child model: one run's live state (built from
+// its progress events, or from a saved report when re-opened) and how it
+// draws: header, progress, running PPL, KLD against a base, the chart and
+// the latest windows. The A/B view shows two of these.
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/progress"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+)
+
+// runStatus is where a run stands.
+type runStatus int
+
+const (
+	runWaiting  runStatus = iota // not started (B while A runs)
+	runLoading                   // started, no event yet (loading the model)
+	runRunning                   // windows going
+	runStopping                  // stop asked; finishing the window in flight
+	runDone                      // every window scored
+	runStopped                   // stopped early; partial report
+	runFailed                    // an error ended it
+)
+
+func (s runStatus) String() string {
+	return [...]string{"waiting", "loading", "running", "stopping", "done", "stopped", "failed"}[s]
+}
+
+// runModel is one run's state.
+type runModel struct {
+	label   string // "A", "B" or "" in the single run view
+	profile profiles.Profile
+	base    string // the KLD base it compares against
+
+	job    *job
+	status runStatus
+	paused bool
+
+	last    scoring.Event // the latest event: running statistics
+	points  []chartPoint
+	windows []scoring.WindowReport
+
+	report  *scoring.Report // when finished
+	files   runFiles
+	saved   bool
+	saveErr error
+	err     error
+	opened  string // report path, when re-opened from history
+}
+
+func newRunModel(label string, p profiles.Profile, base string) runModel {
+	return runModel{label: label, profile: p, base: base}
+}
+
+// start runs spec under j.
+func (m runModel) start(r Runner, j *job, spec runSpec) (runModel, tea.Cmd) {
+	m.job, m.status = j, runLoading
+	spec.base = m.base
+	return m, j.start(r, spec)
+}
+
+// active reports whether the run is in flight.
+func (m runModel) active() bool {
+	return m.status == runLoading || m.status == runRunning || m.status == runStopping
+}
+
+// stop asks the run to stop after the window in flight.
+func (m runModel) stop() runModel {
+	if m.active() && m.job != nil {
+		m.job.cancel()
+		m.job.gate.set(false)
+		m.status, m.paused = runStopping, false
+	}
+	return m
+}
+
+// togglePause pauses or resumes between windows.
+func (m runModel) togglePause() runModel {
+	if m.job == nil || (m.status != runRunning && m.status != runLoading) {
+		return m
+	}
+	m.paused = !m.paused
+	m.job.gate.set(m.paused)
+	return m
+}
+
+// owns reports whether msg belongs to this run's job.
+func (m runModel) owns(id int) bool { return m.job != nil && m.job.id == id }
+
+// update applies one of the run's messages; messages of other runs are the
+// caller's to route, and ones from a replaced job never match.
+func (m runModel) update(msg tea.Msg) (runModel, tea.Cmd) {
+	switch msg := msg.(type) {
+	case eventMsg:
+		if !m.owns(msg.id) {
+			return m, nil
+		}
+		m = m.apply(msg.ev)
+		return m, m.job.wait()
+	case doneMsg:
+		if !m.owns(msg.id) {
+			return m, nil
+		}
+		return m.finish(msg), nil
+	}
+	return m, nil
+}
+
+// apply folds one progress event into the state.
+func (m runModel) apply(ev scoring.Event) runModel {
+	if ev.Kind == scoring.EventFinished && ev.TokensPerSecond == 0 {
+		// The end carries no window of its own; keep the last rate.
+		ev.TokensPerSecond = m.last.TokensPerSecond
+	}
+	m.last = ev
+	if m.status == runLoading {
+		m.status = runRunning
+	}
+	if ev.Kind == scoring.EventWindowDone && ev.Window != nil {
+		m.windows = append(m.windows, *ev.Window)
+		m.points = append(m.points, chartPoint{
+			Value: ev.Window.Perplexity, Run: ev.Perplexity,
+			Lo: ev.Perplexity - ev.PerplexityUncertainty, Hi: ev.Perplexity + ev.PerplexityUncertainty,
+		})
+	}
+	return m
+}
+
+// finish takes the run's end.
+func (m runModel) finish(d doneMsg) runModel {
+	m.files, m.saved, m.saveErr, m.err = d.files, d.saved, d.saveErr, d.err
+	m.paused = false
+	if d.rep.Object != "" {
+		rep := d.rep
+		m.report = &rep
+		// The report is the authority on windows; the events' points keep
+		// their exact ± band when they agree with it.
+		if len(rep.Windows) > 0 && len(rep.Windows) != len(m.windows) {
+			m = m.fromWindows(rep.Windows, rep)
+		}
+	}
+	switch {
+	case d.err == nil:
+		m.status = runDone
+	case stopped(d.err):
+		m.status, m.err = runStopped, nil
+	case m.report != nil && m.report.Partial:
+		m.status = runStopped
+	default:
+		m.status = runFailed
+	}
+	return m
+}
+
+// fromWindows rebuilds the chart and latest event from a report's windows.
+// The per-window ± band is not in a report; it is approximated from the
+// final one as ±·sqrt(N/n), the 1/√n shrinking of a standard error.
+func (m runModel) fromWindows(ws []scoring.WindowReport, rep scoring.Report) runModel {
+	m.windows = append([]scoring.WindowReport(nil), ws...)
+	m.points = m.points[:0:0]
+	rel := 0.0
+	if rep.Perplexity > 0 {
+		rel = rep.PerplexityUncertainty / rep.Perplexity
+	}
+	var sum float64
+	var n int
+	for _, w := range ws {
+		sum += w.NLLSum
+		n += w.Scored
+		run := math.Exp(sum / float64(max(n, 1)))
+		u := run * rel * math.Sqrt(float64(rep.ScoredTokens)/float64(max(n, 1)))
+		m.points = append(m.points, chartPoint{Value: w.Perplexity, Run: run, Lo: run - u, Hi: run + u})
+	}
+	ev := scoring.Event{Kind: scoring.EventFinished, Method: rep.Method, Ctx: rep.Ctx, Stride: rep.Stride,
+		WindowsTotal: rep.WindowsTotal, WindowsDone: rep.WindowsScored, ScoredDone: rep.ScoredTokens,
+		PrefillDone: rep.PrefillTokens, Elapsed: time.Duration(rep.ElapsedSeconds * float64(time.Second)),
+		MeanTokensPerSecond: rep.PrefillTokensPerSecond, MeanNLL: rep.MeanNLL, Perplexity: rep.Perplexity,
+		PerplexityUncertainty: rep.PerplexityUncertainty, Partial: rep.Partial, Reason: rep.PartialReason}
+	if m.last.WindowsTotal > 0 {
+		ev.ScoredTotal, ev.PrefillTotal = m.last.ScoredTotal, m.last.PrefillTotal
+	}
+	if len(ws) > 0 && ws[len(ws)-1].Seconds > 0 {
+		w := ws[len(ws)-1]
+		ev.TokensPerSecond = float64(w.End-w.Begin) / w.Seconds
+	}
+	m.last = ev
+	return m
+}
+
+// openedRun is a past run re-opened from the results folder.
+func openedRun(e Entry) runModel {
+	m := newRunModel("", e.Profile, "")
+	if !e.HasProfile {
+		m.profile = profiles.Profile{Name: strings.TrimSuffix(base(e.Report, ""), ".json"), Model: e.Run.Config.Model.Path, Text: e.Run.Text}
+	}
+	rep := e.Run
+	m.report, m.opened = &rep, e.Report
+	if rep.KLD != nil {
+		m.base = rep.KLD.Base
+	}
+	m = m.fromWindows(rep.Windows, rep)
+	m.status = runDone
+	if rep.Partial {
+		m.status = runStopped
+	}
+	m.saved, m.files = true, runFiles{Report: e.Report, Base: e.Base}
+	return m
+}
+
+// kld is the current KLD summary: the report's when finished, else the
+// latest snapshot.
+func (m runModel) kld() *KLDSummary {
+	if m.report != nil && m.report.KLD != nil {
+		return kldFromReport(m.report.KLD)
+	}
+	return kldFromSnapshot(m.last.KLD)
+}
+
+// --- drawing ---
+
+// badge is the run state in one word, with pause folded in.
+func (m runModel) badge(s Styles) string {
+	word := strings.ToUpper(m.status.String())
+	st := s.Badge
+	switch {
+	case m.paused:
+		word = "PAUSED"
+		st = s.Badge.Inherit(s.Warn)
+	case m.status == runFailed:
+		st = s.Badge.Inherit(s.Bad)
+	case m.status == runStopped || m.status == runStopping:
+		st = s.Badge.Inherit(s.Warn)
+	}
+	return st.Render(word)
+}
+
+// settings writes the profile's engine settings on one line.
+func settings(p profiles.Profile) string {
+	threads := "all"
+	if p.Threads > 0 {
+		threads = fmt.Sprint(p.Threads)
+	}
+	kv := p.KVCacheDType
+	if p.KVLen > 0 {
+		kv += fmt.Sprintf("×%d", p.KVLen)
+	}
+	parts := []string{
+		fmt.Sprintf("batch %d/%d", p.BatchSize, p.UBatchSize),
+		"kv " + kv,
+		"threads " + threads,
+		p.Backend,
+		p.PrefillAttention,
+	}
+	if p.Device != "" {
+		parts = append(parts, "device "+p.Device)
+	}
+	if p.StrictDeviceKernels {
+		parts = append(parts, "strict")
+	}
+	if len(p.Kernels) > 0 {
+		parts = append(parts, "kernels "+profiles.FormatKernels(p.Kernels))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// windowsLine is method and window geometry.
+func windowsLine(p profiles.Profile) string {
+	s := fmt.Sprintf("%s ctx %d", p.Method, p.Ctx)
+	if p.Method == "sliding" {
+		stride := p.Stride
+		if stride == 0 {
+			stride = p.Ctx
+		}
+		s += fmt.Sprintf(" stride %d", stride)
+	}
+	if p.Chunks > 0 {
+		s += fmt.Sprintf(" · first %d windows", p.Chunks)
+	}
+	return s
+}
+
+func inputName(p profiles.Profile) string {
+	if p.Tokens != "" {
+		return "tokens " + base(p.Tokens, "")
+	}
+	return "text " + base(p.Text, "demo text")
+}
+
+// headerView is the run view's top three lines.
+func (m runModel) headerView(s Styles, w int) string {
+	p := m.profile
+	title := s.Title.Render("plexbench") + " " + s.Value.Render(p.Name)
+	if p.Description != "" {
+		title += s.Dim.Render(" — " + p.Description)
+	}
+	l2 := s.Label.Render("model ") + base(p.Model, "demo (stories260K)") + s.Dim.Render(" · ") + inputName(p)
+	if m.report != nil && m.report.Config.Model.Architecture != "" {
+		l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tokens", m.report.Config.Model.Architecture, m.report.Tokens))
+	}
+	l3 := s.Label.Render(windowsLine(p)) + s.Dim.Render(" · "+settings(p))
+	return spread(title, m.badge(s), w) + "\n" + l2 + "\n" + l3
+}
+
+// progressView is the bar with windows done/total, elapsed and ETA.
+func (m runModel) progressView(s Styles, w int) string {
+	e := m.last
+	frac := 0.0
+	if e.WindowsTotal > 0 {
+		frac = float64(e.WindowsDone) / float64(e.WindowsTotal)
+	}
+	right := fmt.Sprintf(" %d/%d windows · %s", e.WindowsDone, e.WindowsTotal, clock(e.Elapsed))
+	switch {
+	case m.active() && e.ETA > 0:
+		right += " · ETA " + clock(e.ETA)
+	case m.status == runLoading:
+		right = " loading the model…"
+	case m.status == runWaiting:
+		right = " waiting for A"
+	}
+	prefix := ""
+	if m.label != "" {
+		prefix = s.Value.Render(m.label) + " "
+	}
+	// A fixed width for the text keeps A's and B's bars the same length.
+	right = padRight(right, 40)
+	barW := max(10, w-lipgloss.Width(right)-len(m.label)-1)
+	bar := progress.New(progress.WithFillCharacters('█', '░'), progress.WithoutPercentage(),
+		progress.WithWidth(barW), progress.WithColors(s.BarFull.GetForeground()))
+	bar.EmptyColor = s.BarEmpty.GetForeground()
+	return prefix + bar.ViewAs(frac) + s.Dim.Render(right)
+}
+
+// statsView is the running perplexity and speed.
+func (m runModel) statsView(s Styles) string {
+	e := m.last
+	ppl := "–"
+	if e.Perplexity > 0 {
+		ppl = pm(e.Perplexity, e.PerplexityUncertainty)
+	}
+	return s.Label.Render("PPL ") + s.Value.Render(ppl) +
+		s.Label.Render("   tok/s ") + s.Value.Render(rate(e.TokensPerSecond)) + s.Dim.Render(" now · ") +
+		s.Value.Render(rate(e.MeanTokensPerSecond)) + s.Dim.Render(" mean") +
+		s.Dim.Render(fmt.Sprintf("   %d tokens scored", e.ScoredDone))
+}
+
+// kldView is the comparison against the base, two lines; empty without one.
+func (m runModel) kldView(s Styles) string {
+	if m.base == "" {
+		return ""
+	}
+	k := m.kld()
+	if k == nil {
+		return s.Label.Render("KLD ") + s.Dim.Render("vs "+base(m.base, "")+": waiting for the first window") + "\n"
+	}
+	l1 := s.Label.Render("KLD ") + s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)) +
+		s.Dim.Render(fmt.Sprintf("  p50 %s  p90 %s  p99 %s  max %s", small(k.P50), small(k.P90), small(k.P99), small(k.Max)))
+	l2 := s.Label.Render("same top ") + s.Value.Render(pct(k.SameTop, 2)) + s.Dim.Render(" ± "+pct(k.SameTopUncertainty, 2)) +
+		s.Label.Render("   Δp ") + s.Value.Render(fmt.Sprintf("%+.3f%%", 100*k.MeanDeltaP)) +
+		s.Dim.Render("   vs base "+base(m.base, ""))
+	if k.NonFinite > 0 {
+		l2 += s.Warn.Render(fmt.Sprintf("   %d non-finite", k.NonFinite))
+	}
+	return l1 + "\n" + l2
+}
+
+// chartView is the per-window PPL chart.
+func (m runModel) chartView(s Styles, w, h int) string {
+	title := s.Label.Render("per-window PPL ") + s.ChartDot.Render("•") + s.Label.Render("  running PPL ") +
+		s.ChartLine.Render("─") + s.Label.Render(" ± ") + s.ChartBand.Render("░")
+	c := chart{Points: m.points, Total: m.last.WindowsTotal}
+	return title + "\n" + c.render(s, w, h-1)
+}
+
+// tableView lists the latest windows, newest first, in rows lines. Narrow
+// terminals drop the token range and mean NLL columns.
+func (m runModel) tableView(s Styles, w, rows int) string {
+	withKLD := m.base != ""
+	wide := w >= 90 || (!withKLD && w >= 72)
+	var head string
+	if wide {
+		head = fmt.Sprintf("%6s %13s %6s %10s %9s %7s %8s", "window", "tokens", "scored", "PPL", "mean NLL", "secs", "tok/s")
+	} else {
+		head = fmt.Sprintf("%6s %6s %10s %7s %8s", "window", "scored", "PPL", "secs", "tok/s")
+	}
+	if withKLD {
+		head += fmt.Sprintf(" %10s %7s", "KLD", "same")
+	}
+	lines := []string{s.Header.Render(head)}
+	for i := len(m.windows) - 1; i >= 0 && len(lines) <= rows; i-- {
+		win := m.windows[i]
+		tps := 0.0
+		if win.Seconds > 0 {
+			tps = float64(win.End-win.Begin) / win.Seconds
+		}
+		var l string
+		if wide {
+			l = fmt.Sprintf("%6d %13s %6d %10s %9.5f %7.3f %8s", win.Index+1,
+				fmt.Sprintf("%d–%d", win.Begin, win.End), win.Scored, ppl(win.Perplexity), win.MeanNLL, win.Seconds, rate(tps))
+		} else {
+			l = fmt.Sprintf("%6d %6d %10s %7.3f %8s", win.Index+1, win.Scored, ppl(win.Perplexity), win.Seconds, rate(tps))
+		}
+		if withKLD {
+			kl, st := "–", "–"
+			if win.MeanKLD != nil {
+				kl = small(*win.MeanKLD)
+			}
+			if win.SameTop != nil {
+				st = pct(*win.SameTop, 1)
+			}
+			l += fmt.Sprintf(" %10s %7s", kl, st)
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// statusView is the line under the table: where the report went, or why
+// the run ended.
+func (m runModel) statusView(s Styles) string {
+	switch {
+	case m.err != nil:
+		return s.Bad.Render("error: " + m.err.Error())
+	case m.saveErr != nil:
+		return s.Bad.Render("could not save the report: " + m.saveErr.Error())
+	case m.opened != "":
+		return s.Dim.Render("opened " + m.opened)
+	case m.status == runStopping:
+		return s.Warn.Render("stopping after the window in flight…")
+	case m.status == runStopped && m.saved:
+		return s.Warn.Render("stopped: ") + s.Dim.Render("partial report saved to "+m.files.Report)
+	case m.status == runDone && m.saved:
+		return s.Good.Render("done: ") + s.Dim.Render("report saved to "+m.files.Report)
+	case m.paused:
+		return s.Warn.Render("paused between windows: space resumes")
+	}
+	return ""
+}
+
+// view lays the run out in w × h cells.
+func (m runModel) view(s Styles, w, h int) string {
+	top := []string{m.headerView(s, w), m.progressView(s, w), m.statsView(s)}
+	if k := m.kldView(s); k != "" {
+		top = append(top, strings.TrimRight(k, "\n"))
+	}
+	fixed := 0
+	for _, t := range top {
+		fixed += strings.Count(t, "\n") + 1
+	}
+	status := m.statusView(s)
+	left := h - fixed - 1 // the status line
+	var body []string
+	if left >= 8 {
+		tableRows := max(2, left*2/5)
+		chartH := left - tableRows - 1
+		body = append(body, m.chartView(s, w, chartH), m.tableView(s, w, tableRows))
+	} else if left >= 2 {
+		body = append(body, m.tableView(s, w, left-1))
+	}
+	return strings.Join(append(append(top, body...), status), "\n")
+}

@@ -1,0 +1,434 @@
+// Package tui is plexbench's workbench: a bubbletea app that runs a
+// profile and shows it converge (run view), runs two profiles on the same
+// text and compares them (A/B view), and lists past runs saved in the
+// results folder (history). It drives scoring through a Runner the command
+// line provides and never loads a model itself.
+//
+// tui.go owns the root model: the state enum, routing of messages to the
+// child models (runModel, abModel, historyModel) and the keys every view
+// shares.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"plexbench/profiles"
+)
+
+// Config is what the app runs.
+type Config struct {
+	// Profiles: none runs profiles.Default(), one opens the run view, two
+	// the A/B view (A first).
+	Profiles []profiles.Profile
+	// Base, when set, is a saved KLD base every run compares against.
+	Base string
+	// Compare says what an A/B compares; CompareEngine refuses profiles
+	// that differ in model, text or windows.
+	Compare profiles.Comparison
+	// ResultsDir is where runs are saved (default DefaultResultsDir).
+	ResultsDir string
+	Runner     Runner
+	// NoColor draws without colors (NO_COLOR).
+	NoColor bool
+	// Now names saved runs; nil is time.Now. Tests fix it.
+	Now func() time.Time
+	// Context is the app's parent context; nil is Background.
+	Context context.Context
+}
+
+// view is the root's state.
+type view int
+
+const (
+	viewRun view = iota
+	viewAB
+	viewHistory
+)
+
+// env is what child models need to start runs.
+type env struct {
+	runner     Runner
+	ctx        context.Context // the app's: cancelled on quit
+	ids        *int            // run ID source, shared by every child
+	resultsDir string
+	now        func() time.Time
+}
+
+func (e env) newJob() *job {
+	*e.ids++
+	return newJob(e.ctx, *e.ids)
+}
+
+func (e env) spec(p profiles.Profile) runSpec {
+	return runSpec{profile: p, recordBase: true, resultsDir: e.resultsDir, now: e.now}
+}
+
+// Model is the root model.
+type Model struct {
+	cfg    Config
+	env    env
+	cancel context.CancelFunc
+	styles Styles
+	keys   keyMap
+	help   help.Model
+
+	width, height int
+	view, back    view // back: where history returns to
+	showHelp      bool
+
+	run  runModel
+	ab   abModel
+	hist historyModel
+
+	flash        string // one-line message under the view
+	quitWhenDone bool   // ctrl+c: quit once the stopped run is saved
+}
+
+// profileSavedMsg reports the `s` key's save.
+type profileSavedMsg struct {
+	label string
+	path  string
+	same  bool // the file already held these settings
+	err   error
+}
+
+// New checks cfg and builds the app. Two profiles that are not comparable
+// are refused here, before anything runs.
+func New(cfg Config) (Model, error) {
+	if cfg.Runner == nil {
+		return Model{}, errors.New("tui: no runner")
+	}
+	if len(cfg.Profiles) > 2 {
+		return Model{}, fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(cfg.Profiles))
+	}
+	if len(cfg.Profiles) == 0 {
+		cfg.Profiles = []profiles.Profile{profiles.Default()}
+	}
+	for _, p := range cfg.Profiles {
+		if err := p.Validate(); err != nil {
+			return Model{}, err
+		}
+	}
+	if len(cfg.Profiles) == 2 {
+		if err := profiles.CheckComparable(cfg.Profiles[0], cfg.Profiles[1], cfg.Compare); err != nil {
+			return Model{}, err
+		}
+	}
+	if cfg.ResultsDir == "" {
+		cfg.ResultsDir = DefaultResultsDir
+	}
+	parent := cfg.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	m := Model{
+		cfg: cfg, cancel: cancel, styles: DefaultStyles(cfg.NoColor), keys: defaultKeys(), help: help.New(),
+		env:  env{runner: cfg.Runner, ctx: ctx, ids: new(int), resultsDir: cfg.ResultsDir, now: cfg.Now},
+		hist: historyModel{dir: cfg.ResultsDir},
+	}
+	m.help.Styles = m.styles.Help
+	if len(cfg.Profiles) == 2 {
+		m.view = viewAB
+		m.ab = newABModel(m.env, cfg.Profiles[0], cfg.Profiles[1], cfg.Base)
+	} else {
+		m.view = viewRun
+		m.run = newRunModel("", cfg.Profiles[0], cfg.Base)
+	}
+	return m, nil
+}
+
+// Close abandons any run in flight; the app calls it on quit.
+func (m Model) Close() { m.cancel() }
+
+// Init starts the first run.
+func (m Model) Init() tea.Cmd {
+	// Init cannot return the model, so the first run starts on a message.
+	return func() tea.Msg { return startMsg{} }
+}
+
+// startMsg starts the configured run or A/B.
+type startMsg struct{}
+
+// Update routes a message to the view it belongs to.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		return m, nil
+	case startMsg:
+		return m.start()
+	case tea.KeyPressMsg:
+		return m.onKey(msg)
+	case eventMsg, doneMsg, pairSavedMsg:
+		return m.onRun(msg)
+	case historyMsg:
+		m.hist = m.hist.loaded(msg)
+	case profileSavedMsg:
+		m.flash = savedFlash(msg)
+	}
+	return m, nil
+}
+
+func (m Model) start() (Model, tea.Cmd) {
+	var cmd tea.Cmd
+	if m.view == viewAB {
+		m.ab, cmd = m.ab.init()
+		return m, cmd
+	}
+	m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
+	return m, cmd
+}
+
+// onRun hands a run's message to both run owners; each drops what it
+// does not own, so messages of replaced runs vanish.
+func (m Model) onRun(msg tea.Msg) (Model, tea.Cmd) {
+	var c1, c2 tea.Cmd
+	m.run, c1 = m.run.update(msg)
+	m.ab, c2 = m.ab.update(msg)
+	if m.quitWhenDone && !m.active() {
+		if _, ok := msg.(doneMsg); ok {
+			return m.quit()
+		}
+	}
+	return m, tea.Batch(c1, c2)
+}
+
+func (m Model) active() bool { return m.run.active() || m.ab.active() }
+
+func (m Model) quit() (Model, tea.Cmd) {
+	m.cancel()
+	return m, tea.Quit
+}
+
+// onKey handles the keys; the history view has its own.
+func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Force):
+		if !m.active() || m.quitWhenDone {
+			return m.quit()
+		}
+		m = m.stop()
+		m.quitWhenDone = true
+		m.flash = "stopping after the window in flight; the partial report is saved, then plexbench quits (ctrl+c again: quit now)"
+		return m, nil
+	case key.Matches(msg, k.Help):
+		m.showHelp = !m.showHelp
+		return m, nil
+	}
+	if m.showHelp && key.Matches(msg, k.Back) {
+		m.showHelp = false
+		return m, nil
+	}
+	if m.view == viewHistory {
+		return m.onHistoryKey(msg)
+	}
+	switch {
+	case key.Matches(msg, k.Stop):
+		if m.active() {
+			m = m.stop()
+			return m, nil
+		}
+		return m.quit()
+	case key.Matches(msg, k.Pause):
+		if m.view == viewAB {
+			m.ab = m.ab.togglePause()
+		} else {
+			m.run = m.run.togglePause()
+		}
+	case key.Matches(msg, k.Save):
+		return m, m.saveProfiles()
+	case key.Matches(msg, k.History):
+		m.back, m.view = m.view, viewHistory
+		m.hist.loading = true
+		return m, loadHistory(m.cfg.ResultsDir)
+	}
+	return m, nil
+}
+
+func (m Model) stop() Model {
+	m.run, m.ab = m.run.stop(), m.ab.stop()
+	return m
+}
+
+func (m Model) onHistoryKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
+	var act historyAction
+	m.hist, act = m.hist.key(m.keys, msg)
+	switch act {
+	case histBack:
+		m.view = m.back
+	case histOpen, histSetBase:
+		if m.active() {
+			m.flash = "a run is in flight: go back (esc) and stop it (q) first"
+			return m, nil
+		}
+		e := *m.hist.selected()
+		if act == histOpen {
+			m.run, m.view = openedRun(e), viewRun
+			return m, nil
+		}
+		if e.Base == "" {
+			m.flash = "that run kept no base (it stopped early)"
+			return m, nil
+		}
+		// A new run of the first profile against the chosen run's base.
+		m.run, m.view = newRunModel("", m.cfg.Profiles[0], e.Base), viewRun
+		m.flash = "new run against " + e.Base
+		var cmd tea.Cmd
+		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
+		return m, cmd
+	}
+	return m, nil
+}
+
+// saveProfiles is the `s` key: each shown profile goes back to the file it
+// came from (when its settings changed) or to NAME.toml here.
+func (m Model) saveProfiles() tea.Cmd {
+	type item struct {
+		label string
+		p     profiles.Profile
+	}
+	var items []item
+	if m.view == viewAB {
+		items = []item{{"A", m.ab.a.profile}, {"B", m.ab.b.profile}}
+	} else {
+		items = []item{{"", m.run.profile}}
+	}
+	var cmds []tea.Cmd
+	for _, it := range items {
+		cmds = append(cmds, func() tea.Msg {
+			path, same, err := saveProfile(it.p)
+			return profileSavedMsg{label: it.label, path: path, same: same, err: err}
+		})
+	}
+	return tea.Batch(cmds...)
+}
+
+// saveProfile writes p to its source file, or to NAME.toml (NAME-2.toml, …)
+// in the working directory when it has none. A source that already holds
+// p's settings is left alone, comments and all.
+func saveProfile(p profiles.Profile) (path string, same bool, err error) {
+	if p.Source != "" {
+		if disk, err := profiles.Load(p.Source); err == nil && len(profiles.Diff(disk, p)) == 0 &&
+			disk.Name == p.Name && disk.Description == p.Description {
+			return p.Source, true, nil
+		}
+		return p.Source, false, profiles.Save(p.Source, p.RelativeTo(filepath.Dir(p.Source)))
+	}
+	path = safeName(p.Name) + ".toml"
+	for i := 2; ; i++ {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if i > 100 {
+			return "", false, fmt.Errorf("too many files named %s", path)
+		}
+		path = fmt.Sprintf("%s-%d.toml", safeName(p.Name), i)
+	}
+	return path, false, profiles.Save(path, p.RelativeTo("."))
+}
+
+func savedFlash(msg profileSavedMsg) string {
+	who := "profile"
+	if msg.label != "" {
+		who = "profile " + msg.label
+	}
+	switch {
+	case msg.err != nil:
+		return who + ": " + msg.err.Error()
+	case msg.same:
+		return who + " unchanged in " + msg.path
+	}
+	return who + " saved to " + msg.path
+}
+
+// size is the terminal size, 80×24 until the first WindowSizeMsg.
+func (m Model) size() (int, int) {
+	if m.width <= 0 || m.height <= 0 {
+		return 80, 24
+	}
+	return m.width, m.height
+}
+
+// View draws the current view, cropped to the terminal.
+func (m Model) View() tea.View {
+	w, h := m.size()
+	var footer []string
+	if m.flash != "" {
+		footer = append(footer, m.styles.Warn.Render(m.flash))
+	}
+	var km help.KeyMap = runHelp{k: m.keys, running: m.active()}
+	switch {
+	case m.showHelp:
+		km = closeHelp{k: m.keys}
+	case m.view == viewHistory:
+		km = historyHelp{k: m.keys}
+	}
+	footer = append(footer, m.help.View(km))
+	for i, l := range footer {
+		footer[i] = ansi.Truncate(l, w, "…")
+	}
+	bodyH := h - strings.Count(strings.Join(footer, "\n"), "\n") - 1
+	var body string
+	switch {
+	case m.showHelp:
+		body = m.helpPage()
+	case m.view == viewHistory:
+		body = m.hist.view(m.styles, w, bodyH)
+	case m.view == viewAB:
+		body = m.ab.view(m.styles, w, bodyH)
+	default:
+		body = m.run.view(m.styles, w, bodyH)
+	}
+	v := tea.NewView(fit(body, w, bodyH) + "\n" + strings.Join(footer, "\n"))
+	v.AltScreen = true
+	v.WindowTitle = "plexbench"
+	return v
+}
+
+// helpPage explains what the numbers are.
+func (m Model) helpPage() string {
+	s := m.styles
+	lines := []string{
+		s.Title.Render("plexbench") + s.Dim.Render(" — what you are looking at"),
+		"",
+		s.Value.Render("PPL ± ") + "perplexity over every token scored so far; ± is llama.cpp's",
+		"      standard error of the mean NLL, carried to perplexity.",
+		s.Value.Render("chart ") + "• one window's PPL, ─ running PPL, ░ its ± band.",
+		s.Value.Render("KLD   ") + "vs a base: mean KL divergence over the base's top-k ids + rest,",
+		"      its percentiles, how often both rank the same token first, and Δp,",
+		"      the change in the correct token's probability.",
+		s.Value.Render("A/B   ") + "A runs first and records a base; B is scored against it.",
+		"      ΔPPL's ± comes from the paired per-window differences.",
+		"",
+	}
+	if m.view == viewHistory {
+		lines = append(lines,
+			s.Value.Render("↑/↓   ")+"choose a past run",
+			s.Value.Render("enter ")+"open it in the run view",
+			s.Value.Render("b     ")+"start a new run of "+m.cfg.Profiles[0].Name+" against its base",
+			s.Value.Render("esc   ")+"back")
+	} else {
+		lines = append(lines,
+			s.Value.Render("q/esc ")+"stop after the window in flight; the partial report is saved",
+			s.Value.Render("      ")+"(when nothing runs: quit)",
+			s.Value.Render("space ")+"pause/resume between windows",
+			s.Value.Render("s     ")+"save the profile(s)",
+			s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)
+	}
+	lines = append(lines, s.Value.Render("ctrl+c")+" stop, save, then quit")
+	return strings.Join(lines, "\n")
+}

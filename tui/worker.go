@@ -1,0 +1,187 @@
+// worker.go owns the background side of a run: the job that calls the
+// Runner in a command's goroutine, saves what it returns, and feeds
+// progress to the UI through a channel read by a command that re-arms
+// itself (bubbletea's realtime pattern). Messages carry the run's ID so a
+// view drops those of runs it no longer shows. Pause blocks the progress
+// callback, which scoring calls between windows.
+package tui
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+)
+
+// Runner loads what a profile names and scores it. The TUI never loads a
+// model itself; the command line builds the runner from engine and scoring.
+type Runner interface {
+	// Run loads what p names and scores it; progress events flow to
+	// req.Progress. req carries what the TUI decides: the progress
+	// callback and the KLD base to record (KLDBaseOut) or compare against
+	// (KLDBase); the runner fills in the text or tokens and the window
+	// settings from p. On cancellation it returns the partial report with
+	// an error wrapping scoring.ErrStopped, as scoring.Run does.
+	Run(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error)
+}
+
+// RunnerFunc adapts a function to Runner.
+type RunnerFunc func(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error)
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
+	return f(ctx, p, req)
+}
+
+// eventMsg is one progress event of run id.
+type eventMsg struct {
+	id int
+	ev scoring.Event
+}
+
+// doneMsg ends run id: its report (partial or not), the run's error, and
+// where it was saved.
+type doneMsg struct {
+	id      int
+	rep     scoring.Report
+	err     error
+	files   runFiles
+	saved   bool // the report is on disk
+	saveErr error
+}
+
+// runSpec is what one run does.
+type runSpec struct {
+	profile    profiles.Profile
+	base       string // compare against this KLD base; empty: none
+	recordBase bool   // keep a base of this run beside its report
+	resultsDir string
+	now        func() time.Time
+}
+
+// job is a run in flight, shared between the view that shows it and the
+// goroutine that runs it.
+type job struct {
+	id     int
+	cancel context.CancelFunc
+	gate   *gate
+	msgs   chan tea.Msg
+	ctx    context.Context
+	quit   <-chan struct{} // closed when the app quits
+}
+
+// newJob prepares run id under parent (the app's context: cancelling it
+// abandons every run).
+func newJob(parent context.Context, id int) *job {
+	ctx, cancel := context.WithCancel(parent)
+	return &job{id: id, cancel: cancel, gate: &gate{}, msgs: make(chan tea.Msg, 16), ctx: ctx, quit: parent.Done()}
+}
+
+// start returns the command that runs spec and the one that delivers its
+// first message.
+func (j *job) start(r Runner, spec runSpec) tea.Cmd {
+	return tea.Batch(j.run(r, spec), j.wait())
+}
+
+// run is the command doing the work; it returns no message itself.
+func (j *job) run(r Runner, spec runSpec) tea.Cmd {
+	return func() tea.Msg {
+		defer close(j.msgs)
+		start := time.Now()
+		if spec.now != nil {
+			start = spec.now()
+		}
+		files, err := newRunFiles(spec.resultsDir, spec.profile, start)
+		if err != nil {
+			j.send(doneMsg{id: j.id, err: err})
+			return nil
+		}
+		req := scoring.Request{KLDBase: spec.base, KLDTopK: spec.profile.KLDTopK}
+		if spec.recordBase {
+			req.KLDBaseOut = files.Base
+		}
+		req.Progress = func(ev scoring.Event) {
+			j.send(eventMsg{id: j.id, ev: ev})
+			if ev.Kind == scoring.EventWindowDone {
+				j.gate.wait(j.ctx)
+			}
+		}
+		rep, err := r.Run(j.ctx, spec.profile, req)
+		done := doneMsg{id: j.id, rep: rep, err: err, files: files}
+		if rep.Object != "" {
+			if serr := files.save(spec.profile, &rep); serr != nil {
+				done.saveErr = serr
+			} else {
+				done.saved = true
+			}
+		}
+		j.send(done)
+		return nil
+	}
+}
+
+// send delivers msg to the UI. It blocks while the UI is behind (the
+// channel is buffered); a stop must not lose the final messages, so it
+// gives up only when the app has quit.
+func (j *job) send(msg tea.Msg) {
+	select {
+	case j.msgs <- msg:
+	case <-j.quit:
+	}
+}
+
+// wait is the re-arming command: it delivers the job's next message.
+func (j *job) wait() tea.Cmd {
+	return func() tea.Msg {
+		msg, ok := <-j.msgs
+		if !ok {
+			return nil
+		}
+		return msg
+	}
+}
+
+// stopped reports whether err is a stop, not a failure.
+func stopped(err error) bool { return errors.Is(err, scoring.ErrStopped) }
+
+// gate pauses a run between windows.
+type gate struct {
+	mu     sync.Mutex
+	paused bool
+	resume chan struct{} // closed on resume
+}
+
+// set pauses or resumes.
+func (g *gate) set(paused bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if paused == g.paused {
+		return
+	}
+	g.paused = paused
+	if paused {
+		g.resume = make(chan struct{})
+	} else {
+		close(g.resume)
+	}
+}
+
+// wait blocks while paused, until resumed or ctx is cancelled (a stop
+// while paused ends the pause).
+func (g *gate) wait(ctx context.Context) {
+	g.mu.Lock()
+	paused, resume := g.paused, g.resume
+	g.mu.Unlock()
+	if !paused {
+		return
+	}
+	select {
+	case <-resume:
+	case <-ctx.Done():
+	}
+}
