@@ -22,7 +22,7 @@ type abModel struct {
 	diff      []profiles.Change
 	givenBase string // --base: both runs compare against it
 
-	cmp    Comparison  // over the windows both have scored
+	cmp    Comparison   // over the windows both have scored
 	points []chartPoint // running ΔPPL% after each paired window
 
 	pairPath string

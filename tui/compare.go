@@ -81,11 +81,11 @@ func Compare(a, b []scoring.WindowReport) Comparison {
 		byIndex[w.Index] = w
 	}
 	var (
-		n                int
-		sw, swd          float64 // Σ weights, Σ w·d
-		ds, ws           []float64
-		secA, secB       float64
-		ratios           []float64
+		n          int
+		sw, swd    float64 // Σ weights, Σ w·d
+		ds, ws     []float64
+		secA, secB float64
+		ratios     []float64
 	)
 	for _, wb := range b {
 		wa, ok := byIndex[wb.Index]
