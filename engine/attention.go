@@ -35,7 +35,10 @@ type attnWorker struct {
 	o   []float32 // (rows, hd) outputs
 	vt  []byte    // (nkp, hd) values transposed
 	row []float32 // (hd) one dequantized value row
-	ms  kernels.MatScratch
+	// The unit's key and transposed value matrices live here, not on the
+	// stack, because MatMul keeps a pointer to its weights during the call.
+	keys, vals kernels.Matrix
+	ms         kernels.MatScratch
 }
 
 func (j *attnJob) init(p *pass) {
@@ -89,15 +92,15 @@ func (j *attnJob) unit(w *attnWorker, g, tile int) {
 			copy(q[(hi*nt+t-t0)*hd:][:hd], p.q[(t*j.nh+h)*hd:][:hd])
 		}
 	}
-	keys := kv.keys(j.l, g, nkp)
-	kernels.MatMul(nil, s, &keys, q, rows, &w.ms)
+	w.keys = kv.keys(j.l, g, nkp)
+	kernels.MatMul(nil, s, &w.keys, q, rows, &w.ms)
 	scale := attnScale(hd)
 	for r := range rows {
 		pos := p.pos0 + t0 + r%nt
 		softmaxCausal(s[r*nkp:(r+1)*nkp], pos+1, scale)
 	}
-	vt := kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
-	kernels.MatMul(nil, o, &vt, s, rows, &w.ms)
+	w.vals = kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
+	kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
 	for hi := range j.grp {
 		h := g*j.grp + hi
 		for t := t0; t < t1; t++ {

@@ -281,3 +281,30 @@ func TestBrokenModels(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSteadyStateAllocs checks that, once buffers have grown to a window's
+// size, prefill passes and head reductions allocate nothing. One thread:
+// kernels.Pool.For allocates a WaitGroup per parallel call, which is the
+// pool's business, not the engine's.
+func TestSteadyStateAllocs(t *testing.T) {
+	fx := build(t, specs["qwen3"], 20)
+	m := open(t, fx, Options{Threads: 1, KVType: kernels.F16, UBatchSize: 16})
+	tokens := randomTokens(50, 64, 1)
+	reqs := make([]RowRequest, HeadRows)
+	out := make([]RowResult, HeadRows)
+	for i := range reqs {
+		reqs[i] = RowRequest{IDs: []int32{5, 6}, TopK: 4}
+	}
+	emit := func(pos int, hidden []float32, n int) error {
+		return m.HeadReduce(hidden, n, reqs[:n], out[:n])
+	}
+	run := func() {
+		if err := m.Prefill(t.Context(), tokens, 10, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if a := testing.AllocsPerRun(5, run); a != 0 {
+		t.Errorf("%v allocations per prefill in steady state, want 0", a)
+	}
+}
