@@ -469,6 +469,215 @@ func fAVX2(wf string) {
 	p("RET")
 }
 
+// ---- Panel repacking (AVX-512 gathers) ----
+//
+// func name(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
+// src is block 0 of the panel's first row, idx the 16 row offsets from it;
+// each VPGATHERDD collects one dword of the same block of all 16 rows, which
+// is exactly one panel vector. Z31 holds idx; Z24-Z30 constants.
+
+func rpHeader(name, doc string) {
+	comment(doc)
+	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-36\n", name)
+	p("MOVQ src+0(FP), SI")
+	p("MOVQ idx+8(FP), AX")
+	p("VMOVDQU32 (AX), Z31")
+	p("MOVQ nb+16(FP), CX")
+	p("MOVQ dst+24(FP), DI")
+}
+
+func bcast(v uint32, z string) {
+	p("MOVL $0x%08x, AX", v)
+	p("VPBROADCASTD AX, %s", z)
+}
+
+func gather(off int, z string) {
+	p("KXNORW K1, K1, K1")
+	p("VPGATHERDD %d(SI)(Z31*1), K1, %s", off, z)
+}
+
+func rpFooter(name string, blk, panel int) {
+	p("ADDQ $%d, SI", blk)
+	p("ADDQ $%d, DI", panel)
+	p("DECQ CX")
+	p("JNZ %s_loop", name)
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// f16Store converts the low halves of z's dwords (f16) to 16 floats at off(DI).
+func f16Store(z, tmpY, tmpZ string, off int) {
+	p("VPMOVDW %s, %s", z, tmpY)
+	p("VCVTPH2PS %s, %s", tmpY, tmpZ)
+	p("VMOVUPS %s, %d(DI)", tmpZ, off)
+}
+
+func rpQ8_0() {
+	name := "repackQ8_0AVX512"
+	rpHeader(name, "func repackQ8_0AVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32): Q8_0 rows to a q8Panel, levels XOR x.")
+	p("MOVL x+32(FP), AX")
+	p("VPBROADCASTD AX, Z30")
+	label(name + "_loop")
+	for k := range 8 {
+		gather(2+4*k, fmt.Sprintf("Z%d", k))
+		p("VPXORD Z30, Z%d, Z%d", k, k)
+		p("VMOVDQU32 Z%d, %d(DI)", k, 64*k)
+	}
+	gather(0, "Z8")
+	f16Store("Z8", "Y9", "Z9", 512)
+	rpFooter(name, 34, 576)
+}
+
+func rpQ4_0() {
+	name := "repackQ4_0AVX512"
+	rpHeader(name, "func repackQ4_0AVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32): Q4_0 rows to a q8Panel (levels are the nibbles, bias 8; x unused).")
+	bcast(0x0f0f0f0f, "Z29")
+	label(name + "_loop")
+	for k := range 4 {
+		gather(2+4*k, "Z0")
+		p("VPANDD Z29, Z0, Z1")
+		p("VMOVDQU32 Z1, %d(DI)", 64*k)
+		p("VPSRLD $4, Z0, Z2")
+		p("VPANDD Z29, Z2, Z2")
+		p("VMOVDQU32 Z2, %d(DI)", 64*(k+4))
+	}
+	gather(0, "Z8")
+	f16Store("Z8", "Y9", "Z9", 512)
+	rpFooter(name, 18, 576)
+}
+
+// rpQ45K: Q4_K (q5=false) or Q5_K rows to the kLayoutMin32 panel.
+func rpQ45K(q5 bool) {
+	name, blk, qsOff := "repackQ4_KAVX512", 144, 16
+	if q5 {
+		name, blk, qsOff = "repackQ5_KAVX512", 176, 48
+	}
+	rpHeader(name, fmt.Sprintf("func %s(src *byte, idx *[16]int32, nb int, dst *byte, x uint32): rows to a kLayoutMin32 panel (x unused).", name))
+	const scOff, prOff, dOff, dmOff, panel = 4096, 4608, 5120, 5184, 5248
+	bcast(0x0f0f0f0f, "Z29")
+	bcast(63, "Z28")
+	bcast(0xf, "Z27")
+	bcast(3, "Z26")
+	bcast(0x01010101, "Z25")
+	label(name + "_loop")
+	if q5 {
+		for k := range 8 {
+			gather(16+4*k, fmt.Sprintf("Z%d", 16+k))
+		}
+	}
+	for c := range 4 {
+		for k := range 8 {
+			gather(qsOff+32*c+4*k, "Z0")
+			p("VPANDD Z29, Z0, Z1")
+			p("VPSRLD $4, Z0, Z2")
+			p("VPANDD Z29, Z2, Z2")
+			if q5 {
+				for i, z := range []string{"Z1", "Z2"} {
+					p("VPSRLD $%d, Z%d, Z3", 2*c+i, 16+k)
+					p("VPANDD Z25, Z3, Z3")
+					p("VPSLLD $4, Z3, Z3")
+					p("VPORD Z3, %s, %s", z, z)
+				}
+			}
+			p("VMOVDQU32 Z1, %d(DI)", 64*(16*c+k))
+			p("VMOVDQU32 Z2, %d(DI)", 64*(16*c+8+k))
+		}
+	}
+	gather(4, "Z4")  // scales bytes 0-3
+	gather(8, "Z5")  // 4-7
+	gather(12, "Z6") // 8-11
+	gather(0, "Z7")  // d, dmin
+	pairStore := func(z string, off int) {
+		p("VPSLLD $16, %s, Z10", z)
+		p("VPORD Z10, %s, %s", z, z)
+		p("VMOVDQU32 %s, %d(DI)", z, off)
+	}
+	for j := range 4 {
+		p("VPSRLD $%d, Z4, Z8", 8*j)
+		p("VPANDD Z28, Z8, Z8")
+		p("VMOVDQU32 Z8, %d(DI)", scOff+64*j)
+		p("VPSRLD $%d, Z5, Z9", 8*j)
+		p("VPANDD Z28, Z9, Z9")
+		pairStore("Z9", prOff+64*j)
+	}
+	for j := range 4 {
+		p("VPSRLD $%d, Z6, Z8", 8*j)
+		p("VPANDD Z27, Z8, Z8")
+		p("VPSRLD $%d, Z4, Z9", 8*j+6)
+		p("VPANDD Z26, Z9, Z9")
+		p("VPSLLD $4, Z9, Z9")
+		p("VPORD Z9, Z8, Z8")
+		p("VMOVDQU32 Z8, %d(DI)", scOff+64*(4+j))
+		p("VPSRLD $%d, Z6, Z8", 8*j+4)
+		p("VPANDD Z27, Z8, Z8")
+		p("VPSRLD $%d, Z5, Z9", 8*j+6)
+		p("VPANDD Z26, Z9, Z9")
+		p("VPSLLD $4, Z9, Z9")
+		p("VPORD Z9, Z8, Z8")
+		pairStore("Z8", prOff+64*(4+j))
+	}
+	f16Store("Z7", "Y8", "Z8", dOff)
+	p("VPSRLD $16, Z7, Z9")
+	f16Store("Z9", "Y9", "Z9", dmOff)
+	rpFooter(name, blk, panel)
+}
+
+// rpQ6K: Q6_K rows to the kLayoutCorr panel.
+func rpQ6K() {
+	name := "repackQ6_KAVX512"
+	rpHeader(name, "func repackQ6_KAVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32): Q6_K rows to a kLayoutCorr panel (x unused).")
+	const scOff, prOff, dOff, panel = 4096, 5120, 5632, 5696
+	bcast(0x0f0f0f0f, "Z29")
+	bcast(0x03030303, "Z25")
+	bcast(0x0000ffff, "Z24")
+	bcast(0xffff0000, "Z23")
+	label(name + "_loop")
+	for n := range 2 {
+		for q := range 8 {
+			l := 4 * q
+			gather(64*n+l, "Z0")
+			gather(64*n+32+l, "Z1")
+			gather(128+32*n+l, "Z2")
+			for m := range 4 {
+				src := "Z0"
+				if m%2 == 1 {
+					src = "Z1"
+				}
+				p("VPSRLD $%d, %s, Z3", 4*(m/2), src)
+				p("VPANDD Z29, Z3, Z3")
+				p("VPSRLD $%d, Z2, Z4", 2*m)
+				p("VPANDD Z25, Z4, Z4")
+				p("VPSLLD $4, Z4, Z4")
+				p("VPORD Z4, Z3, Z3")
+				p("VMOVDQU32 Z3, %d(DI)", 64*(32*n+8*m+q))
+			}
+		}
+	}
+	for g := range 4 {
+		gather(192+4*g, "Z8")
+		for i := range 4 {
+			p("VPSLLD $%d, Z8, Z3", 24-8*i)
+			p("VPSRAD $24, Z3, Z3")
+			p("VMOVDQU32 Z3, %d(DI)", scOff+64*(4*g+i))
+		}
+		p("VPSLLW $8, Z8, Z4")
+		p("VPSRAW $8, Z4, Z4") // words: sext(b0), sext(b2)
+		p("VPSRAW $8, Z8, Z5") // words: sext(b1), sext(b3)
+		p("VPANDD Z24, Z4, Z6")
+		p("VPSLLD $16, Z5, Z7")
+		p("VPORD Z7, Z6, Z6")
+		p("VMOVDQU32 Z6, %d(DI)", prOff+64*(2*g))
+		p("VPSRLD $16, Z4, Z6")
+		p("VPANDD Z23, Z5, Z7")
+		p("VPORD Z7, Z6, Z6")
+		p("VMOVDQU32 Z6, %d(DI)", prOff+64*(2*g+1))
+	}
+	gather(206, "Z7")
+	p("VPSRLD $16, Z7, Z7")
+	f16Store("Z7", "Y8", "Z8", dOff)
+	rpFooter(name, 210, panel)
+}
+
 func main() {
 	fmt.Fprintf(&b, "// Code generated by gen_simd.go; DO NOT EDIT.\n\n//go:build !purego\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n")
 	q8VNNI()
@@ -485,6 +694,11 @@ func main() {
 		fAVX512(wf)
 		fAVX2(wf)
 	}
+	rpQ8_0()
+	rpQ4_0()
+	rpQ45K(false)
+	rpQ45K(true)
+	rpQ6K()
 	if err := os.WriteFile("simd_amd64.s", b.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
 	}

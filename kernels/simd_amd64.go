@@ -9,6 +9,8 @@ package kernels
 
 //go:generate go run gen_simd.go
 
+import "math"
+
 const haveAsm = true
 
 //go:noescape
@@ -93,4 +95,62 @@ func roundActFast(wt Type, x, dst []float32) {
 	for i := n; i < len(x); i++ {
 		dst[i] = RoundF16(x[i])
 	}
+}
+
+// Panel repackers (AVX-512 gathers): src is block 0 of the panel's first
+// row, idx the 16 row offsets from it, x a byte pattern XORed into Q8_0
+// levels (0x80808080 for bias 128, 0 for signed panels).
+
+//go:noescape
+func repackQ8_0AVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
+
+//go:noescape
+func repackQ4_0AVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
+
+//go:noescape
+func repackQ4_KAVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
+
+//go:noescape
+func repackQ5_KAVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
+
+//go:noescape
+func repackQ6_KAVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
+
+// repackFast repacks a full panel with the AVX-512 gathers when w's type
+// has one; it reports false (and does nothing) otherwise, leaving the job
+// to the Go repack. Callers ensure AVX-512 is present.
+func repackFast(w *Matrix, r0 int, f q8Format, dst []byte) bool {
+	rb := w.RowBytes()
+	if r0+panelRows > w.Rows || 15*rb > math.MaxInt32 {
+		return false
+	}
+	var idx [16]int32
+	for r := range idx {
+		idx[r] = int32(r * rb)
+	}
+	nb := w.Cols / w.Type.BlockSize()
+	src := &w.Data[r0*rb]
+	switch w.Type {
+	case Q8_0:
+		if f.signed || f.bias != 128 {
+			return false
+		}
+		_ = dst[nb*q8PanelBlock-1]
+		repackQ8_0AVX512(src, &idx, nb, &dst[0], 0x80808080)
+	case Q4_0:
+		_ = dst[nb*q8PanelBlock-1]
+		repackQ4_0AVX512(src, &idx, nb, &dst[0], 0)
+	case Q4_K:
+		_ = dst[nb*kLayoutMin32.bytes-1]
+		repackQ4_KAVX512(src, &idx, nb, &dst[0], 0)
+	case Q5_K:
+		_ = dst[nb*kLayoutMin32.bytes-1]
+		repackQ5_KAVX512(src, &idx, nb, &dst[0], 0)
+	case Q6_K:
+		_ = dst[nb*kLayoutCorr.bytes-1]
+		repackQ6_KAVX512(src, &idx, nb, &dst[0], 0)
+	default:
+		return false
+	}
+	return true
 }

@@ -30,6 +30,7 @@ type matKernel struct {
 	q      func(*qTile) // famQ8/famK kernel
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
+	fast   bool         // famQ8/famK: repack full panels with the AVX-512 gathers where the type has one
 	f      func(*fTile) // famFloat kernel: 4 rows × 5 tokens (unused token slots allowed)
 	fToks  int          // famFloat: tokens per call
 	step   int          // famFloat: elements per kernel step
@@ -41,14 +42,24 @@ type matKernel struct {
 
 // simdScratch is the driver's reusable state; one per MatMul caller.
 type simdScratch struct {
-	act    []byte    // quantized activations, nTok rows
-	actF   []float32 // rounded float activations
-	panels [][]byte  // per worker: one repacked panel
-	tiles  [][8][panelRows]float32
-	next   atomic.Int64
-	job    simdJob
-	run    func(worker, lo, hi int)
-	conv   func(worker, lo, hi int)
+	act     []byte    // quantized activations, nTok rows
+	actF    []float32 // rounded float activations
+	workers []*simdWorker
+	next    atomic.Int64
+	job     simdJob
+	run     func(worker, lo, hi int)
+	conv    func(worker, lo, hi int)
+}
+
+// simdWorker is one worker's state. The kernel arguments live here, not on
+// the stack, because kernels are called through function values and would
+// make stack arguments escape (an allocation per call).
+type simdWorker struct {
+	panel []byte                // one repacked panel
+	tile  [8][panelRows]float32 // results of partial panels and padding tokens
+	qt    qTile
+	ft    fTile
+	res   [5][4]float32
 }
 
 type simdJob struct {
@@ -93,12 +104,11 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	} else {
 		s.act = grow(s.act, nTok*j.arb)
 	}
-	if len(s.panels) < threads {
-		s.panels = append(s.panels, make([][]byte, threads-len(s.panels))...)
-		s.tiles = append(s.tiles, make([][8][panelRows]float32, threads-len(s.tiles))...)
+	for len(s.workers) < threads {
+		s.workers = append(s.workers, &simdWorker{})
 	}
-	for i := range threads {
-		s.panels[i] = grow(s.panels[i], j.panelLen)
+	for _, wk := range s.workers[:threads] {
+		wk.panel = grow(wk.panel, j.panelLen)
 	}
 	if k.fam != famFloat || w.Type != F32 {
 		p.For(nTok, 1, s.conv)
@@ -147,11 +157,13 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 			j.floatUnit(s, worker, ru, t0, t1)
 			continue
 		}
-		panel := s.panels[worker]
+		panel := s.workers[worker].panel
 		if ru != cur {
-			if j.k.fam == famQ8 {
+			switch {
+			case j.k.fast && repackFast(j.w, ru*panelRows, j.k.fmt, panel):
+			case j.k.fam == famQ8:
 				repackQ8(j.w, ru*panelRows, j.k.fmt, panel)
-			} else {
+			default:
 				repackK(j.w, ru*panelRows, j.k.layout, panel)
 			}
 			cur = ru
@@ -163,10 +175,11 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 // panelUnit runs the quantized kernel for one panel over tokens [t0, t1).
 func (j *simdJob) panelUnit(s *simdScratch, worker, r0, t0, t1 int) {
 	k, w := j.k, j.w
-	tile := &s.tiles[worker]
+	wk := s.workers[worker]
+	tile := &wk.tile
 	rows := min(panelRows, w.Rows-r0)
-	var qt qTile
-	qt.w = unsafe.Pointer(unsafe.SliceData(s.panels[worker]))
+	qt := &wk.qt
+	qt.w = unsafe.Pointer(unsafe.SliceData(wk.panel))
 	qt.nb = w.Cols / w.Type.BlockSize()
 	qt.shift = k.layout.shift
 	for tb := t0; tb < t1; tb += k.tokens {
@@ -180,7 +193,7 @@ func (j *simdJob) panelUnit(s *simdScratch, worker, r0, t0, t1 int) {
 				qt.out[i] = unsafe.Pointer(&tile[i])
 			}
 		}
-		k.q(&qt)
+		k.q(qt)
 		if rows < panelRows {
 			for i := range nt {
 				copy(j.out[(tb+i)*w.Rows+r0:(tb+i)*w.Rows+r0+rows], tile[i][:rows])
@@ -202,10 +215,10 @@ func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
 	}
 	rb := w.RowBytes()
 	r0, r1 := ru*fChunkRows, min((ru+1)*fChunkRows, w.Rows)
-	var res [5][4]float32
-	var ft fTile
+	wk := s.workers[worker]
+	res, ft := &wk.res, &wk.ft
 	ft.n = nv
-	ft.out = unsafe.Pointer(&res)
+	ft.out = unsafe.Pointer(res)
 	for tb := t0; tb < t1; tb += k.fToks {
 		nt := min(k.fToks, t1-tb)
 		for i := range 5 {
@@ -217,9 +230,9 @@ func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
 				ft.w[i] = unsafe.Pointer(&w.Data[(rq+min(i, nr-1))*rb])
 			}
 			if nv > 0 {
-				k.f(&ft)
+				k.f(ft)
 			} else {
-				res = [5][4]float32{}
+				*res = [5][4]float32{}
 			}
 			for t := range nt {
 				o := j.out[(tb+t)*w.Rows+rq:]

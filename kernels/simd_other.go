@@ -27,3 +27,11 @@ func fTileAVX2bf16(*fTile)   { noAsm() }
 func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
 func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }
 func roundActFast(wt Type, x, dst []float32)             { roundActGo(wt, x, dst) }
+
+func repackQ8_0AVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
+func repackQ4_0AVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
+func repackQ4_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
+func repackQ5_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
+func repackQ6_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
+
+func repackFast(*Matrix, int, q8Format, []byte) bool { return false }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -528,4 +529,218 @@ func lanesTwin(w, a []float32, lanes int) float32 {
 		}
 	}
 	return (acc[0] + acc[2]) + (acc[1] + acc[3])
+}
+
+// qwenShapes are the Qwen3-0.6B projections as (rows = outputs, cols =
+// inputs): q, k/v, o, gate/up, down.
+var qwenShapes = []struct {
+	name       string
+	rows, cols int
+}{
+	{"q_2048x1024", 2048, 1024},
+	{"kv_1024x1024", 1024, 1024},
+	{"o_1024x2048", 1024, 2048},
+	{"up_3072x1024", 3072, 1024},
+	{"down_1024x3072", 1024, 3072},
+}
+
+// BenchmarkSIMDMatMul measures MatMul at the Qwen3-0.6B shapes for 512
+// tokens on all cores, per variant: GFLOP/s (2·rows·cols·tokens per wall
+// second) and GFLOP/cpu-s (per second of process CPU time, which is far
+// less sensitive to other load on a shared machine). The plain Go path
+// takes seconds per call: run it with -benchtime=1x.
+func BenchmarkSIMDMatMul(b *testing.B) {
+	const nTok = 512
+	p := NewPool(0)
+	defer p.Close()
+	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, F32} {
+		for _, sh := range qwenShapes {
+			var (
+				w   *Matrix
+				x   []float32
+				out []float32
+			)
+			setup := func() {
+				if w != nil {
+					return
+				}
+				rng := rand.New(rand.NewPCG(31, uint64(sh.rows)))
+				w = &Matrix{Type: wt, Rows: sh.rows, Cols: sh.cols, Data: make([]byte, sh.rows*wt.RowBytes(sh.cols))}
+				src := simdFloats(rng, sh.cols, 0.05)
+				q := make([]byte, wt.RowBytes(sh.cols))
+				if err := Quantize(wt, src, q); err != nil {
+					b.Fatal(err)
+				}
+				// Rows differ by a rotation of one quantized row: cheap to
+				// make, and every row still has its own bytes.
+				bb := wt.BlockBytes()
+				for r := range sh.rows {
+					off := (r * bb) % len(q)
+					copy(w.Row(r), q[off:])
+					copy(w.Row(r)[len(q)-off:], q[:off])
+				}
+				x = simdFloats(rng, nTok*sh.cols, 1)
+				out = make([]float32, nTok*sh.rows)
+			}
+			for _, isa := range []string{"go", "avx2", "avx512"} {
+				var run func()
+				if isa == "go" {
+					var ms MatScratch
+					run = func() { MatMul(p, out, w, x, nTok, &ms) }
+				} else {
+					v := lookup(MatMulOp(wt), isa)
+					if v == nil || !v.supported(CPU()) {
+						continue
+					}
+					var s simdScratch
+					run = func() { matMulSIMD(v.mm.k, p, out, w, x, nTok, &s) }
+				}
+				b.Run(fmt.Sprintf("%v/%s/%s", wt, sh.name, isa), func(b *testing.B) {
+					setup()
+					run() // grow scratch outside the timing
+					b.ReportAllocs()
+					cpu0 := cpuSeconds()
+					b.ResetTimer()
+					for b.Loop() {
+						run()
+					}
+					flop := 2 * float64(sh.rows) * float64(sh.cols) * nTok * float64(b.N)
+					b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(flop/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
+				})
+			}
+		}
+	}
+}
+
+// cpuSeconds is the process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// BenchmarkPanelKernel measures one kernel call on data hot in cache
+// (K=1024, one panel, one token group), single-threaded: the kernels'
+// peak, in GOP/s (2 ops per multiply-add).
+func BenchmarkPanelKernel(b *testing.B) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	const cols = 1024
+	for _, wt := range []Type{Q8_0, Q4_0, Q4_K, Q6_K, F16, F32} {
+		w := &Matrix{Type: wt, Rows: panelRows, Cols: cols, Data: make([]byte, panelRows*wt.RowBytes(cols))}
+		for r := range panelRows {
+			if err := Quantize(wt, simdFloats(rng, cols, 0.05), w.Row(r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, isa := range []string{"avx2", "avx512"} {
+			v := lookup(MatMulOp(wt), isa)
+			if v == nil || !v.supported(CPU()) {
+				continue
+			}
+			k := v.mm.k
+			var call func()
+			var macs float64
+			switch k.fam {
+			case famFloat:
+				xs := simdFloats(rng, 5*cols, 1)
+				var res [5][4]float32
+				ft := &fTile{n: cols, out: unsafe.Pointer(&res)}
+				for r := range 4 {
+					ft.w[r] = unsafe.Pointer(&w.Row(r)[0])
+				}
+				for i := range 5 {
+					ft.a[i] = unsafe.Pointer(&xs[i*cols])
+				}
+				call = func() { k.f(ft) }
+				macs = float64(4 * k.fToks * cols)
+			default:
+				var panel []byte
+				var arb int
+				if k.fam == famQ8 {
+					panel = make([]byte, cols/qk*q8PanelBlock)
+					repackQ8(w, 0, k.fmt, panel)
+					arb = cols / qk * q8ActBlock
+				} else {
+					panel = make([]byte, cols/qkK*k.layout.bytes)
+					repackK(w, 0, k.layout, panel)
+					arb = cols / qkK * q8kBlockBytes
+				}
+				acts := make([]byte, 8*arb)
+				for i := range 8 {
+					x := simdFloats(rng, cols, 1)
+					if k.fam == famQ8 {
+						k.actQ8(x, acts[i*arb:], k.fmt.bias)
+					} else {
+						k.actQ8K(x, acts[i*arb:])
+					}
+				}
+				var out [8][panelRows]float32
+				qt := &qTile{w: unsafe.Pointer(&panel[0]), nb: cols / wt.BlockSize(), shift: k.layout.shift}
+				for i := range 8 {
+					qt.a[i] = unsafe.Pointer(&acts[i*arb])
+					qt.out[i] = unsafe.Pointer(&out[i])
+				}
+				call = func() { k.q(qt) }
+				macs = float64(panelRows * k.tokens * cols)
+			}
+			b.Run(fmt.Sprintf("%v/%s", wt, isa), func(b *testing.B) {
+				for b.Loop() {
+					call()
+				}
+				b.ReportMetric(2*macs*float64(b.N)/b.Elapsed().Seconds()/1e9, "GOP/s")
+			})
+		}
+	}
+}
+
+// TestRepackFastMatchesGo checks the AVX-512 gather repackers byte for
+// byte against the Go repack, on a matrix at an odd address with panels
+// that start mid-matrix.
+func TestRepackFastMatchesGo(t *testing.T) {
+	if !haveAsm || !CPU().AVX512 {
+		t.Skipf("no AVX-512 assembly here (%s)", CPU())
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, wt := range []Type{Q8_0, Q4_0, Q4_K, Q5_K, Q6_K} {
+		for _, nb := range []int{1, 3} {
+			cols := nb * wt.BlockSize() * max(1, 64/wt.BlockSize())
+			w := simdMatrix(t, rng, wt, 37, cols)
+			data := simdUnaligned(len(w.Data), 1)
+			copy(data, w.Data)
+			w.Data = data
+			var f q8Format
+			var size int
+			if l, ok := kLayoutFor(wt); ok {
+				size = cols / qkK * l.bytes
+			} else {
+				f = q8Format{bias: q8Bias(wt)}
+				size = cols / qk * q8PanelBlock
+			}
+			for _, r0 := range []int{0, 16, 21} {
+				want, got := make([]byte, size), simdUnaligned(size, 3)
+				for i := range got {
+					got[i] = 0xcc
+				}
+				if l, ok := kLayoutFor(wt); ok {
+					repackK(w, r0, l, want)
+				} else {
+					repackQ8(w, r0, f, want)
+				}
+				if !repackFast(w, r0, f, got) {
+					t.Fatalf("%v: repackFast declined a full panel", wt)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%v nb=%d r0=%d: byte %d = %#x, want %#x", wt, nb, r0, i, got[i], want[i])
+					}
+				}
+			}
+			if repackFast(w, 32, f, make([]byte, size)) {
+				t.Fatalf("%v: repackFast accepted a partial panel", wt)
+			}
+		}
+	}
 }

@@ -331,7 +331,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		switch isa {
 		case "avx512":
 			k.tokens, k.q, k.fmt = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}
-			k.actQ8 = quantActQ8Fast
+			k.actQ8, k.fast = quantActQ8Fast, true
 		case "avx2":
 			k.tokens, k.q = 4, q8PanelAVX2
 			if t == Q8_0 || t == IQ4_NL {
@@ -357,7 +357,7 @@ func simdKernel(isa string, t Type) *matKernel {
 			if l.corr {
 				k.q = kCorrVNNI16
 			}
-			k.actQ8K = quantQ8KFast
+			k.actQ8K, k.fast = quantQ8KFast, true
 		case "avx2":
 			k.tokens, k.q = 4, kMinAVX2x32
 			if l.corr {

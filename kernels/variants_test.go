@@ -1,0 +1,183 @@
+package kernels
+
+// Tests of the variant registry, KernelSet parsing, and the SIMD matmul
+// driver against the plain Go path and float64 on odd shapes.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestRegistryListsEveryMatMulType(t *testing.T) {
+	ops := KernelOps()
+	for _, wt := range matMulTypes() {
+		op := MatMulOp(wt)
+		for _, name := range []string{"ref", "go"} {
+			if lookup(op, name) == nil {
+				t.Errorf("%s has no %q variant", op, name)
+			}
+		}
+		if !strings.Contains(strings.Join(ops, " "), op) {
+			t.Errorf("KernelOps lacks %s", op)
+		}
+	}
+	for _, op := range []string{OpAttention, OpRMSNorm, OpRoPE, OpSwiGLU, OpHead} {
+		if lookup(op, "go") == nil {
+			t.Errorf("op %s has no go variant", op)
+		}
+	}
+	// Exactly one default per op, and it is supported.
+	defaults := map[string]int{}
+	for _, v := range KernelVariants() {
+		if v.Default {
+			defaults[v.Op]++
+			if !v.Supported {
+				t.Errorf("default %s=%s is not supported", v.Op, v.Name)
+			}
+		}
+	}
+	for _, op := range ops {
+		if defaults[op] != 1 {
+			t.Errorf("op %s has %d defaults", op, defaults[op])
+		}
+	}
+}
+
+func TestDefaultIsFastestSupported(t *testing.T) {
+	var ks KernelSet
+	f := CPU()
+	want := "go"
+	switch {
+	case haveAsm && f.AVX512VNNI:
+		want = "avx512"
+	case haveAsm && f.hasAVX2():
+		want = "avx2"
+	}
+	for _, wt := range []Type{Q8_0, Q4_K, Q6_K} {
+		if got := ks.Variant(MatMulOp(wt)); got != want {
+			t.Errorf("default %v: %s, want %s on %s", wt, got, want, f)
+		}
+	}
+	if got := ks.Variant(MatMulOp(Q2_K)); got != "go" {
+		t.Errorf("default Q2_K: %s, want go (no SIMD kernel)", got)
+	}
+}
+
+func TestParseKernels(t *testing.T) {
+	ks, err := ParseKernels("matmul=ref, matmul.q8_0=go ,attention=go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.Variant("matmul.q4_k") != "ref" || ks.Variant("matmul.q8_0") != "go" || ks.Variant(OpAttention) != "go" {
+		t.Fatalf("selection not applied: %s", ks)
+	}
+	// String round-trips.
+	again, err := ParseKernels(ks.String())
+	if err != nil || again.String() != ks.String() {
+		t.Fatalf("round trip: %v %q vs %q", err, again.String(), ks.String())
+	}
+	// "default" undoes an earlier choice.
+	ks, err = ParseKernels("matmul=ref,matmul.f16=default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.Variant("matmul.f16") != (KernelSet{}).Variant("matmul.f16") {
+		t.Fatalf("default not restored: %s", ks.Variant("matmul.f16"))
+	}
+	// A group choice applies only where the variant exists.
+	if CPU().hasAVX2() && haveAsm {
+		ks, err = ParseKernels("matmul=avx2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Variant("matmul.q8_0") != "avx2" || ks.Variant("matmul.q2_k") != (KernelSet{}).Variant("matmul.q2_k") {
+			t.Fatalf("group avx2: %s", ks)
+		}
+	}
+	for _, bad := range []string{"matmul", "nope=go", "matmul.q8_0=fast", "matmul=fast", "=go", "attention="} {
+		if _, err := ParseKernels(bad); !errors.Is(err, ErrKernelSpec) {
+			t.Errorf("ParseKernels(%q) = %v, want ErrKernelSpec", bad, err)
+		}
+	}
+	// A variant the CPU lacks is an error, not a silent fallback.
+	if _, err := parseKernels("matmul.q8_0=avx512", CPUFeatures{}); !errors.Is(err, ErrKernelSpec) || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("unsupported variant accepted: %v", err)
+	}
+	if ks, err := ParseKernels(""); err != nil || ks.t != nil {
+		t.Errorf("empty spec: %v %v", ks, err)
+	}
+}
+
+func TestKernelSetConfigCoversAllOps(t *testing.T) {
+	c := (KernelSet{}).Config()
+	for _, op := range KernelOps() {
+		if c[op] == "" {
+			t.Errorf("Config lacks %s", op)
+		}
+	}
+}
+
+// TestMatMulSIMDDriver runs every SIMD variant through the threaded driver
+// on odd shapes and compares each output with the plain Go path and with
+// float64 on the same converted activations; guards around out must stay.
+func TestMatMulSIMDDriver(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	type shape struct{ rows, cols, tok int }
+	for _, wt := range append(append(append([]Type{}, simdQ8Types...), simdKTypes...), simdFloatTypes...) {
+		shapes := []shape{{37, 2 * wt.BlockSize() * max(1, 64/wt.BlockSize()), 13}, {16, 512, 1}, {3, 256, 9}}
+		if wt.BlockSize() == 1 {
+			shapes = append(shapes, shape{21, 40, 7}, shape{5, 7, 3}) // element tails
+		}
+		for _, isa := range simdISAs(t, wt) {
+			k := simdKernel(isa, wt)
+			for _, sh := range shapes {
+				for _, threads := range []int{1, 2} {
+					t.Run(fmt.Sprintf("%v/%s/%dx%d/tok%d/thr%d", wt, isa, sh.rows, sh.cols, sh.tok, threads), func(t *testing.T) {
+						checkDriver(t, rng, k, wt, sh.rows, sh.cols, sh.tok, threads)
+					})
+				}
+			}
+		}
+	}
+}
+
+func checkDriver(t *testing.T, rng *rand.Rand, k *matKernel, wt Type, rows, cols, nTok, threads int) {
+	w := simdMatrix(t, rng, wt, rows, cols)
+	x := simdFloats(rng, nTok*cols, 1)
+	p := NewPool(threads)
+	defer p.Close()
+	g := newGuarded(1, nTok*rows)
+	var s simdScratch
+	for range 2 { // the second call reuses the scratch
+		matMulSIMD(k, p, g.at(0), w, x, nTok, &s)
+	}
+	g.check(t, "out")
+	want := make([]float32, nTok*rows)
+	MatMul(p, want, w, x, nTok, nil)
+	// float64 on the same converted activations.
+	vt := VecDotType(wt)
+	conv := make([]byte, vt.RowBytes(cols))
+	af, wf := make([]float32, cols), make([]float32, cols)
+	for tok := range nTok {
+		QuantizeActivation(wt, x[tok*cols:(tok+1)*cols], conv)
+		if err := Dequantize(vt, conv, af); err != nil {
+			t.Fatal(err)
+		}
+		for r := range rows {
+			DequantizeRow(w, r, wf)
+			exact, abs := simdRefDot(wf, af)
+			got := float64(g.at(0)[tok*rows+r])
+			tol := simdTol(cols, abs)
+			if d := math.Abs(got - exact); d > tol {
+				t.Fatalf("tok %d row %d: %v, float64 %v (|Δ|=%g > %g)", tok, r, got, exact, d, tol)
+			}
+			if d := math.Abs(got - float64(want[tok*rows+r])); d > 2*tol {
+				t.Fatalf("tok %d row %d: %v, go path %v", tok, r, got, want[tok*rows+r])
+			}
+		}
+	}
+}
