@@ -17,6 +17,8 @@ var specs = map[string]spec{
 	"llama-untied": {arch: "llama", embd: 32, layers: 3, vocab: 70, heads: 4, kvHeads: 2, hd: 8, ff: 56, biases: true, ropeFreqs: true},
 	"qwen2":        {arch: "qwen2", embd: 32, layers: 2, vocab: 64, heads: 4, kvHeads: 1, hd: 8, ff: 48, biases: true},
 	"qwen3":        {arch: "qwen3", embd: 32, layers: 2, vocab: 64, heads: 4, kvHeads: 2, hd: 16, ff: 40, rot: 12, tied: true},
+	"llama-fused-qkv-per-layer-kv": {arch: "llama", embd: 32, layers: 3, vocab: 64, heads: 4, hd: 8, ff: 40,
+		kvPerLayer: []int{2, 1, 4}, fusedQKV: true, biases: true},
 }
 
 func open(t testing.TB, fx *fixture, opt Options) *Model {
@@ -56,7 +58,7 @@ func TestLogitsMatchReference(t *testing.T) {
 // TestPassPlanInvariance runs the same window as passes of 1, 7, 64 tokens
 // and as one pass: the logits agree within 1e-5 relative.
 func TestPassPlanInvariance(t *testing.T) {
-	for _, name := range []string{"llama-untied", "qwen3"} {
+	for _, name := range []string{"llama-untied", "qwen3", "llama-fused-qkv-per-layer-kv"} {
 		s := specs[name]
 		fx := build(t, s, 3)
 		tokens := randomTokens(100, s.vocab, 4)

@@ -27,6 +27,16 @@ type spec struct {
 	ropeFreqs              bool         // llama rope_freqs.weight
 	wtype                  kernels.Type // matrices; the zero value is F32
 	ctxTrain               int
+	kvPerLayer             []int // head_count_kv as a per-layer array (overrides kvHeads)
+	fusedQKV               bool  // one attn_qkv tensor instead of attn_q/k/v
+}
+
+// kv is layer l's KV head count.
+func (s spec) kv(l int) int {
+	if s.kvPerLayer != nil {
+		return s.kvPerLayer[l]
+	}
+	return s.kvHeads
 }
 
 // fixture is a written model and its weights in float32 as stored
@@ -80,7 +90,15 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 	w.Set(a+"block_count", uint32(s.layers))
 	w.Set(a+"feed_forward_length", uint32(s.ff))
 	w.Set(a+"attention.head_count", uint32(s.heads))
-	w.Set(a+"attention.head_count_kv", uint32(s.kvHeads))
+	if s.kvPerLayer != nil {
+		arr := make([]int32, len(s.kvPerLayer))
+		for i, v := range s.kvPerLayer {
+			arr[i] = int32(v)
+		}
+		w.Set(a+"attention.head_count_kv", arr)
+	} else {
+		w.Set(a+"attention.head_count_kv", uint32(s.kvHeads))
+	}
 	w.Set(a+"attention.key_length", uint32(s.hd))
 	w.Set(a+"attention.value_length", uint32(s.hd))
 	w.Set(a+"rope.dimension_count", uint32(s.rot))
@@ -96,9 +114,9 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 	w.Set("tokenizer.ggml.unknown_token_id", uint32(0))
 	w.Set("tokenizer.ggml.add_bos_token", true)
 
-	// add stores a tensor of ggml shape {cols, rows} with values from gen,
-	// in type typ, and records the stored values.
-	add := func(name string, typ kernels.Type, cols, rows int, gen func() float32) {
+	// draw makes a tensor of ggml shape {cols, rows} with values from gen
+	// in type typ and records the stored (dequantized) values under name.
+	draw := func(name string, typ kernels.Type, cols, rows int, gen func() float32) []byte {
 		vals := make([]float32, cols*rows)
 		for i := range vals {
 			vals[i] = gen()
@@ -110,6 +128,10 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 		if err := kernels.Dequantize(typ, data, vals); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		fx.w[name] = vals
+		return data
+	}
+	put := func(name string, typ kernels.Type, cols, rows int, data []byte) {
 		dims := []int64{int64(cols), int64(rows)}
 		if rows == 1 {
 			dims = dims[:1]
@@ -117,16 +139,21 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 		if err := w.AddTensor(name, typ, dims, data); err != nil {
 			t.Fatal(err)
 		}
-		fx.w[name] = vals
+	}
+	add := func(name string, typ kernels.Type, cols, rows int, gen func() float32) {
+		put(name, typ, cols, rows, draw(name, typ, cols, rows, gen))
 	}
 	uniform := func(scale float64) func() float32 {
 		return func() float32 { return float32((2*rng.Float64() - 1) * scale) }
 	}
 	norm := func() float32 { return float32(0.8 + 0.4*rng.Float64()) }
 	mat := func(name string, cols, rows int) { add(name, s.wtype, cols, rows, uniform(1/math.Sqrt(float64(cols)))) }
+	matData := func(name string, cols, rows int) []byte {
+		return draw(name, s.wtype, cols, rows, uniform(1/math.Sqrt(float64(cols))))
+	}
 	vec := func(name string, n int, gen func() float32) { add(name, kernels.F32, n, 1, gen) }
 
-	nq, nkv := s.heads*s.hd, s.kvHeads*s.hd
+	nq := s.heads * s.hd
 	mat("token_embd.weight", s.embd, s.vocab)
 	vec("output_norm.weight", s.embd, norm)
 	if !s.tied {
@@ -140,11 +167,27 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 	}
 	for l := range s.layers {
 		p := fmt.Sprintf("blk.%d.", l)
+		nkv := s.kv(l) * s.hd
 		vec(p+"attn_norm.weight", s.embd, norm)
-		mat(p+"attn_q.weight", s.embd, nq)
-		mat(p+"attn_k.weight", s.embd, nkv)
-		mat(p+"attn_v.weight", s.embd, nkv)
-		if s.biases {
+		if s.fusedQKV {
+			// Draw the three projections, then store them as one matrix
+			// whose rows are [Q | K | V]; the reference reads the parts.
+			data := matData(p+"attn_q.weight", s.embd, nq)
+			data = append(data, matData(p+"attn_k.weight", s.embd, nkv)...)
+			data = append(data, matData(p+"attn_v.weight", s.embd, nkv)...)
+			put(p+"attn_qkv.weight", s.wtype, s.embd, nq+2*nkv, data)
+		} else {
+			mat(p+"attn_q.weight", s.embd, nq)
+			mat(p+"attn_k.weight", s.embd, nkv)
+			mat(p+"attn_v.weight", s.embd, nkv)
+		}
+		switch {
+		case s.biases && s.fusedQKV:
+			data := draw(p+"attn_q.bias", kernels.F32, nq, 1, uniform(0.3))
+			data = append(data, draw(p+"attn_k.bias", kernels.F32, nkv, 1, uniform(0.3))...)
+			data = append(data, draw(p+"attn_v.bias", kernels.F32, nkv, 1, uniform(0.3))...)
+			put(p+"attn_qkv.bias", kernels.F32, nq+2*nkv, 1, data)
+		case s.biases:
 			vec(p+"attn_q.bias", nq, uniform(0.3))
 			vec(p+"attn_k.bias", nkv, uniform(0.3))
 			vec(p+"attn_v.bias", nkv, uniform(0.3))
@@ -177,7 +220,7 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 func (fx *fixture) reference(tokens []int32) [][]float64 {
 	s, W := fx.spec, fx.w
 	n, e, hd := len(tokens), s.embd, s.hd
-	nq, nkv := s.heads*hd, s.kvHeads*hd
+	nq := s.heads * hd
 	get := func(name string) []float64 {
 		v, ok := W[name]
 		if !ok {
@@ -252,6 +295,8 @@ func (fx *fixture) reference(tokens []int32) [][]float64 {
 	}
 	for l := range s.layers {
 		p := fmt.Sprintf("blk.%d.", l)
+		kvHeads := s.kv(l)
+		nkv := kvHeads * hd
 		K, V := make([][]float64, n), make([][]float64, n)
 		Q := make([][]float64, n)
 		for t := range n {
@@ -266,7 +311,7 @@ func (fx *fixture) reference(tokens []int32) [][]float64 {
 				}
 				rope(q, t)
 			}
-			for g := range s.kvHeads {
+			for g := range kvHeads {
 				k := K[t][g*hd : (g+1)*hd]
 				if kn := get(p + "attn_k_norm.weight"); kn != nil {
 					copy(k, rms(k, kn))
@@ -277,7 +322,7 @@ func (fx *fixture) reference(tokens []int32) [][]float64 {
 		for t := range n {
 			att := make([]float64, nq)
 			for h := range s.heads {
-				g := h / (s.heads / s.kvHeads)
+				g := h / (s.heads / kvHeads)
 				q := Q[t][h*hd : (h+1)*hd]
 				sc := make([]float64, t+1)
 				mx := math.Inf(-1)
