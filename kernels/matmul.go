@@ -70,6 +70,7 @@ type MatScratch struct {
 	// The pool callbacks are bound once to job so that calls do not
 	// allocate closures.
 	runTiles, runAct func(worker, lo, hi int)
+	simd             simdScratch // KernelSet.MatMul's SIMD driver (simd_matmul.go)
 }
 
 // matJob is one MatMul call's parameters, read by the pool callbacks.

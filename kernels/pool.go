@@ -11,6 +11,7 @@ type Pool struct {
 	n    int
 	jobs chan poolJob
 	once sync.Once
+	wgs  chan *sync.WaitGroup // idle WaitGroups, so For does not allocate one per call
 }
 
 type poolJob struct {
@@ -25,7 +26,7 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
-	p := &Pool{n: n, jobs: make(chan poolJob, n)}
+	p := &Pool{n: n, jobs: make(chan poolJob, n), wgs: make(chan *sync.WaitGroup, 4)}
 	for i := 1; i < n; i++ { // worker 0 is the caller
 		go func() {
 			for j := range p.jobs {
@@ -71,11 +72,20 @@ func (p *Pool) For(n, grain int, fn func(worker, lo, hi int)) {
 		fn(0, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
+	var wg *sync.WaitGroup
+	select {
+	case wg = <-p.wgs:
+	default:
+		wg = new(sync.WaitGroup)
+	}
 	wg.Add(parts - 1)
 	for i := 1; i < parts; i++ {
-		p.jobs <- poolJob{fn: fn, lo: i * n / parts, hi: (i + 1) * n / parts, worker: i, wg: &wg}
+		p.jobs <- poolJob{fn: fn, lo: i * n / parts, hi: (i + 1) * n / parts, worker: i, wg: wg}
 	}
 	fn(0, 0, n/parts)
 	wg.Wait()
+	select {
+	case p.wgs <- wg:
+	default:
+	}
 }

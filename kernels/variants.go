@@ -402,3 +402,38 @@ func q8Bias(t Type) int32 {
 	}
 	return 128 // Q8_0, IQ4_NL
 }
+
+// MatMul is MatMul (same contract and shapes) run with the set's variant
+// for w's type: "ref" is MatMulRef (float64, no activation conversion;
+// single-threaded and allocating, for A/B only), "go" the plain MatMul,
+// and the SIMD variants the panel and float-tile kernels of
+// simd_matmul.go, which keep ggml's activation conversion and exact
+// integer block sums but sum the per-block float terms in another order.
+func (ks KernelSet) MatMul(p *Pool, out []float32, w *Matrix, x []float32, nTok int, scratch *MatScratch) {
+	var impl *matImpl
+	if int(w.Type) < len(ks.table().mm) {
+		impl = ks.table().mm[w.Type]
+	}
+	if impl == nil || impl.kind == implGo {
+		MatMul(p, out, w, x, nTok, scratch)
+		return
+	}
+	if err := w.Validate(); err != nil {
+		panic("kernels: MatMul: " + err.Error())
+	}
+	if nTok < 0 || len(x) < nTok*w.Cols || len(out) < nTok*w.Rows {
+		panic(fmt.Sprintf("kernels: MatMul: %d tokens of %d×%d need x %d and out %d, have %d and %d",
+			nTok, w.Rows, w.Cols, nTok*w.Cols, nTok*w.Rows, len(x), len(out)))
+	}
+	if nTok == 0 || w.Rows == 0 {
+		return
+	}
+	if impl.kind == implRef {
+		MatMulRef(out, w, x, nTok)
+		return
+	}
+	if scratch == nil {
+		scratch = &MatScratch{}
+	}
+	matMulSIMD(impl.k, p, out, w, x, nTok, &scratch.simd)
+}

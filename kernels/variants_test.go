@@ -181,3 +181,62 @@ func checkDriver(t *testing.T, rng *rand.Rand, k *matKernel, wt Type, rows, cols
 		}
 	}
 }
+
+// TestKernelSetMatMul checks that every matmul variant of a set agrees on
+// real shapes (the SIMD ones with the plain Go path up to float rounding,
+// "ref" exactly with MatMulRef), and that the SIMD path allocates nothing
+// per call once its scratch has grown, also with a two-worker pool.
+func TestKernelSetMatMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	p := NewPool(2)
+	defer p.Close()
+	const rows, cols, nTok = 48, 512, 11
+	for _, wt := range []Type{Q8_0, Q4_K, Q6_K, F16, Q2_K} {
+		w := simdMatrix(t, rng, wt, rows, cols)
+		x := simdFloats(rng, nTok*cols, 1)
+		ref, plain := make([]float32, nTok*rows), make([]float32, nTok*rows)
+		MatMulRef(ref, w, x, nTok)
+		MatMul(nil, plain, w, x, nTok, nil)
+		// Σ|w|·|x| bounds Σ|w·a| (a the converted activation) up to the
+		// conversion's relative error.
+		mag := make([]float64, nTok*rows)
+		wf := make([]float32, cols)
+		for r := range rows {
+			DequantizeRow(w, r, wf)
+			for tk := range nTok {
+				for i, v := range wf {
+					mag[tk*rows+r] += 1.01 * math.Abs(float64(v)*float64(x[tk*cols+i]))
+				}
+			}
+		}
+		for _, name := range []string{"ref", "go", "avx2", "avx512", "gotile"} {
+			v := lookup(MatMulOp(wt), name)
+			if v == nil || !v.supported(CPU()) {
+				continue
+			}
+			ks, err := ParseKernels(MatMulOp(wt) + "=" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]float32, len(ref))
+			var s MatScratch
+			ks.MatMul(p, out, w, x, nTok, &s)
+			for i := range out {
+				want, tol := plain[i], 2*simdTol(cols, mag[i])
+				if name == "ref" {
+					want, tol = ref[i], 0
+				}
+				if d := math.Abs(float64(out[i] - want)); d > tol {
+					t.Fatalf("%v %s: out[%d] = %v, want %v (tol %g)", wt, name, i, out[i], want, tol)
+				}
+			}
+			if name != "ref" && name != "gotile" { // the twins decode rows into fresh slices
+				for _, pool := range []*Pool{nil, p} {
+					if n := testing.AllocsPerRun(5, func() { ks.MatMul(pool, out, w, x, nTok, &s) }); n != 0 {
+						t.Errorf("%v %s threads=%d: %v allocations per call", wt, name, pool.Threads(), n)
+					}
+				}
+			}
+		}
+	}
+}
