@@ -93,14 +93,14 @@ func (j *attnJob) unit(w *attnWorker, g, tile int) {
 		}
 	}
 	w.keys = kv.keys(j.l, g, nkp)
-	kernels.MatMul(nil, s, &w.keys, q, rows, &w.ms)
+	p.m.opt.Kernels.MatMul(nil, s, &w.keys, q, rows, &w.ms)
 	scale := attnScale(hd)
 	for r := range rows {
 		pos := p.pos0 + t0 + r%nt
 		softmaxCausal(s[r*nkp:(r+1)*nkp], pos+1, scale)
 	}
 	w.vals = kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
-	kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
+	p.m.opt.Kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
 	for hi := range j.grp {
 		h := g*j.grp + hi
 		for t := t0; t < t1; t++ {

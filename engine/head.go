@@ -30,7 +30,7 @@ func (m *Model) logitsOf(hidden []float32, n int) []float32 {
 		h.logits = make([]float32, HeadRows*v)
 	}
 	logits := h.logits[:n*v]
-	kernels.MatMul(m.pool, logits, m.output, hidden, n, &h.ms)
+	m.opt.Kernels.MatMul(m.pool, logits, m.output, hidden, n, &h.ms)
 	if m.outBias != nil {
 		for r := range n {
 			row := logits[r*v : (r+1)*v]

@@ -48,6 +48,9 @@ type Options struct {
 	// type ids make the zero value F32; llama.cpp's default is F16, which
 	// callers (the CLI) pass explicitly.
 	KVType kernels.Type
+	// Kernels picks each op's kernel variant (kernels.ParseKernels, e.g.
+	// "matmul=ref"); the zero value runs the fastest this CPU supports.
+	Kernels kernels.KernelSet
 }
 
 // layerStack is one architecture's transformer blocks: forward runs them
@@ -210,6 +213,34 @@ func (m *Model) Close() error {
 	return err
 }
 
+// kernelConfig is the kernel variant of every op this model runs: the
+// matmul of each weight type in the file and of the attention products
+// (the KV cache type; q8_0 values are expanded to f32), and the other ops.
+func (m *Model) kernelConfig() map[string]string {
+	all := m.opt.Kernels.Config()
+	out := map[string]string{}
+	for op, v := range all {
+		if !strings.HasPrefix(op, "matmul.") {
+			out[op] = v
+		}
+	}
+	used := []kernels.Type{m.opt.KVType}
+	if m.opt.KVType == kernels.Q8_0 {
+		used = append(used, kernels.F32)
+	}
+	for name := range m.info.TypeCounts {
+		if t, err := kernels.ParseType(name); err == nil {
+			used = append(used, t)
+		}
+	}
+	for _, t := range used {
+		if op := kernels.MatMulOp(t); all[op] != "" {
+			out[op] = all[op]
+		}
+	}
+	return out
+}
+
 // Info describes the loaded model.
 func (m *Model) Info() ModelInfo { return m.info }
 
@@ -236,6 +267,7 @@ func (m *Model) Config() Config {
 		CPUFallbackAllowed:    true,
 		Threads:               m.opt.Threads,
 		Backend:               "cpu",
+		Kernels:               m.kernelConfig(),
 		Model:                 m.info,
 	}
 }

@@ -65,7 +65,7 @@ func newPass(m *Model) *pass {
 
 // linear computes out = W·in (+ bias) for the pass's tokens.
 func (p *pass) linear(out []float32, w *kernels.Matrix, bias []float32, in []float32) {
-	kernels.MatMul(p.m.pool, out, w, in, p.n, &p.ms)
+	p.m.opt.Kernels.MatMul(p.m.pool, out, w, in, p.n, &p.ms)
 	if bias != nil {
 		for t := range p.n {
 			row := out[t*w.Rows : (t+1)*w.Rows]
