@@ -6,23 +6,20 @@ package kernels_test
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"plexbench/engine/gguf"
 	"plexbench/kernels"
+	"plexbench/kernels/shareddata"
 )
 
 func modelFiles(t *testing.T) []string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "data", "models")
+	dir := shareddata.Path(t, "models")
 	files, _ := filepath.Glob(filepath.Join(dir, "stories260K-*.gguf"))
 	if len(files) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no models in %s; the shared data must be present under CI", dir)
-		}
-		t.Skipf("no models in %s (shared data absent)", dir)
+		t.Fatalf("no models in %s", dir)
 	}
 	return files
 }

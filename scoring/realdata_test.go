@@ -11,22 +11,12 @@ import (
 
 	"plexbench/engine"
 	"plexbench/kernels"
+	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
 )
 
-const dataDir = "../../shared/data"
-
-// realData returns the shared data folder or skips (fails under CI=true).
-func realData(t *testing.T) string {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(dataDir, "golden.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI: %s must be present: %v", dataDir, err)
-		}
-		t.Skipf("real data folder %s not present", dataDir)
-	}
-	return dataDir
-}
+// realData returns the shared data folder or skips (fails under CI).
+func realData(t *testing.T) string { return shareddata.Dir(t) }
 
 type golden struct {
 	Tokenize map[string]struct {

@@ -1,24 +1,26 @@
-// Tests against the real GGUF files in /work/shared/data.
+// Tests against the real GGUF files in ../shared/data.
 package gguf
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"plexbench/kernels/shareddata"
 )
 
-const dataDir = "/work/shared/data"
+// dataDir is the shared data folder, or "" when absent (fuzz seeds and
+// benchmarks use it when there).
+var dataDir, _ = shareddata.Find()
 
 // realFiles lists the files matching glob under the shared data folder,
-// skipping (or failing under CI=true) when the folder is absent.
+// skipping (or failing under CI) when the folder is absent.
 func realFiles(t testing.TB, glob string) []string {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dataDir, glob))
+	dir := shareddata.Dir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, glob))
 	if len(files) == 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no files match %s/%s; the shared data must be present under CI", dataDir, glob)
-		}
-		t.Skipf("no files match %s/%s (shared data absent)", dataDir, glob)
+		t.Fatalf("no files match %s/%s", dir, glob)
 	}
 	return files
 }

@@ -16,20 +16,20 @@ import (
 	"testing"
 
 	"plexbench/engine/gguf"
+	"plexbench/kernels/shareddata"
 )
 
-const dataDir = "/work/shared/data"
+// dataDir is the shared data folder, or "" when absent (fuzz seeds and
+// benchmarks use it when there).
+var dataDir, _ = shareddata.Find()
 
-// dataFile returns the path of rel under dataDir, skipping the test (or
-// failing it under CI=true) when it is absent.
+// dataFile returns the path of rel under the shared data folder, skipping
+// the test (or failing it under CI) when the folder is absent.
 func dataFile(tb testing.TB, rel string) string {
 	tb.Helper()
-	p := filepath.Join(dataDir, rel)
+	p := shareddata.Path(tb, rel)
 	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("%s is missing; the shared data must be present under CI", p)
-		}
-		tb.Skipf("%s absent (shared data not available)", p)
+		tb.Fatalf("%s is missing from the shared data", p)
 	}
 	return p
 }
