@@ -53,7 +53,7 @@ var fields = []field{
 	intField("batch_size", "batch-size", "logical batch size (llama.cpp -b)", func(p *Profile) *int { return &p.BatchSize }),
 	intField("ubatch_size", "ubatch-size", "tokens per prefill pass (llama.cpp -ub)", func(p *Profile) *int { return &p.UBatchSize }),
 	strField("kv_cache_dtype", "kv-cache-dtype", "KV cache type: f32 | f16 | bf16 | q8_0", false, func(p *Profile) *string { return &p.KVCacheDType }),
-	intField("kv_len", "kv-len", "KV cache positions", func(p *Profile) *int { return &p.KVLen }),
+	intField("kv_len", "kv-len", "KV cache positions (0 = the window size)", func(p *Profile) *int { return &p.KVLen }),
 	intField("threads", "threads", "worker threads (0 = all cores)", func(p *Profile) *int { return &p.Threads }),
 	strField("backend", "backend", "cpu | hip", false, func(p *Profile) *string { return &p.Backend }),
 	strField("device", "device", "device for a GPU backend", false, func(p *Profile) *string { return &p.Device }),

@@ -41,7 +41,7 @@ type Profile struct {
 	BatchSize    int    `toml:"batch_size"`
 	UBatchSize   int    `toml:"ubatch_size"`
 	KVCacheDType string `toml:"kv_cache_dtype"` // f32 | f16 | bf16 | q8_0
-	KVLen        int    `toml:"kv_len"`
+	KVLen        int    `toml:"kv_len"` // 0 = the window size
 	Threads      int    `toml:"threads"` // 0 = all cores
 
 	Backend             string `toml:"backend"`
@@ -77,7 +77,8 @@ const (
 )
 
 // Default is the configuration a bare `plexbench score` runs: llama.cpp's
-// chunks method at ctx 512 with llama.cpp's default batch plan and f16 KV.
+// chunks method at ctx 512 with llama.cpp's default batch plan and f16 KV,
+// the KV cache sized to the window as llama-perplexity sizes it to -c.
 func Default() Profile {
 	return Profile{
 		Name:             "default",
@@ -86,7 +87,6 @@ func Default() Profile {
 		BatchSize:        2048,
 		UBatchSize:       512,
 		KVCacheDType:     "f16",
-		KVLen:            4096,
 		Backend:          "cpu",
 		PrefillAttention: "dense",
 		KLDTopK:          32,
@@ -276,9 +276,9 @@ func (p Profile) Validate() error {
 	if !slices.Contains(kvDTypes, p.KVCacheDType) {
 		bad("kv_cache_dtype", "%q is not one of %s", p.KVCacheDType, strings.Join(kvDTypes, ", "))
 	}
-	if p.KVLen < 1 || p.KVLen > maxKVLen {
-		bad("kv_len", "%d is outside 1..%d", p.KVLen, maxKVLen)
-	} else if p.Ctx > p.KVLen {
+	if p.KVLen < 0 || p.KVLen > maxKVLen {
+		bad("kv_len", "%d is outside 0..%d (0 = the window size)", p.KVLen, maxKVLen)
+	} else if p.KVLen > 0 && p.Ctx > p.KVLen {
 		bad("kv_len", "%d is shorter than ctx %d; a window must fit the KV cache", p.KVLen, p.Ctx)
 	}
 	if p.Threads < 0 || p.Threads > maxThreads {
@@ -409,7 +409,8 @@ func (p Profile) Resolve() Profile {
 }
 
 // RelativeTo returns p (resolved) with its paths rewritten relative to dir,
-// for saving a profile into dir. Paths with no relative form stay absolute.
+// for saving a profile into dir. A path that shares nothing with dir but
+// the filesystem root stays absolute: "../../../data/m.gguf" helps no one.
 func (p Profile) RelativeTo(dir string) Profile {
 	p = p.Resolve()
 	absDir, err := filepath.Abs(dir)
@@ -420,13 +421,26 @@ func (p Profile) RelativeTo(dir string) Profile {
 		if s == "" {
 			return ""
 		}
-		if r, err := filepath.Rel(absDir, s); err == nil {
-			return filepath.ToSlash(r)
+		r, err := filepath.Rel(absDir, s)
+		if err != nil || !sharesParent(absDir, s) {
+			return s
 		}
-		return s
+		return filepath.ToSlash(r)
 	}
 	p.Model, p.Text, p.Tokens = rel(p.Model), rel(p.Text), rel(p.Tokens)
 	return p
+}
+
+// sharesParent reports whether two absolute paths have a common directory
+// below the filesystem root.
+func sharesParent(a, b string) bool {
+	first := func(p string) string {
+		p = strings.TrimPrefix(p, filepath.VolumeName(p))
+		p = strings.TrimLeft(p, string(filepath.Separator))
+		head, _, _ := strings.Cut(p, string(filepath.Separator))
+		return head
+	}
+	return filepath.VolumeName(a) == filepath.VolumeName(b) && first(a) != "" && first(a) == first(b)
 }
 
 // Digest is a short hash of the settings that change a run's numbers or

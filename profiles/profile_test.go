@@ -40,6 +40,7 @@ func TestParseExample(t *testing.T) {
 	want := Default()
 	want.Name, want.Description = "f16kv", "dense attention, f16 KV"
 	want.Model, want.Text = "../models/stories260K-f32.gguf", "../texts/tinystories-16k.txt"
+	want.KVLen = 4096
 	want.Kernels = map[string]string{}
 	if !reflect.DeepEqual(p, want) {
 		t.Fatalf("parsed\n%+v\nwant\n%+v", p, want)
@@ -180,6 +181,7 @@ func TestValidate(t *testing.T) {
 		{"ubatch_size", func(p *Profile) { p.UBatchSize = 4096 }},
 		{"kv_cache_dtype", func(p *Profile) { p.KVCacheDType = "q4_0" }},
 		{"kv_len", func(p *Profile) { p.KVLen = 256 }},
+		{"kv_len", func(p *Profile) { p.KVLen = -1 }},
 		{"kv_len", func(p *Profile) { p.KVLen = 1 << 40 }},
 		{"threads", func(p *Profile) { p.Threads = -2 }},
 		{"backend", func(p *Profile) { p.Backend = "metal" }},
@@ -229,6 +231,15 @@ func TestResolveAndRelativeTo(t *testing.T) {
 	rel := p.RelativeTo(filepath.Join(dir, "other"))
 	if rel.Model != "../models/m.gguf" {
 		t.Errorf("RelativeTo: Model %q", rel.Model)
+	}
+	// Nothing in common but the root: the path stays absolute.
+	if far := p.RelativeTo("/"); far.Text != "/abs/t.txt" {
+		t.Errorf("RelativeTo(/): Text %q", far.Text)
+	}
+	q0 := p
+	q0.Text = "/abs/t.txt"
+	if got := q0.RelativeTo(filepath.Join(dir, "other")).Text; got != "/abs/t.txt" {
+		t.Errorf("unrelated path made relative: %q", got)
 	}
 	// Saving the rebased profile into the other folder resolves to the same file.
 	out := filepath.Join(dir, "other", "b.toml")

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"plexbench/profiles"
 	"plexbench/scoring"
@@ -211,7 +212,12 @@ func (m abModel) headerView(s Styles, w int) string {
 	if b.Model != a.Model {
 		l2 += s.Dim.Render(" / ") + base(b.Model, "demo (stories260K)")
 	}
-	l2 += s.Dim.Render(" · ") + inputName(a) + s.Dim.Render(" · "+windowsLine(a))
+	l2 += s.Dim.Render(" · ") + inputName(a)
+	if more := s.Dim.Render(" · " + windowsLine(a)); lipgloss.Width(l2+more) <= w {
+		l2 += more
+	} else {
+		l2 += "\n" + s.Label.Render(windowsLine(a))
+	}
 	diff := s.Label.Render("B − A: ")
 	if len(m.diff) == 0 {
 		diff += s.Dim.Render("no settings differ (a noise check)")
@@ -263,7 +269,7 @@ func (m abModel) sideBySide(s Styles, w int) []string {
 			return "–", "–", "–"
 		}
 		return s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)),
-			fmt.Sprintf("%s ± %s · Δp %+.3f%%", pct(k.SameTop, 1), pct(k.SameTopUncertainty, 1), 100*k.MeanDeltaP),
+			pctPM(k.SameTop, k.SameTopUncertainty) + " · Δp " + signedPct(k.MeanDeltaP),
 			fmt.Sprintf("p50 %s p99 %s max %s", small(k.P50), small(k.P99), small(k.Max))
 	}
 	ka1, ka2, ka3 := kv(m.a)
@@ -331,7 +337,7 @@ func (m abModel) view(s Styles, w, h int) string {
 	left := h - fixed - strings.Count(verdict, "\n") - 2 // verdict and status lines
 	out := top
 	if left >= 5 {
-		title := s.Label.Render("ΔPPL% B−A: per window ") + s.ChartDot.Render("•") + s.Label.Render("  running ") +
+		title := s.Label.Render("ΔPPL% B−A: per window ") + s.ChartDot.Render("·") + s.Label.Render("  running ") +
 			s.ChartLine.Render("─") + s.Label.Render(" ± ") + s.ChartBand.Render("░")
 		c := chart{Points: m.points, Total: max(m.b.last.WindowsTotal, m.a.last.WindowsTotal), Zero: true}
 		out = append(out, title, c.render(s, w, left-1))

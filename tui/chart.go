@@ -1,7 +1,7 @@
 // chart.go owns the text chart of a run: per-window values as dots, the
 // running value as a line inside its ± band, over the run's full window
 // count so the picture fills in as the run goes. Characters carry the
-// meaning (• ─ ░), colors only help, so NO_COLOR loses nothing.
+// meaning (· ─ ░), colors only help, so NO_COLOR loses nothing.
 package tui
 
 import (
@@ -28,13 +28,15 @@ type chart struct {
 const (
 	cellBand = '░'
 	cellLine = '─'
-	cellDot  = '•'
+	cellDot  = '·'
 	cellUp   = '˄' // a window above the visible range
 	cellDown = '˅' // a window below it
 	cellZero = '┄'
 )
 
-// render draws the chart in width × height cells, y labels included.
+// render draws the chart in width × height cells, y labels included. The
+// running line is drawn last: with many windows per column the dots would
+// hide it, and it is what converges.
 func (c chart) render(s Styles, width, height int) string {
 	if height < 3 || width < 20 {
 		return ""
@@ -80,23 +82,23 @@ func (c chart) render(s Styles, width, height int) string {
 		}
 	}
 	// Band and line run from each point's column to the next point's.
-	for i, p := range c.Points {
+	span := func(i int) (int, int) {
 		x0, x1 := col(i), plotW
 		if i+1 < len(c.Points) {
 			x1 = col(i + 1)
 		} else {
 			x1 = min(plotW, x0+max(1, plotW/total))
 		}
-		rl, _ := row(p.Run)
+		return x0, max(x1, x0+1)
+	}
+	for i, p := range c.Points {
+		x0, x1 := span(i)
 		rHi, _ := row(p.Hi)
 		rLo, _ := row(p.Lo)
-		for x := x0; x < max(x1, x0+1) && x < plotW; x++ {
+		for x := x0; x < x1 && x < plotW; x++ {
 			for r := rHi; r <= rLo; r++ {
-				if grid[r][x] == ' ' || grid[r][x] == cellZero {
-					grid[r][x] = cellBand
-				}
+				grid[r][x] = cellBand
 			}
-			grid[rl][x] = cellLine
 		}
 	}
 	for i, p := range c.Points {
@@ -109,6 +111,13 @@ func (c chart) render(s Styles, width, height int) string {
 			ch = cellDown
 		}
 		grid[r][col(i)] = ch
+	}
+	for i, p := range c.Points {
+		x0, x1 := span(i)
+		rl, _ := row(p.Run)
+		for x := x0; x < x1 && x < plotW; x++ {
+			grid[rl][x] = cellLine
+		}
 	}
 	var b strings.Builder
 	for r := range rows {

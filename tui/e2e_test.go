@@ -10,7 +10,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"plexbench/profiles"
@@ -36,7 +35,7 @@ func (o observed) Init() tea.Cmd { return o.m.Init() }
 func (o observed) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmd tea.Cmd
 	o.m, cmd = o.m.Update(msg)
-	s := ansi.Strip(o.m.View().Content)
+	s := stripANSI(o.m.View().Content)
 	o.obs.mu.Lock()
 	o.obs.screen = s
 	o.obs.mu.Unlock()

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 )
 
 // decimalsFor returns how many decimals show two significant digits of u,
@@ -24,8 +23,19 @@ func decimalsFor(u float64) int {
 	return max(0, min(8, d))
 }
 
-// pm writes v ± u with both at u's precision (two significant digits of u).
+// pm writes v ± u with both at u's precision (two significant digits of
+// u). Tiny values (KLDs of lossless changes) share an exponent instead of
+// a row of zeros: "(1.010 ± 0.030)e-6".
 func pm(v, u float64) string {
+	if a := math.Abs(v); a != 0 && a < 1e-4 && isFinite(a) && u < a*10 {
+		e := int(math.Floor(math.Log10(a)))
+		scale := math.Pow(10, float64(e))
+		d := decimalsFor(u / scale)
+		if u == 0 {
+			d = 3
+		}
+		return fmt.Sprintf("(%.*f ± %.*f)e%d", d, v/scale, d, u/scale, e)
+	}
 	d := decimalsFor(u)
 	return fmt.Sprintf("%.*f ± %.*f", d, v, d, u)
 }
@@ -45,14 +55,46 @@ func ppl(x float64) string {
 	return fmt.Sprintf("%.*f", max(0, min(6, d)), x)
 }
 
-// pct writes a fraction as a percentage with the given decimals.
-func pct(f float64, decimals int) string { return fmt.Sprintf("%.*f%%", decimals, 100*f) }
+// pct writes a fraction as a percentage with at least the given decimals,
+// more when fewer would round a fraction short of 1 up to "100".
+func pct(f float64, decimals int) string {
+	s := fmt.Sprintf("%.*f", decimals, 100*f)
+	for f < 1 && decimals < 6 && strings.HasPrefix(s, "100") {
+		decimals++
+		s = fmt.Sprintf("%.*f", decimals, 100*f)
+	}
+	return s + "%"
+}
+
+// pctPM writes a fraction and its uncertainty as percentages at the
+// uncertainty's precision (at least one decimal).
+func pctPM(f, u float64) string {
+	d := max(1, min(6, decimalsFor(100*u)))
+	if u == 0 {
+		d = 1
+	}
+	return pct(f, d) + " ± " + fmt.Sprintf("%.*f%%", d, 100*u)
+}
+
+// signedPct writes a signed fraction as a percentage with three
+// significant digits.
+func signedPct(f float64) string {
+	x := 100 * f
+	if x == 0 || !isFinite(x) {
+		return fmt.Sprintf("%+.3f%%", x)
+	}
+	d := max(3, min(8, 2-int(math.Floor(math.Log10(math.Abs(x))))))
+	return fmt.Sprintf("%+.*f%%", d, x)
+}
 
 // small writes a small non-negative statistic (a KLD, say) with about
-// three significant digits and no exponent.
+// three significant digits, in e-notation below 1e-4.
 func small(x float64) string {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return fmt.Sprintf("%.4f", x)
+	}
+	if math.Abs(x) < 1e-4 {
+		return fmt.Sprintf("%.2e", x)
 	}
 	d := 2 - int(math.Floor(math.Log10(math.Abs(x))))
 	return fmt.Sprintf("%.*f", max(2, min(8, d)), x)
@@ -100,7 +142,7 @@ func fit(s string, width, height int) string {
 	}
 	for i, l := range lines {
 		if lipgloss.Width(l) > width {
-			lines[i] = ansi.Truncate(l, width, "…")
+			lines[i] = truncate(l, width)
 		}
 	}
 	for len(lines) < height {
@@ -111,7 +153,18 @@ func fit(s string, width, height int) string {
 
 // wrap word-wraps s (styled or not) to w cells.
 func wrap(s string, w int) string {
-	return ansi.Wrap(s, w, "")
+	return lipgloss.Wrap(s, w, "")
+}
+
+// truncate cuts a styled line to w cells, the last one an ellipsis.
+func truncate(s string, w int) string {
+	if lipgloss.Width(s) <= w {
+		return s
+	}
+	if w < 1 {
+		return ""
+	}
+	return lipgloss.NewStyle().MaxWidth(w-1).Render(s) + "…"
 }
 
 // padRight pads s with spaces to w cells (no-op when wider).

@@ -307,6 +307,10 @@ func (m runModel) headerView(s Styles, w int) string {
 		l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tokens", m.report.Config.Model.Architecture, m.report.Tokens))
 	}
 	l3 := s.Label.Render(windowsLine(p)) + s.Dim.Render(" · "+settings(p))
+	if lipgloss.Width(l3) > w {
+		// Too long for one line: the settings get their own.
+		l3 = s.Label.Render(windowsLine(p)) + "\n" + s.Dim.Render(settings(p))
+	}
 	return spread(title, m.badge(s), w) + "\n" + l2 + "\n" + l3
 }
 
@@ -363,8 +367,8 @@ func (m runModel) kldView(s Styles) string {
 	}
 	l1 := s.Label.Render("KLD ") + s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)) +
 		s.Dim.Render(fmt.Sprintf("  p50 %s  p90 %s  p99 %s  max %s", small(k.P50), small(k.P90), small(k.P99), small(k.Max)))
-	l2 := s.Label.Render("same top ") + s.Value.Render(pct(k.SameTop, 2)) + s.Dim.Render(" ± "+pct(k.SameTopUncertainty, 2)) +
-		s.Label.Render("   Δp ") + s.Value.Render(fmt.Sprintf("%+.3f%%", 100*k.MeanDeltaP)) +
+	l2 := s.Label.Render("same top ") + s.Value.Render(pctPM(k.SameTop, k.SameTopUncertainty)) +
+		s.Label.Render("   Δp ") + s.Value.Render(signedPct(k.MeanDeltaP)) +
 		s.Dim.Render("   vs base "+base(m.base, ""))
 	if k.NonFinite > 0 {
 		l2 += s.Warn.Render(fmt.Sprintf("   %d non-finite", k.NonFinite))
@@ -374,7 +378,7 @@ func (m runModel) kldView(s Styles) string {
 
 // chartView is the per-window PPL chart.
 func (m runModel) chartView(s Styles, w, h int) string {
-	title := s.Label.Render("per-window PPL ") + s.ChartDot.Render("•") + s.Label.Render("  running PPL ") +
+	title := s.Label.Render("per-window PPL ") + s.ChartDot.Render("·") + s.Label.Render("  running PPL ") +
 		s.ChartLine.Render("─") + s.Label.Render(" ± ") + s.ChartBand.Render("░")
 	c := chart{Points: m.points, Total: m.last.WindowsTotal}
 	return title + "\n" + c.render(s, w, h-1)

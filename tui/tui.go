@@ -21,7 +21,6 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
 
 	"plexbench/profiles"
 )
@@ -91,8 +90,9 @@ type Model struct {
 	ab   abModel
 	hist historyModel
 
-	flash        string // one-line message under the view
-	quitWhenDone bool   // ctrl+c: quit once the stopped run is saved
+	flash        string   // one-line message under the view
+	quitWhenDone bool     // ctrl+c: quit once the stopped run is saved
+	saved        []string // files this session wrote, for the exit summary
 }
 
 // profileSavedMsg reports the `s` key's save.
@@ -198,6 +198,16 @@ func (m Model) onRun(msg tea.Msg) (Model, tea.Cmd) {
 	var c1, c2 tea.Cmd
 	m.run, c1 = m.run.update(msg)
 	m.ab, c2 = m.ab.update(msg)
+	switch msg := msg.(type) {
+	case doneMsg:
+		if msg.saved {
+			m.saved = append(m.saved, msg.files.Report)
+		}
+	case pairSavedMsg:
+		if msg.err == nil {
+			m.saved = append(m.saved, msg.path)
+		}
+	}
 	if m.quitWhenDone && !m.active() {
 		if _, ok := msg.(doneMsg); ok {
 			return m.quit()
@@ -205,6 +215,9 @@ func (m Model) onRun(msg tea.Msg) (Model, tea.Cmd) {
 	}
 	return m, tea.Batch(c1, c2)
 }
+
+// SavedReports lists the reports (and A/B summaries) this session saved.
+func (m Model) SavedReports() []string { return m.saved }
 
 func (m Model) active() bool { return m.run.active() || m.ab.active() }
 
@@ -379,7 +392,7 @@ func (m Model) View() tea.View {
 	}
 	footer = append(footer, m.help.View(km))
 	for i, l := range footer {
-		footer[i] = ansi.Truncate(l, w, "…")
+		footer[i] = truncate(l, w)
 	}
 	bodyH := h - strings.Count(strings.Join(footer, "\n"), "\n") - 1
 	var body string
@@ -407,7 +420,7 @@ func (m Model) helpPage() string {
 		"",
 		s.Value.Render("PPL ± ") + "perplexity over every token scored so far; ± is llama.cpp's",
 		"      standard error of the mean NLL, carried to perplexity.",
-		s.Value.Render("chart ") + "• one window's PPL, ─ running PPL, ░ its ± band.",
+		s.Value.Render("chart ") + "· one window's PPL, ─ running PPL, ░ its ± band.",
 		s.Value.Render("KLD   ") + "vs a base: mean KL divergence over the base's top-k ids + rest,",
 		"      its percentiles, how often both rank the same token first, and Δp,",
 		"      the change in the correct token's probability.",

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/ansi"
+	"charm.land/lipgloss/v2"
 
 	"plexbench/profiles"
 	"plexbench/scoring"
@@ -189,7 +189,7 @@ func finish(m Model, id int, rec recording, stem string) Model {
 }
 
 // screen is the view's text without styling.
-func screen(m Model) string { return ansi.Strip(m.View().Content) }
+func screen(m Model) string { return stripANSI(m.View().Content) }
 
 var sizes = []struct{ w, h int }{{80, 24}, {120, 40}}
 
@@ -279,7 +279,7 @@ func TestViewsFitAndResize(t *testing.T) {
 				t.Errorf("%s %dx%d: %d lines", name, sz.w, sz.h, len(lines))
 			}
 			for i, l := range lines {
-				if w := ansi.StringWidth(l); w > sz.w {
+				if w := lipgloss.Width(l); w > sz.w {
 					t.Errorf("%s %dx%d: line %d is %d wide: %q", name, sz.w, sz.h, i, w, l)
 				}
 			}
@@ -298,8 +298,8 @@ func TestNoColor(t *testing.T) {
 	if loc := color.FindStringIndex(raw); loc != nil {
 		t.Errorf("NO_COLOR view has a color sequence %q", raw[loc[0]:loc[1]])
 	}
-	plain := ansi.Strip(raw)
-	for _, want := range []string{"•", "─", "░", "RUNNING", "PPL"} {
+	plain := stripANSI(raw)
+	for _, want := range []string{"·", "─", "░", "RUNNING", "PPL"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("NO_COLOR view lacks %q", want)
 		}
@@ -323,3 +323,10 @@ func TestStaleMessagesDropped(t *testing.T) {
 		t.Error("events of an unknown run changed the view")
 	}
 }
+
+// escapes matches terminal control sequences: CSI (styles, cursor) and OSC
+// (titles, links).
+var escapes = regexp.MustCompile(`\x1b\[[0-9;:?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)`)
+
+// stripANSI removes styling, leaving what a reader sees.
+func stripANSI(s string) string { return escapes.ReplaceAllString(s, "") }

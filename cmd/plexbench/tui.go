@@ -1,0 +1,114 @@
+// tui.go owns `plexbench tui` (and bare `plexbench`): flags, profiles, the
+// runner the TUI drives (engine.Load + scoring.Run through scoreProfile, the
+// same path `score` takes), and the terminal check.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/tui"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func runTUI(args []string) int {
+	fs := newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]")
+	var paths stringList
+	fs.Var(&paths, "profile", "TOML profile to run; give two for an A/B (A first)")
+	base := fs.String("base", "", "compare every run against this saved KLD base")
+	results := fs.String("results", tui.DefaultResultsDir, "folder where runs are saved and listed")
+	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
+	var scratch profiles.Profile
+	scratch.BindFlags(fs) // setting flags override every profile's fields
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("tui: unexpected argument %q", fs.Arg(0)))
+	}
+	if !isTerminal(os.Stdout) {
+		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
+			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
+			"an A/B is two score runs: the first with --perplexity-kld-base-out A.kld, the second with --perplexity-kld A.kld.")
+		return 2
+	}
+	cfg := tui.Config{Base: *base, ResultsDir: *results, NoColor: os.Getenv("NO_COLOR") != "",
+		Runner: tui.RunnerFunc(tuiRun)}
+	switch *compare {
+	case "engine":
+		cfg.Compare = profiles.CompareEngine
+	case "models", "model":
+		cfg.Compare = profiles.CompareModels
+	default:
+		return fail(fmt.Errorf("tui: --compare %q: want engine or models", *compare))
+	}
+	if len(paths) > 2 {
+		return fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
+	}
+	loaded := []profiles.Profile{profiles.Default()}
+	if len(paths) > 0 {
+		loaded = loaded[:0]
+		for _, path := range paths {
+			p, err := profiles.Load(path)
+			if err != nil {
+				return fail(err)
+			}
+			loaded = append(loaded, p)
+		}
+	}
+	for _, p := range loaded {
+		p, err := p.Override(fs)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.Profiles = append(cfg.Profiles, p)
+	}
+	m, err := tui.New(cfg)
+	if err != nil {
+		if errors.Is(err, profiles.ErrNotComparable) {
+			return fail(fmt.Errorf("%w\n(an engine A/B must score the same model on the same text; --compare models allows two models)", err))
+		}
+		return fail(err)
+	}
+	defer m.Close()
+	final, err := tea.NewProgram(m).Run()
+	if err != nil {
+		return fail(err)
+	}
+	if fm, ok := final.(tui.Model); ok {
+		for _, path := range fm.SavedReports() {
+			fmt.Printf("plexbench: report saved to %s\n", path)
+		}
+	}
+	return 0
+}
+
+// tuiRun is the TUI's runner: the profile's request (text or tokens,
+// windows) with the TUI's progress callback and KLD base files, scored by
+// the same path as `plexbench score --profile`.
+func tuiRun(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
+	full, err := buildRequest(p, scoreExtras{KLDBaseOut: req.KLDBaseOut, KLDBase: req.KLDBase})
+	if err != nil {
+		return scoring.Report{}, err
+	}
+	full.KLDTopK, full.Progress = req.KLDTopK, req.Progress
+	return scoreProfile(ctx, p, full)
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
