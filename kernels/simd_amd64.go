@@ -154,3 +154,40 @@ func repackFast(w *Matrix, r0 int, f q8Format, dst []byte) bool {
 	}
 	return true
 }
+
+//go:noescape
+func expAVX512(x *float32, n int, dst *float32)
+
+//go:noescape
+func swigluAVX512(gate, u *float32, n int)
+
+//go:noescape
+func scaleMaxAVX512(s *float32, n int, scale float32) float32
+
+//go:noescape
+func expSumAVX512(s *float32, n int, mx float32) float64
+
+//go:noescape
+func scaleAVX512(s *float32, n int, v float32)
+
+// expFast sets dst[i] = exp(x[i]) with the vector exp (tests).
+func expFast(x, dst []float32) {
+	if len(x) > 0 {
+		_ = dst[len(x)-1]
+		expAVX512(&x[0], len(x), &dst[0])
+	}
+}
+
+func swigluFast(g, u []float32) {
+	if len(g) > 0 {
+		_ = u[len(g)-1]
+		swigluAVX512(&g[0], &u[0], len(g))
+	}
+}
+
+func softmaxFast(s []float32, valid int, scale float32) {
+	s = s[:valid]
+	mx := scaleMaxAVX512(&s[0], valid, scale)
+	sum := expSumAVX512(&s[0], valid, mx)
+	scaleAVX512(&s[0], valid, float32(1/sum))
+}

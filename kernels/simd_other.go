@@ -35,3 +35,11 @@ func repackQ5_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
 func repackQ6_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
 
 func repackFast(*Matrix, int, q8Format, []byte) bool { return false }
+
+func expFast(x, dst []float32) {
+	for i, v := range x {
+		dst[i] = expGo(v)
+	}
+}
+func swigluFast(g, u []float32)                         { swigluTwin(g, u) }
+func softmaxFast(s []float32, valid int, scale float32) { softmaxTwin(s, valid, scale) }

@@ -115,9 +115,18 @@ func buildRegistry() []variant {
 				desc: "Go twins of the SIMD kernels in the same tiles (slow; for checking)"})
 		}
 	}
-	for _, op := range []string{OpAttention, OpRMSNorm, OpRoPE, OpSwiGLU, OpHead} {
+	for _, op := range []string{OpRMSNorm, OpRoPE, OpHead} {
 		vs = append(vs, variant{op: op, name: "go", prio: 10, desc: "plain Go (the engine's pass)"})
 	}
+	avx512 := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }
+	vs = append(vs,
+		variant{op: OpAttention, name: "go", prio: 10,
+			desc: "softmax with libm exp (KernelSet.Softmax); K·Q and V·P follow the matmul ops"},
+		variant{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
+			desc: "softmax with a 16-lane vector exp (AVX-512); K·Q and V·P follow the matmul ops"},
+		variant{op: OpSwiGLU, name: "go", prio: 10, desc: "silu(g)·u with libm exp (KernelSet.SwiGLU)"},
+		variant{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
+			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)"})
 	slices.SortStableFunc(vs, func(a, b variant) int {
 		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(b.prio, a.prio))
 	})
@@ -179,8 +188,10 @@ type KernelSet struct {
 
 // kernelTable is a resolved selection; immutable once built.
 type kernelTable struct {
-	choice map[string]*variant // every op
-	mm     [64]*matImpl        // by weight type id
+	choice      map[string]*variant // every op
+	mm          [64]*matImpl        // by weight type id
+	fastSoftmax bool                // attention=avx512
+	fastSwiGLU  bool                // swiglu=avx512
 }
 
 var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })
@@ -208,6 +219,8 @@ func resolve(explicit map[string]*variant, f CPUFeatures) *kernelTable {
 			t.mm[typ] = v.mm
 		}
 	}
+	t.fastSoftmax = t.choice[OpAttention].name == "avx512"
+	t.fastSwiGLU = t.choice[OpSwiGLU].name == "avx512"
 	return t
 }
 

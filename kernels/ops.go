@@ -1,0 +1,124 @@
+package kernels
+
+// This file owns the elementwise ops the engine's passes run through a
+// KernelSet: the causal softmax of attention scores and the SwiGLU gate.
+// The "go" variants are the plain definitions with libm-accurate exp
+// (math.Exp rounded to float32); the "avx512" variants use a vector exp
+// (Cody-Waite reduction, degree-6 polynomial, VSCALEFPS) accurate to about
+// 2 ulp, as ggml's SIMD builds use their own vector expf for both ops.
+
+import "math"
+
+// SwiGLU sets g[i] = silu(g[i])·u[i] with silu(x) = x/(1+exp(−x)) in
+// float32, for i < len(g); len(u) must be at least len(g).
+func (ks KernelSet) SwiGLU(g, u []float32) {
+	u = u[:len(g)]
+	if ks.table().fastSwiGLU {
+		swigluFast(g, u)
+		return
+	}
+	swigluGo(g, u)
+}
+
+func swigluGo(g, u []float32) {
+	for i, x := range g {
+		g[i] = x / (1 + float32(math.Exp(float64(-x)))) * u[i]
+	}
+}
+
+// Softmax turns the first valid entries of s into probabilities and zeroes
+// the rest, as ggml's soft_max with a scale and a causal mask: scores
+// multiplied by scale in float32, exp(x − max) in float32, the sum in
+// float64, and every value multiplied by float32(1/sum). valid must be in
+// [1, len(s)].
+func (ks KernelSet) Softmax(s []float32, valid int, scale float32) {
+	if ks.table().fastSoftmax {
+		softmaxFast(s, valid, scale)
+	} else {
+		softmaxGo(s, valid, scale)
+	}
+	clear(s[valid:])
+}
+
+func softmaxGo(s []float32, valid int, scale float32) {
+	mx := float32(math.Inf(-1))
+	for i := range s[:valid] {
+		s[i] *= scale
+		mx = max(mx, s[i])
+	}
+	var sum float64
+	for i, x := range s[:valid] {
+		e := float32(math.Exp(float64(x - mx)))
+		s[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range s[:valid] {
+		s[i] *= inv
+	}
+}
+
+// expGo is the vector exp's Go twin, operation for operation, for tests:
+// n = round(x·log2 e), r = x − n·c1 − n·c2 (fused), the Cephes polynomial
+// in Horner form with fused multiply-adds, then r²·p + r + 1 scaled by 2^n.
+func expGo(x float32) float32 {
+	const (
+		hi, lo = 89, -104 // beyond: inf, and below the smallest denormal
+		log2e  = 1.44269504088896341
+		c1, c2 = 0.693359375, -2.12194440e-4
+	)
+	if x != x {
+		return x
+	}
+	x = min(max(x, lo), hi)
+	n := float32(math.RoundToEven(float64(fma32(x, log2e, 0))))
+	r := fma32(-n, c1, x)
+	r = fma32(-n, c2, r)
+	p := fma32(1.9875691500e-4, r, 1.3981999507e-3)
+	p = fma32(p, r, 8.3334519073e-3)
+	p = fma32(p, r, 4.1665795894e-2)
+	p = fma32(p, r, 1.6666665459e-1)
+	p = fma32(p, r, 5.0000001201e-1)
+	r2 := r * r
+	y := fma32(p, r2, r) + 1
+	return float32(math.Ldexp(float64(y), int(n)))
+}
+
+// swigluTwin and softmaxTwin are the fast variants' Go twins (expGo in
+// place of the vector exp, the float64 sum in the vector's lane order), so
+// tests can require bit-identical results.
+func swigluTwin(g, u []float32) {
+	for i, x := range g {
+		g[i] = x / (expGo(-x) + 1) * u[i]
+	}
+}
+
+func softmaxTwin(s []float32, valid int, scale float32) {
+	mx := float32(math.Inf(-1))
+	for i := range s[:valid] {
+		s[i] *= scale
+		mx = max(mx, s[i])
+	}
+	// Sixteen lanes: the low eight add into one float64 accumulator
+	// vector, the high eight into another; then the two are added and
+	// folded in halves.
+	var acc [2][8]float64
+	for i := range s[:valid] {
+		e := expGo(s[i] - mx)
+		s[i] = e
+		l := i % 16
+		acc[l/8][l%8] += float64(e)
+	}
+	var v [8]float64
+	for l := range 8 {
+		v[l] = acc[0][l] + acc[1][l]
+	}
+	for l := range 4 {
+		v[l] += v[l+4]
+	}
+	sum := (v[0] + v[2]) + (v[1] + v[3])
+	inv := float32(1 / sum)
+	for i := range s[:valid] {
+		s[i] *= inv
+	}
+}
