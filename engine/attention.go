@@ -8,7 +8,6 @@ package engine
 // its two products as single-threaded MatMuls.
 
 import (
-	"math"
 	"sync/atomic"
 
 	"plexbench/kernels"
@@ -97,7 +96,7 @@ func (j *attnJob) unit(w *attnWorker, g, tile int) {
 	scale := attnScale(hd)
 	for r := range rows {
 		pos := p.pos0 + t0 + r%nt
-		softmaxCausal(s[r*nkp:(r+1)*nkp], pos+1, scale)
+		p.m.opt.Kernels.Softmax(s[r*nkp:(r+1)*nkp], pos+1, scale)
 	}
 	w.vals = kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
 	p.m.opt.Kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
@@ -115,29 +114,6 @@ func (w *attnWorker) grow(rows, hd, nkp int) {
 	w.s = growTo(w.s, rows*nkp)
 	w.vt = growTo(w.vt, 4*hd*nkp)
 	w.row = growTo(w.row, hd)
-}
-
-// softmaxCausal turns a row of raw scores into probabilities over its first
-// valid keys (the rest are masked to 0): ggml's soft_max with scale and a
-// causal mask — scaled scores and expf in f32, the sum in float64, and the
-// row multiplied by f32(1/sum).
-func softmaxCausal(s []float32, valid int, scale float32) {
-	mx := float32(math.Inf(-1))
-	for i := range s[:valid] {
-		s[i] *= scale
-		mx = max(mx, s[i])
-	}
-	var sum float64
-	for i, x := range s[:valid] {
-		e := float32(math.Exp(float64(x - mx)))
-		s[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range s[:valid] {
-		s[i] *= inv
-	}
-	clear(s[valid:])
 }
 
 // growTo returns b with length n, reallocating only when it is too short.
