@@ -67,6 +67,11 @@ func (m abModel) stop() abModel {
 	return m
 }
 
+func (m abModel) tick() abModel {
+	m.a, m.b = m.a.tick(), m.b.tick()
+	return m
+}
+
 func (m abModel) togglePause() abModel {
 	if m.a.active() {
 		m.a = m.a.togglePause()
@@ -195,7 +200,11 @@ func (m abModel) verdict() string {
 	total := m.b.last.WindowsTotal
 	switch m.b.status {
 	case runRunning, runStopping:
-		return fmt.Sprintf("so far (%d/%d windows): %s", m.cmp.Windows, total, v)
+		v = fmt.Sprintf("so far (%d/%d windows): %s", m.cmp.Windows, total, v)
+		if m.cmp.Clear() && m.b.status == runRunning {
+			v += " — clear already: q stops and keeps it"
+		}
+		return v
 	case runStopped, runFailed:
 		return fmt.Sprintf("stopped at %d/%d windows: %s", m.cmp.Windows, total, v)
 	}

@@ -147,7 +147,20 @@ const (
 	closeKLD = 0.01
 	// sigmas is how many standard errors a ΔPPL must exceed to count.
 	sigmas = 2.0
+	// slightPct is the |ΔPPL| (percent) below which a real difference is
+	// called slight.
+	slightPct = 1.0
 )
+
+// Clear reports whether more windows would not change the verdict's
+// words: the ΔPPL is beyond 3σ of zero, or known to ±0.05%, with enough
+// windows (10) that the standard error itself can be trusted.
+func (c Comparison) Clear() bool {
+	if c.Windows < 10 || c.DeltaMeanNLLUncertainty <= 0 {
+		return false
+	}
+	return math.Abs(c.DeltaMeanNLL) > 3*c.DeltaMeanNLLUncertainty || c.DeltaPPLPercentUncertainty < 0.05
+}
 
 // Verdict says in words how B compares to A, for example
 // "B matches A: mean KLD 0.0003 ± 0.0001, same top 99.6%; PPL +0.02% ± 0.03%; 1.8× faster".
@@ -164,8 +177,12 @@ func (c Comparison) Verdict() string {
 		head = "B is close to A"
 	case noise:
 		head = "B differs from A (same perplexity, different distributions)"
+	case c.DeltaMeanNLL > 0 && c.DeltaPPLPercent < slightPct:
+		head = "B is slightly worse than A"
 	case c.DeltaMeanNLL > 0:
 		head = "B is worse than A"
+	case c.DeltaPPLPercent > -slightPct:
+		head = "B has slightly lower perplexity than A"
 	default:
 		head = "B has lower perplexity than A"
 	}

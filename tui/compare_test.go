@@ -125,11 +125,13 @@ func TestVerdict(t *testing.T) {
 		{Comparison{Windows: 30, DeltaMeanNLL: 0.0002, DeltaMeanNLLUncertainty: 0.0003, DeltaPPLPercent: 0.02, DeltaPPLPercentUncertainty: 0.03,
 			SpeedRatio: 1.8, SpeedRatioUncertainty: 0.02, KLD: &KLDSummary{MeanKLD: 0.0003, MeanKLDUncertainty: 0.0001, SameTop: 0.996}},
 			[]string{"B matches A: mean KLD 0.00030 ± 0.00010, same top 99.6%; PPL +0.020 ± 0.030%; 1.8× faster"}},
-		{Comparison{Windows: 30, DeltaMeanNLL: 0.01, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: 1.0, DeltaPPLPercentUncertainty: 0.1,
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.005, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: 0.5, DeltaPPLPercentUncertainty: 0.1,
 			SpeedRatio: 0.5, KLD: &KLDSummary{MeanKLD: 0.05, MeanKLDUncertainty: 0.001, SameTop: 0.9}},
-			[]string{"B is worse than A", "2.0× slower"}},
-		{Comparison{Windows: 30, DeltaMeanNLL: -0.01, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: -1, DeltaPPLPercentUncertainty: 0.1, SpeedRatio: 1.01},
-			[]string{"B has lower perplexity than A", "same speed"}},
+			[]string{"B is slightly worse than A", "2.0× slower"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.05, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: 5.1, DeltaPPLPercentUncertainty: 0.1},
+			[]string{"B is worse than A"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: -0.005, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: -0.5, DeltaPPLPercentUncertainty: 0.1, SpeedRatio: 1.01},
+			[]string{"B has slightly lower perplexity than A", "same speed"}},
 		{Comparison{Windows: 30, DeltaMeanNLL: 0.001, DeltaMeanNLLUncertainty: 0.001, KLD: &KLDSummary{MeanKLD: 0.005}},
 			[]string{"B is close to A"}},
 		{Comparison{Windows: 30, DeltaMeanNLL: 0.001, DeltaMeanNLLUncertainty: 0.001, KLD: &KLDSummary{MeanKLD: 0.2}},
@@ -171,5 +173,21 @@ func TestFormat(t *testing.T) {
 	}
 	if s := fit("abcdef\nx", 4, 3); s != "abc…\nx\n" {
 		t.Errorf("fit = %q", s)
+	}
+}
+
+func TestClear(t *testing.T) {
+	for _, c := range []struct {
+		c    Comparison
+		want bool
+	}{
+		{Comparison{Windows: 5, DeltaMeanNLL: 1, DeltaMeanNLLUncertainty: 0.01}, false}, // too few windows
+		{Comparison{Windows: 50, DeltaMeanNLL: 0.01, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercentUncertainty: 0.1}, true},
+		{Comparison{Windows: 50, DeltaMeanNLL: 0.001, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercentUncertainty: 0.1}, false},
+		{Comparison{Windows: 50, DeltaMeanNLL: 0.0001, DeltaMeanNLLUncertainty: 0.0002, DeltaPPLPercentUncertainty: 0.02}, true},
+	} {
+		if got := c.c.Clear(); got != c.want {
+			t.Errorf("%+v: Clear = %v", c.c, got)
+		}
 	}
 }

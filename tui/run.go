@@ -46,6 +46,7 @@ type runModel struct {
 	paused bool
 
 	last    scoring.Event // the latest event: running statistics
+	idle    int           // clock ticks (seconds) since the latest event
 	points  []chartPoint
 	windows []scoring.WindowReport
 
@@ -115,8 +116,18 @@ func (m runModel) update(msg tea.Msg) (runModel, tea.Cmd) {
 	return m, nil
 }
 
+// tick advances the clock between events, so elapsed and ETA move while a
+// long window runs.
+func (m runModel) tick() runModel {
+	if m.active() && !m.paused {
+		m.idle++
+	}
+	return m
+}
+
 // apply folds one progress event into the state.
 func (m runModel) apply(ev scoring.Event) runModel {
+	m.idle = 0
 	if ev.Kind == scoring.EventFinished && ev.TokensPerSecond == 0 {
 		// The end carries no window of its own; keep the last rate.
 		ev.TokensPerSecond = m.last.TokensPerSecond
@@ -321,10 +332,11 @@ func (m runModel) progressView(s Styles, w int) string {
 	if e.WindowsTotal > 0 {
 		frac = float64(e.WindowsDone) / float64(e.WindowsTotal)
 	}
-	right := fmt.Sprintf(" %d/%d windows · %s", e.WindowsDone, e.WindowsTotal, clock(e.Elapsed))
+	since := time.Duration(m.idle) * time.Second
+	right := fmt.Sprintf(" %d/%d windows · %s", e.WindowsDone, e.WindowsTotal, clock(e.Elapsed+since))
 	switch {
 	case m.active() && e.ETA > 0:
-		right += " · ETA " + clock(e.ETA)
+		right += " · ETA " + clock(max(0, e.ETA-since))
 	case m.status == runLoading:
 		right = " loading the model…"
 	case m.status == runWaiting:
@@ -363,7 +375,11 @@ func (m runModel) kldView(s Styles) string {
 	}
 	k := m.kld()
 	if k == nil {
-		return s.Label.Render("KLD ") + s.Dim.Render("vs "+base(m.base, "")+": waiting for the first window") + "\n"
+		what := ": waiting for the first window"
+		if !m.active() {
+			what = ": no window compared"
+		}
+		return s.Label.Render("KLD ") + s.Dim.Render("vs "+base(m.base, "")+what) + "\n"
 	}
 	l1 := s.Label.Render("KLD ") + s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)) +
 		s.Dim.Render(fmt.Sprintf("  p50 %s  p90 %s  p99 %s  max %s", small(k.P50), small(k.P90), small(k.P99), small(k.Max)))
@@ -462,6 +478,14 @@ func (m runModel) view(s Styles, w, h int) string {
 	status := m.statusView(s)
 	left := h - fixed - 1 // the status line
 	var body []string
+	if m.status == runFailed && len(m.windows) == 0 {
+		// Nothing to chart: the error is the content.
+		msg := "the run failed before its first window"
+		if m.err != nil {
+			msg = m.err.Error()
+		}
+		return strings.Join(append(top, "", s.Bad.Render(wrap(msg, w))), "\n")
+	}
 	if left >= 8 {
 		tableRows := max(2, left*2/5)
 		chartH := left - tableRows - 1

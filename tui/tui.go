@@ -90,6 +90,7 @@ type Model struct {
 	ab   abModel
 	hist historyModel
 
+	ticking      bool     // a clock tick is scheduled
 	flash        string   // one-line message under the view
 	quitWhenDone bool     // ctrl+c: quit once the stopped run is saved
 	saved        []string // files this session wrote, for the exit summary
@@ -161,6 +162,29 @@ func (m Model) Init() tea.Cmd {
 // startMsg starts the configured run or A/B.
 type startMsg struct{}
 
+// tickMsg is the one-second clock that moves elapsed and ETA between
+// progress events.
+type tickMsg struct{}
+
+func tick() tea.Cmd {
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// withClock schedules the clock if a run is in flight and none is.
+func (m Model) withClock(cmd tea.Cmd) (Model, tea.Cmd) {
+	if m.ticking || !m.active() {
+		return m, cmd
+	}
+	m.ticking = true
+	return m, tea.Batch(cmd, tick())
+}
+
+func (m Model) onTick() (Model, tea.Cmd) {
+	m.ticking = false
+	m.run, m.ab = m.run.tick(), m.ab.tick()
+	return m.withClock(nil)
+}
+
 // Update routes a message to the view it belongs to.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -174,6 +198,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onKey(msg)
 	case eventMsg, doneMsg, pairSavedMsg:
 		return m.onRun(msg)
+	case tickMsg:
+		return m.onTick()
 	case historyMsg:
 		m.hist = m.hist.loaded(msg)
 	case profileSavedMsg:
@@ -186,10 +212,10 @@ func (m Model) start() (Model, tea.Cmd) {
 	var cmd tea.Cmd
 	if m.view == viewAB {
 		m.ab, cmd = m.ab.init()
-		return m, cmd
+	} else {
+		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
 	}
-	m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
-	return m, cmd
+	return m.withClock(cmd)
 }
 
 // onRun hands a run's message to both run owners; each drops what it
@@ -302,7 +328,7 @@ func (m Model) onHistoryKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.flash = "new run against " + e.Base
 		var cmd tea.Cmd
 		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
-		return m, cmd
+		return m.withClock(cmd)
 	}
 	return m, nil
 }

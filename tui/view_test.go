@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -330,3 +331,110 @@ var escapes = regexp.MustCompile(`\x1b\[[0-9;:?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b
 
 // stripANSI removes styling, leaving what a reader sees.
 func stripANSI(s string) string { return escapes.ReplaceAllString(s, "") }
+
+func TestRunViewFailedGolden(t *testing.T) {
+	a, _ := recordings(t)
+	m := newTestModel(t, 80, 24, Config{Profiles: []profiles.Profile{a.Profile}, Base: "plexbench-results/old.kld"})
+	m = step(m, doneMsg{id: 1, err: errors.New("KLD base does not match this run: plexbench-results/old.kld: chunk limit is 300 in the base, 40 in this run")})
+	golden(t, "run_failed_80x24", screen(m))
+}
+
+// runCmds executes cmd and any batch it returns, collecting the messages.
+// Only for commands that return at once (saves, not runs).
+func runCmds(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	msg := cmd()
+	if b, ok := msg.(tea.BatchMsg); ok {
+		var out []tea.Msg
+		for _, c := range b {
+			out = append(out, runCmds(c)...)
+		}
+		return out
+	}
+	return []tea.Msg{msg}
+}
+
+func TestCtrlCStopsSavesThenQuits(t *testing.T) {
+	a, _ := recordings(t)
+	m := newTestModel(t, 80, 24, Config{Profiles: []profiles.Profile{a.Profile}})
+	m = feed(m, 1, a, 0, 4)
+	next, cmd := m.Update(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+	m = next.(Model)
+	if cmd != nil || !m.quitWhenDone || m.run.status != runStopping {
+		t.Fatalf("ctrl+c: cmd %v, quitWhenDone %v, status %v", cmd, m.quitWhenDone, m.run.status)
+	}
+	rep := a.Report
+	rep.Partial, rep.Windows, rep.WindowsScored = true, rep.Windows[:4], 4
+	next, cmd = m.Update(doneMsg{id: 1, rep: rep, err: scoring.ErrStopped, saved: true, files: runFiles{Report: "r.json"}})
+	m = next.(Model)
+	if cmd == nil {
+		t.Fatal("no quit after the stopped run was saved")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Error("the command after the save is not quit")
+	}
+	if got := m.SavedReports(); len(got) != 1 || got[0] != "r.json" {
+		t.Errorf("SavedReports = %v", got)
+	}
+}
+
+func TestSaveProfileKey(t *testing.T) {
+	a, _ := recordings(t)
+	dir := t.TempDir()
+	p := a.Profile
+	p.Source = filepath.Join(dir, "a.toml")
+	if err := profiles.Save(p.Source, p); err != nil {
+		t.Fatal(err)
+	}
+	m := newTestModel(t, 80, 24, Config{Profiles: []profiles.Profile{p}})
+	_, cmd := m.Update(tea.KeyPressMsg{Code: 's', Text: "s"})
+	msgs := runCmds(cmd)
+	if len(msgs) != 1 {
+		t.Fatalf("save produced %v", msgs)
+	}
+	if sm := msgs[0].(profileSavedMsg); sm.err != nil || !sm.same || sm.path != p.Source {
+		t.Errorf("saving an unchanged profile: %+v", sm)
+	}
+	// Changed settings (a flag override, say) are written back.
+	p.KVCacheDType = "q8_0"
+	m = newTestModel(t, 80, 24, Config{Profiles: []profiles.Profile{p}})
+	_, cmd = m.Update(tea.KeyPressMsg{Code: 's', Text: "s"})
+	msgs = runCmds(cmd)
+	m = step(m, msgs[0])
+	if !strings.Contains(screen(m), "profile saved to "+p.Source) {
+		t.Errorf("no save message on screen:\n%s", screen(m))
+	}
+	q, err := profiles.Load(p.Source)
+	if err != nil || q.KVCacheDType != "q8_0" || q.Resolve().Model != p.Resolve().Model {
+		t.Errorf("saved profile: %+v, %v", q, err)
+	}
+}
+
+// The clock moves elapsed and ETA between events and stops while paused.
+func TestClockTicks(t *testing.T) {
+	a, _ := recordings(t)
+	m := newTestModel(t, 80, 24, Config{Profiles: []profiles.Profile{a.Profile}})
+	if !m.ticking {
+		t.Fatal("no clock scheduled for a running run")
+	}
+	m = feed(m, 1, a, 0, 3)
+	e := m.run.last
+	for range 2 {
+		m = step(m, tickMsg{})
+	}
+	want := fmt.Sprintf("· %s · ETA %s", clock(e.Elapsed+2*time.Second), clock(e.ETA-2*time.Second))
+	if !strings.Contains(screen(m), want) {
+		t.Errorf("after two ticks the screen lacks %q:\n%s", want, screen(m))
+	}
+	m = step(m, tea.KeyPressMsg{Code: ' ', Text: " "})
+	m = step(m, tickMsg{})
+	if !strings.Contains(screen(m), want) {
+		t.Error("the clock moved while paused")
+	}
+	m = feed(m, 1, a, 3, 4) // an event resets it
+	if m.run.idle != 0 {
+		t.Errorf("idle %d after an event", m.run.idle)
+	}
+}
