@@ -41,8 +41,8 @@ type Profile struct {
 	BatchSize    int    `toml:"batch_size"`
 	UBatchSize   int    `toml:"ubatch_size"`
 	KVCacheDType string `toml:"kv_cache_dtype"` // f32 | f16 | bf16 | q8_0
-	KVLen        int    `toml:"kv_len"` // 0 = the window size
-	Threads      int    `toml:"threads"` // 0 = all cores
+	KVLen        int    `toml:"kv_len"`         // 0 = the window size
+	Threads      int    `toml:"threads"`        // 0 = all cores
 
 	Backend             string `toml:"backend"`
 	Device              string `toml:"device"`
