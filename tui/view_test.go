@@ -438,3 +438,37 @@ func TestClockTicks(t *testing.T) {
 		t.Errorf("idle %d after an event", m.run.idle)
 	}
 }
+
+// From history: enter re-opens a past run; b starts a new run against its
+// base; both are refused while a run is in flight.
+func TestHistoryOpenAndBase(t *testing.T) {
+	a, b := recordings(t)
+	entries := []Entry{
+		{Report: "plexbench-results/f16kv_fake_b.json", Profile: b.Profile, HasProfile: true, Run: b.Report},
+		{Report: "plexbench-results/f32kv_fake_a.json", Base: "plexbench-results/f32kv_fake_a.kld", Profile: a.Profile, HasProfile: true, Run: a.Report},
+	}
+	m := newTestModel(t, 100, 30, Config{Profiles: []profiles.Profile{b.Profile}})
+	m = step(m, tea.KeyPressMsg{Code: 'h', Text: "h"})
+	m = step(m, historyMsg{entries: entries})
+	m = step(m, tea.KeyPressMsg{Code: tea.KeyEnter})
+	if m.view != viewHistory || !strings.Contains(screen(m), "a run is in flight") {
+		t.Fatalf("opened a past run over a live one:\n%s", screen(m))
+	}
+	m = step(m, doneMsg{id: 1, rep: b.Report, saved: true, files: runFiles{Report: "x.json"}})
+	m = step(m, tea.KeyPressMsg{Code: tea.KeyEnter})
+	s := screen(m)
+	if m.view != viewRun || !strings.Contains(s, "opened plexbench-results/f16kv_fake_b.json") ||
+		!strings.Contains(s, pm(b.Report.Perplexity, b.Report.PerplexityUncertainty)) || !strings.Contains(s, "24/24 windows") {
+		t.Errorf("re-opened run:\n%s", s)
+	}
+	m = step(m, tea.KeyPressMsg{Code: 'h', Text: "h"})
+	m = step(m, historyMsg{entries: entries})
+	m = step(m, tea.KeyPressMsg{Code: tea.KeyDown})
+	m = step(m, tea.KeyPressMsg{Code: 'b', Text: "b"})
+	if m.view != viewRun || m.run.base != entries[1].Base || m.run.status != runLoading || !m.run.owns(2) {
+		t.Errorf("b: view %v base %q status %v", m.view, m.run.base, m.run.status)
+	}
+	if !strings.Contains(screen(m), "KLD vs f32kv_fake_a.kld") {
+		t.Errorf("new run against the base:\n%s", screen(m))
+	}
+}
