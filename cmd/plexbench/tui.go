@@ -30,8 +30,10 @@ func runTUI(args []string) int {
 	base := fs.String("base", "", "compare every run against this saved KLD base")
 	results := fs.String("results", tui.DefaultResultsDir, "folder where runs are saved and listed")
 	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
-	var scratch profiles.Profile
-	scratch.BindFlags(fs) // setting flags override every profile's fields
+	// Setting flags override every profile's fields; bound to the defaults
+	// so -h shows them.
+	scratch := profiles.Default()
+	scratch.BindFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
