@@ -45,7 +45,7 @@ func (m *Model) Generate(ctx context.Context, prompt string, n int) (string, []i
 		if p.pos0+p.n < len(ids)+len(gen) {
 			return nil // not the prompt's last pass yet
 		}
-		hidden := p.normRows(p.n-1, p.n)
+		hidden := p.outputNorm(p.n-1, p.n)
 		_, next, _ = kernels.Pick(m.logitsOf(hidden, 1), nil, nil)
 		return nil
 	}

@@ -51,8 +51,15 @@ func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
 // store rounds the pass's K and V rows (nkv heads per token) into layer l
 // at positions pos0.. with ggml's f32 → cache-type conversion.
 func (c *kvCache) store(l int, p *pass, nkv int) {
+	p.args = rowArgs{layer: l, heads: nkv}
+	p.m.pool.For(p.n, max(1, rowGrain/(nkv*c.hd)), p.storeFn)
+}
+
+// storeRange stores the K and V rows of tokens [lo, hi) (see store).
+func (p *pass) storeRange(_, lo, hi int) {
+	c, l, nkv := p.m.kv, p.args.layer, p.args.heads
 	hd := c.hd
-	for t := range p.n {
+	for t := lo; t < hi; t++ {
 		pos := p.pos0 + t
 		for g := range nkv {
 			src := (t*nkv + g) * hd

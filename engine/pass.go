@@ -34,7 +34,24 @@ type pass struct {
 
 	ms   kernels.MatScratch
 	attn attnJob
+
+	// The row-parallel elementwise ops take their arguments from args and
+	// run as pool callbacks bound once, so that no call allocates.
+	args                    rowArgs
+	normFn, ropeFn, storeFn func(worker, lo, hi int)
 }
+
+// rowArgs are the arguments of the current row-parallel op.
+type rowArgs struct {
+	out, in, w []float32
+	heads      int
+	mode       ropeMode
+	layer      int
+}
+
+// rowGrain is the least number of floats a row-parallel chunk handles,
+// so that small passes (decode) stay on one goroutine.
+const rowGrain = 8192
 
 func newPass(m *Model) *pass {
 	hp, ub := m.hp, m.ub
@@ -59,6 +76,7 @@ func newPass(m *Model) *pass {
 		cos:    make([]float32, ub*hp.nRot/2),
 		sin:    make([]float32, ub*hp.nRot/2),
 	}
+	p.normFn, p.ropeFn, p.storeFn = p.normRange, p.ropeRange, p.storeRange
 	p.attn.init(p)
 	return p
 }
@@ -131,11 +149,11 @@ func (m *Model) checkTokens(tokens []int32, pos0 int) error {
 	return nil
 }
 
-// normRows writes the output-normed rows [lo, hi) of p.x to p.hidden.
-func (p *pass) normRows(lo, hi int) []float32 {
+// outputNorm writes the output-normed rows [lo, hi) of p.x to p.hidden.
+func (p *pass) outputNorm(lo, hi int) []float32 {
 	e := p.m.hp.nEmbd
 	out := p.hidden[:(hi-lo)*e]
-	rmsNormRows(out, p.x[lo*e:hi*e], p.m.outNorm, p.m.hp.eps)
+	p.normRows(out, p.x[lo*e:hi*e], p.m.outNorm, hi-lo)
 	return out
 }
 
@@ -151,6 +169,6 @@ func (m *Model) Prefill(ctx context.Context, tokens []int32, from int, emit func
 		if lo >= p.n {
 			return nil
 		}
-		return emit(p.pos0+lo, p.normRows(lo, p.n), p.n-lo)
+		return emit(p.pos0+lo, p.outputNorm(lo, p.n), p.n-lo)
 	})
 }

@@ -37,9 +37,16 @@ func (p *pass) ropeTable() {
 // rope rotates the first n_rot dims of every head of x (p.n tokens ×
 // nHeads heads of hd) in place; dims >= n_rot are left alone.
 func (p *pass) rope(x []float32, nHeads int, mode ropeMode) {
+	p.args = rowArgs{out: x, heads: nHeads, mode: mode}
+	p.m.pool.For(p.n, max(1, rowGrain/(nHeads*p.m.hp.headDim)), p.ropeFn)
+}
+
+// ropeRange rotates the heads of tokens [lo, hi).
+func (p *pass) ropeRange(_, lo, hi int) {
 	hp := p.m.hp
+	x, nHeads, mode := p.args.out, p.args.heads, p.args.mode
 	hd, half := hp.headDim, hp.nRot/2
-	for t := range p.n {
+	for t := lo; t < hi; t++ {
 		cos, sin := p.cos[t*half:(t+1)*half], p.sin[t*half:(t+1)*half]
 		for h := range nHeads {
 			v := x[(t*nHeads+h)*hd : (t*nHeads+h+1)*hd]
