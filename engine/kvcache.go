@@ -85,23 +85,15 @@ func (c *kvCache) valuesT(l, g, nk, nkp int, dst []byte, row []float32) kernels.
 	src := c.v[l][g*c.cap*c.rb : (g*c.cap+nk)*c.rb]
 	switch c.typ {
 	case kernels.F16, kernels.BF16:
-		s, d := view[uint16](src), view[uint16](dst[:2*hd*nkp])
-		for j := range nk {
-			for i, x := range s[j*hd : (j+1)*hd] {
-				d[i*nkp+j] = x
-			}
-		}
+		d := view[uint16](dst[:2*hd*nkp])
+		transpose(d, nkp, view[uint16](src), nk, hd)
 		for i := range hd {
 			clear(d[i*nkp+nk : (i+1)*nkp])
 		}
 		return kernels.Matrix{Type: c.typ, Rows: hd, Cols: nkp, Data: dst[:2*hd*nkp]}
 	case kernels.F32:
-		s, d := view[uint32](src), view[uint32](dst[:4*hd*nkp])
-		for j := range nk {
-			for i, x := range s[j*hd : (j+1)*hd] {
-				d[i*nkp+j] = x
-			}
-		}
+		d := view[uint32](dst[:4*hd*nkp])
+		transpose(d, nkp, view[uint32](src), nk, hd)
 		for i := range hd {
 			clear(d[i*nkp+nk : (i+1)*nkp])
 		}
@@ -120,6 +112,25 @@ func (c *kvCache) valuesT(l, g, nk, nkp int, dst []byte, row []float32) kernels.
 		}
 	}
 	return kernels.Matrix{Type: kernels.F32, Rows: hd, Cols: nkp, Data: dst[:4*hd*nkp]}
+}
+
+// transpose writes the row-major (rows, cols) src into dst as (cols, rows)
+// with row stride ld, in 8×8 blocks so that reads and writes both stay
+// within a few cache lines.
+func transpose[T uint16 | uint32](dst []T, ld int, src []T, rows, cols int) {
+	const b = 8
+	for j0 := 0; j0 < rows; j0 += b {
+		j1 := min(j0+b, rows)
+		for i0 := 0; i0 < cols; i0 += b {
+			i1 := min(i0+b, cols)
+			for j := j0; j < j1; j++ {
+				s := src[j*cols+i0 : j*cols+i1]
+				for k, x := range s {
+					dst[(i0+k)*ld+j] = x
+				}
+			}
+		}
+	}
 }
 
 // view reinterprets little-endian bytes as T values (every supported
