@@ -1,0 +1,96 @@
+// Command plexbench is a workbench for proving that an inference-engine
+// change did not move output quality: perplexity exactly as llama.cpp's
+// llama-perplexity computes it, KL divergence against a compact recorded
+// base, a live TUI, and TOML profiles for repeatable A/B runs.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `plexbench — perplexity and KL divergence for LLM inference engines
+
+Usage:
+  plexbench                      open the TUI on the default profile
+  plexbench score [flags]        score a text headless; JSON report on stdout or --perplexity-output
+  plexbench tui [--profile P]... live run view; two profiles give an A/B view
+  plexbench profile new|show|diff|validate ...
+  plexbench inspect MODEL.gguf [--json]
+  plexbench tokenize --model M --file TEXT [--ids] [--json]
+  plexbench generate --model M --prompt TEXT [-n N]
+  plexbench kernels              list kernel variants and what this CPU supports
+
+With no --model and no --perplexity, score uses the embedded demo
+(stories260K on a TinyStories excerpt). Run 'plexbench CMD -h' for a command's flags.
+`
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	if len(args) == 0 {
+		return runTUI(nil)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "score":
+		return runScore(rest)
+	case "tui":
+		return runTUI(rest)
+	case "profile":
+		return runProfile(rest)
+	case "inspect":
+		return runInspect(rest)
+	case "tokenize":
+		return runTokenize(rest)
+	case "generate":
+		return runGenerate(rest)
+	case "kernels":
+		return runKernels(rest)
+	case "help", "-h", "-help", "--help":
+		fmt.Print(usage)
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "plexbench: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+// fail prints one error line and returns the exit code for it.
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "plexbench: %v\n", err)
+	return 1
+}
+
+// newFlags returns a flag set that reports errors instead of exiting, with
+// its usage text on stderr.
+func newFlags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: plexbench %s %s\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; it returns a non-negative exit code when the
+// command should end now (help asked for, or a bad flag).
+func parseFlags(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	return -1
+}
+
+// writeJSONLine writes v's JSON encoding, indented, to w.
+func writeJSON(w io.Writer, data []byte) error {
+	_, err := w.Write(append(data, '\n'))
+	return err
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"plexbench/cmd/plexbench/demo"
+	"plexbench/engine"
+	"plexbench/kernels"
+	"plexbench/profiles"
+	"plexbench/scoring"
+)
+
+// scoreExtras are the score flags that are not profile settings: where the
+// output goes and what the run records or compares against.
+type scoreExtras struct {
+	Output     string
+	TokenIDs   bool
+	KLDBaseOut string
+	KLDBase    string
+	Quiet      bool
+}
+
+func runScore(args []string) int {
+	fs := newFlags("score", "[--profile P.toml] [flags]")
+	p := profiles.Default()
+	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
+	var x scoreExtras
+	fs.StringVar(&x.Output, "perplexity-output", "", "write the JSON report here (default: stdout)")
+	fs.BoolVar(&x.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
+	fs.StringVar(&x.KLDBaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
+	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base")
+	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
+	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
+	}
+	if *profilePath != "" {
+		loaded, err := profiles.Load(*profilePath)
+		if err != nil {
+			return fail(err)
+		}
+		if p, err = loaded.Override(fs); err != nil {
+			return fail(err)
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return fail(err)
+	}
+	req, err := buildRequest(p, x)
+	if err != nil {
+		return fail(err)
+	}
+	if x.KLDBase != "" && *profilePath == "" {
+		// A comparison inherits the geometry the base was recorded with,
+		// unless the command line asks for one (then it must agree).
+		inheritFromBase(fs, &req)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if !x.Quiet {
+		req.Progress = newProgressPrinter(os.Stderr).event
+	}
+	go func() {
+		<-ctx.Done()
+		stop() // a second interrupt ends the process
+	}()
+	rep, err := scoreProfile(ctx, p, req)
+	if err != nil && !errors.Is(err, scoring.ErrStopped) {
+		return fail(err)
+	}
+	if werr := writeReport(x.Output, &rep); werr != nil {
+		return fail(werr)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)\n", err, rep.WindowsScored, rep.WindowsTotal)
+		return 130
+	}
+	return 0
+}
+
+// inheritFromBase clears the geometry settings not given on the command
+// line, so that scoring.Run takes them from the base.
+func inheritFromBase(fs *flag.FlagSet, req *scoring.Request) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["perplexity-method"] {
+		req.Method = ""
+	}
+	if !given["perplexity-ctx"] {
+		req.Ctx = 0
+	}
+	if !given["perplexity-stride"] {
+		req.Stride = 0
+	}
+	if !given["perplexity-chunks"] {
+		req.Chunks = 0
+	}
+}
+
+// scoreProfile loads the model p names and scores req on it: the one path
+// from settings to a report, shared by `score` and the TUI's runner.
+func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
+	eng, err := loadEngine(p, req)
+	if err != nil {
+		return scoring.Report{}, err
+	}
+	defer eng.Close()
+	return scoring.Run(ctx, eng, req)
+}
+
+// buildRequest turns a profile and the extras into a scoring request,
+// reading the text or token file (the embedded demo text when neither is
+// named and no base supplies the tokens).
+func buildRequest(p profiles.Profile, x scoreExtras) (scoring.Request, error) {
+	req := scoring.Request{
+		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
+		KLDBaseOut: x.KLDBaseOut, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
+		IncludeTokenIDs: x.TokenIDs,
+	}
+	switch {
+	case p.Text != "" && p.Tokens != "":
+		return req, errors.New("give --perplexity or --perplexity-tokens, not both")
+	case p.Text != "":
+		text, err := readText(p.Text)
+		if err != nil {
+			return req, err
+		}
+		req.Text, req.TextPath = text, p.Text
+	case p.Tokens != "":
+		ids, err := readTokenFile(p.Tokens)
+		if err != nil {
+			return req, err
+		}
+		req.Tokens, req.TextPath = ids, p.Tokens
+	case x.KLDBase != "":
+		// The base carries the token ids.
+	default:
+		req.Text, req.TextPath = perplexityText(demo.Text()), demo.TextName
+	}
+	return req, nil
+}
+
+// readTokenFile reads a JSON array of token ids.
+func readTokenFile(path string) ([]int32, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int32
+	if err := json.Unmarshal(data, &ids); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON array of token ids: %v", path, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s: the token array is empty", path)
+	}
+	return ids, nil
+}
+
+// loadEngine opens the model p names (the embedded demo when none) with
+// p's engine settings.
+func loadEngine(p profiles.Profile, req scoring.Request) (*engine.Model, error) {
+	if p.Backend != "" && p.Backend != "cpu" {
+		return nil, fmt.Errorf("backend %q is not available in this build (have: cpu)", p.Backend)
+	}
+	kvType, err := parseKVType(p.KVCacheDType)
+	if err != nil {
+		return nil, err
+	}
+	path := p.Model
+	if path == "" {
+		if path, err = demo.ModelPath(); err != nil {
+			return nil, err
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	ks, err := kernels.ParseKernels(profiles.FormatKernels(p.Kernels))
+	if err != nil {
+		return nil, err
+	}
+	kvLen := p.KVLen
+	if kvLen == 0 {
+		kvLen = max(req.Ctx, scoring.DefaultCtx)
+	}
+	return engine.Load(path, engine.Options{
+		Threads: p.Threads, BatchSize: p.BatchSize, UBatchSize: p.UBatchSize,
+		KVLen: kvLen, KVType: kvType, Kernels: ks,
+	})
+}
+
+// parseKVType maps a --kv-cache-dtype value to a tensor type.
+func parseKVType(s string) (kernels.Type, error) {
+	switch strings.ToLower(s) {
+	case "f32":
+		return kernels.F32, nil
+	case "", "f16":
+		return kernels.F16, nil
+	case "bf16":
+		return kernels.BF16, nil
+	case "q8_0":
+		return kernels.Q8_0, nil
+	}
+	return 0, fmt.Errorf("--kv-cache-dtype %q: want f32, f16, bf16 or q8_0", s)
+}
+
+// tokenHash is the report's token_ids_sha256 of ids.
+func tokenHash(ids []int32) string {
+	sum := scoring.TokenIDsSHA256(ids)
+	return hex.EncodeToString(sum[:])
+}
+
+// writeReport writes the JSON report to path atomically, or to stdout.
+func writeReport(path string, rep *scoring.Report) error {
+	data, err := rep.JSON()
+	if err != nil {
+		return err
+	}
+	if path == "" || path == "-" {
+		_, err = os.Stdout.Write(data)
+		return err
+	}
+	return scoring.WriteFileAtomic(path, data)
+}
+
+// progressPrinter renders run events on stderr: one rewritten status line
+// on a terminal, a line every few seconds otherwise.
+type progressPrinter struct {
+	out      *os.File
+	tty      bool
+	lastLine time.Time
+}
+
+func newProgressPrinter(out *os.File) *progressPrinter {
+	fi, err := out.Stat()
+	return &progressPrinter{out: out, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+}
+
+func (p *progressPrinter) event(e scoring.Event) {
+	switch e.Kind {
+	case scoring.EventStarted:
+		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
+			e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
+	case scoring.EventWindowDone:
+		line := fmt.Sprintf("window %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
+			e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,
+			e.MeanTokensPerSecond, e.ETA.Round(time.Second))
+		if k := e.KLD; k != nil {
+			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
+		}
+		if p.tty {
+			fmt.Fprintf(p.out, "\r\033[K%s", line)
+		} else if time.Since(p.lastLine) > 5*time.Second || e.WindowsDone == e.WindowsTotal {
+			fmt.Fprintln(p.out, line)
+			p.lastLine = time.Now()
+		}
+	case scoring.EventFinished:
+		if p.tty {
+			fmt.Fprintln(p.out)
+		}
+		status := "done"
+		if e.Partial {
+			status = "stopped: " + e.Reason
+		}
+		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f over %d tokens (%.0f tok/s prefill)\n",
+			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty, e.ScoredDone, e.MeanTokensPerSecond)
+	}
+}
