@@ -372,19 +372,25 @@ func fHeader(name string, nr, nt, step int) {
 		p("MOVQ fTile_a+%d(DI), %s", 8*t, fTokReg[t])
 	}
 	p("MOVQ fTile_n(DI), CX")
-	p("SHRQ $%d, CX", map[int]int{8: 3, 16: 4}[step])
 	p("XORQ DX, DX")
+	p("SHRQ $%d, CX", map[int]int{8: 3, 16: 4}[step])
 }
 
-// loadW loads step weights of row register rr at element DX into vector v.
-func loadW(wf, rr, v string) {
+// loadW loads step weights of row register rr at element DX into vector
+// v; mask is "" or a zeroing k-mask suffix for the tail (",K1" style:
+// ".Z" op with K1).
+func loadW(wf, rr, v string, masked bool) {
+	z, k := "", ""
+	if masked {
+		z, k = ".Z", " K1,"
+	}
 	switch wf {
 	case "f32":
-		p("VMOVUPS (%s)(DX*4), %s", rr, v)
+		p("VMOVUPS%s (%s)(DX*4),%s %s", z, rr, k, v)
 	case "f16":
-		p("VCVTPH2PS (%s)(DX*2), %s", rr, v)
+		p("VCVTPH2PS%s (%s)(DX*2),%s %s", z, rr, k, v)
 	case "bf16":
-		p("VPMOVZXWD (%s)(DX*2), %s", rr, v)
+		p("VPMOVZXWD%s (%s)(DX*2),%s %s", z, rr, k, v)
 		p("VPSLLD $16, %s, %s", v, v)
 	}
 }
@@ -400,21 +406,41 @@ func fAVX512(wf string) {
 	for i := range nr * nt {
 		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
-	label(name + "_loop")
-	for r := range nr {
-		loadW(wf, fRowReg[r], fmt.Sprintf("Z%d", 20+r))
-	}
-	for t := range nt {
-		p("VMOVUPS (%s)(DX*4), Z%d", fTokReg[t], 24+t)
-	}
-	for r := range nr {
+	p("TESTQ CX, CX")
+	p("JZ %s_tail", name)
+	step := func(masked bool) {
+		for r := range nr {
+			loadW(wf, fRowReg[r], fmt.Sprintf("Z%d", 20+r), masked)
+		}
 		for t := range nt {
-			p("VFMADD231PS Z%d, Z%d, Z%d", 24+t, 20+r, nt*r+t)
+			if masked {
+				p("VMOVUPS.Z (%s)(DX*4), K1, Z%d", fTokReg[t], 24+t)
+			} else {
+				p("VMOVUPS (%s)(DX*4), Z%d", fTokReg[t], 24+t)
+			}
+		}
+		for r := range nr {
+			for t := range nt {
+				p("VFMADD231PS Z%d, Z%d, Z%d", 24+t, 20+r, nt*r+t)
+			}
 		}
 	}
+	label(name + "_loop")
+	step(false)
 	p("ADDQ $16, DX")
 	p("DECQ CX")
 	p("JNZ %s_loop", name)
+	// The last n%16 elements under a k-mask (zeroed lanes add nothing).
+	label(name + "_tail")
+	p("MOVQ fTile_n(DI), CX")
+	p("ANDQ $15, CX")
+	p("JZ %s_reduce", name)
+	p("MOVL $1, SI") // AX holds a token row
+	p("SHLL CX, SI")
+	p("DECL SI")
+	p("KMOVW SI, K1")
+	step(true)
+	label(name + "_reduce")
 	p("MOVQ fTile_out(DI), DX")
 	for i := range nr * nt {
 		p("VEXTRACTF64X4 $1, Z%d, Y28", i)
@@ -430,7 +456,8 @@ func fAVX512(wf string) {
 	p("RET")
 }
 
-// fAVX2: R=4 rows, T=2 tokens, 8 elements a step; Y0-7 accumulators (row r,
+// fAVX2: R=4 rows, T=2 tokens, 8 elements a step (the n%8 tail is left to
+// the caller); Y0-7 accumulators (row r,
 // token t at 2r+t), Y8-11 weights, Y12-13 activations, Y12-15 reduction
 // temporaries.
 func fAVX2(wf string) {
@@ -441,9 +468,11 @@ func fAVX2(wf string) {
 	for i := range nr * nt {
 		p("VPXOR Y%d, Y%d, Y%d", i, i, i)
 	}
+	p("TESTQ CX, CX")
+	p("JZ %s_tail", name)
 	label(name + "_loop")
 	for r := range nr {
-		loadW(wf, fRowReg[r], fmt.Sprintf("Y%d", 8+r))
+		loadW(wf, fRowReg[r], fmt.Sprintf("Y%d", 8+r), false)
 	}
 	for t := range nt {
 		p("VMOVUPS (%s)(DX*4), Y%d", fTokReg[t], 12+t)
@@ -456,6 +485,7 @@ func fAVX2(wf string) {
 	p("ADDQ $8, DX")
 	p("DECQ CX")
 	p("JNZ %s_loop", name)
+	label(name + "_tail") // the caller adds the last n%8 elements
 	p("MOVQ fTile_out(DI), DX")
 	for i := range nr * nt {
 		p("VEXTRACTF128 $1, Y%d, X12", i)

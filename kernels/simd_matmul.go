@@ -34,6 +34,7 @@ type matKernel struct {
 	f      func(*fTile) // famFloat kernel: 4 rows × 5 tokens (unused token slots allowed)
 	fToks  int          // famFloat: tokens per call
 	step   int          // famFloat: elements per kernel step
+	fTail  bool         // famFloat: the kernel also does the last n%step elements
 	// Activation converters: one row x into dst.
 	actQ8  func(x []float32, dst []byte, bias int32)
 	actQ8K func(x []float32, dst []byte)
@@ -209,6 +210,9 @@ func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
 	k, w := j.k, j.w
 	n := w.Cols
 	nv := n &^ (k.step - 1) // the kernel's part; the tail is added here
+	if k.fTail {
+		nv = n
+	}
 	xf := j.x
 	if w.Type != F32 {
 		xf = s.actF
@@ -239,7 +243,7 @@ func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
 				for r := range nr {
 					v := res[t][r]
 					if nv < n {
-						v = floatTail(w, rq+r, xf[(tb+t)*n:(tb+t+1)*n], nv, v)
+						v = floatTail(w.Type, w.Data[(rq+r)*rb:(rq+r+1)*rb], xf[(tb+t)*n:(tb+t+1)*n], nv, v)
 					}
 					o[r] = v
 				}
@@ -248,13 +252,12 @@ func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
 	}
 }
 
-// floatTail adds the products of elements [from, Cols) of weight row r and
-// activation row a to acc.
-func floatTail(w *Matrix, r int, a []float32, from int, acc float32) float32 {
-	row := w.Row(r)
-	for e := from; e < w.Cols; e++ {
+// floatTail adds the products of elements [from, len(a)) of the weight row
+// (raw bytes of type wt) and activation row a to acc, in float32.
+func floatTail(wt Type, row []byte, a []float32, from int, acc float32) float32 {
+	for e := from; e < len(a); e++ {
 		var v float32
-		switch w.Type {
+		switch wt {
 		case F32:
 			v = math.Float32frombits(binary.LittleEndian.Uint32(row[4*e:]))
 		case F16:
@@ -262,7 +265,7 @@ func floatTail(w *Matrix, r int, a []float32, from int, acc float32) float32 {
 		case BF16:
 			v = BF16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
 		}
-		acc = fma32(v, a[e], acc)
+		acc += float32(v * a[e])
 	}
 	return acc
 }

@@ -387,14 +387,14 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famFloat, round: roundActGo}
 		switch isa {
 		case "avx512":
-			k.fToks, k.step = 5, 16
+			k.fToks, k.step, k.fTail = 5, 16, true
 			k.f = map[Type]func(*fTile){F32: fTileAVX512f32, F16: fTileAVX512f16, BF16: fTileAVX512bf16}[t]
 			k.round = roundActFast
 		case "avx2":
 			k.fToks, k.step = 2, 8
 			k.f = map[Type]func(*fTile){F32: fTileAVX2f32, F16: fTileAVX2f16, BF16: fTileAVX2bf16}[t]
 		case "gotile":
-			k.fToks, k.step, k.f = 5, 16, fTileGo(t, 16, 4, 5)
+			k.fToks, k.step, k.fTail, k.f = 5, 16, true, fTileGo(t, 16, 4, 5)
 		default:
 			return nil
 		}
