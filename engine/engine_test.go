@@ -310,3 +310,37 @@ func TestSteadyStateAllocs(t *testing.T) {
 		t.Errorf("%v allocations per prefill in steady state, want 0", a)
 	}
 }
+
+// TestConfigAndTokenize checks the report's config object and the
+// tokenization rules scoring relies on.
+func TestConfigAndTokenize(t *testing.T) {
+	fx := build(t, specs["qwen3"], 21)
+	m := open(t, fx, Options{Threads: 2, KVType: kernels.F16, KVLen: 100, BatchSize: 64, UBatchSize: 16})
+	c := m.Config()
+	if c.DeviceArch != "cpu" || c.Backend != "cpu" || c.PrefillAttention != "dense" || c.KVCacheDType != "f16" ||
+		c.KVCapacity != 100 || c.BatchSize != 64 || c.UBatchSize != 16 || c.HeadRows != HeadRows ||
+		!c.CPUFallbackAllowed || c.Threads != 2 {
+		t.Errorf("config %+v", c)
+	}
+	if want := 1 / math.Sqrt(16); math.Abs(c.PrefillAttentionScale-want) > 1e-7 {
+		t.Errorf("attention scale %g, want %g", c.PrefillAttentionScale, want)
+	}
+	info := m.Info()
+	if info.Architecture != "qwen3" || info.VocabSize != 64 || info.HiddenSize != 32 || !info.AddBOS || info.BOS != 1 ||
+		info.Path != fx.path || info.Size <= 0 || info.TypeCounts["F32"] == 0 || c.Model.Path != fx.path {
+		t.Errorf("info %+v", info)
+	}
+	ids, err := m.Tokenize("ab")
+	if err != nil || len(ids) < 2 || ids[0] != 1 {
+		t.Errorf("Tokenize: %v %v, want BOS first", ids, err)
+	}
+	eos := rewrite(t, fx.path, func(e *editor) { e.setKey("tokenizer.ggml.add_eos_token", true) })
+	m2, err := Load(eos, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if _, err := m2.Tokenize("ab"); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("add_eos vocab: err %v, want ErrUnsupported", err)
+	}
+}
