@@ -8,24 +8,12 @@ import (
 	"testing"
 
 	"plexbench/kernels"
+	"plexbench/kernels/shareddata"
 )
 
-// sharedData returns ../shared/data beside the repository, skipping the
+// sharedData returns ../shared/data beside the module root, skipping the
 // test when it is absent (failing under CI, where it must be present).
-func sharedData(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs("../../shared/data")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "golden.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("shared data missing under CI: %v", err)
-		}
-		t.Skipf("shared data not found: %v", err)
-	}
-	return dir
-}
+func sharedData(t testing.TB) string { return shareddata.Dir(t) }
 
 // TestGenerateStories260K checks greedy decoding of the real stories260K
 // files against llama.cpp's llama-simple continuations in golden.json.
