@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"plexbench/kernels/shareddata"
+)
+
+// runCLI runs the command in process and returns its exit code, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	outR, outW, _ := os.Pipe()
+	errR, errW, _ := os.Pipe()
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outW, errW
+	outC, errC := make(chan string), make(chan string)
+	go func() { b, _ := io.ReadAll(outR); outC <- string(b) }()
+	go func() { b, _ := io.ReadAll(errR); errC <- string(b) }()
+	code := run(args)
+	os.Stdout, os.Stderr = oldOut, oldErr
+	outW.Close()
+	errW.Close()
+	return code, <-outC, <-errC
+}
+
+// TestBadInput: each bad input ends with a non-zero exit code and one
+// clear line on stderr naming the problem, and nothing on stdout.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
+	data, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string // substring of the error line
+	}{
+		{"empty text", []string{"score", "--perplexity", write("empty.txt", "")}, "empty"},
+		{"short text", []string{"score", "--perplexity", write("short.txt", "Once upon a time.\n")}, "needs at least 1024"},
+		{"token out of vocab", []string{"score", "--perplexity-tokens", write("ids.json", "[1, 2, 99999]")}, "outside the vocabulary"},
+		{"not token json", []string{"score", "--perplexity-tokens", write("ids2.json", "{}")}, "not a JSON array"},
+		{"ctx over kv-len", []string{"score", "--perplexity-ctx", "1024", "--kv-len", "512"}, "kv_len"},
+		{"unknown method", []string{"score", "--perplexity-method", "foo"}, "foo"},
+		{"missing model", []string{"score", "--model", filepath.Join(dir, "nope.gguf")}, "nope.gguf"},
+		{"truncated model", []string{"score", "--model", write("trunc.gguf", string(data[:1000]))}, "truncated"},
+		{"corrupt base", []string{"score", "--perplexity-kld", write("base.kld", "not a base")}, "base.kld"},
+		{"bad kv dtype", []string{"score", "--kv-cache-dtype", "q3"}, "q3"},
+		{"unknown kernel", []string{"score", "--kernels", "matmul=nosuch"}, "nosuch"},
+		{"inspect garbage", []string{"inspect", write("junk.gguf", "GGUF junk")}, "junk.gguf"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, c.args...)
+			if code == 0 {
+				t.Fatalf("exit code 0; stderr %q", stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout not empty: %q", stdout)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "plexbench: ") || !strings.Contains(lines[0], c.want) {
+				t.Errorf("stderr %q: want one line mentioning %q", stderr, c.want)
+			}
+		})
+	}
+}
+
+// TestScoreDemoJSON: the embedded default scores and its JSON report on
+// stdout carries the issue's fields.
+func TestScoreDemoJSON(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "score", "--perplexity-chunks", "2", "--perplexity-ctx", "128", "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("stdout is not JSON: %v", err)
+	}
+	for _, k := range []string{"object", "tokens", "token_ids_sha256", "method", "ctx", "stride", "windows_scored",
+		"scored_tokens", "mean_nll", "perplexity", "perplexity_uncertainty", "elapsed_seconds", "prefill_tokens",
+		"prefill_tokens_per_second", "config", "windows"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+	if rep["windows_scored"].(float64) != 2 || rep["scored_tokens"].(float64) != 2*63 {
+		t.Errorf("windows %v scored %v, want 2 and 126", rep["windows_scored"], rep["scored_tokens"])
+	}
+}
+
+// TestTokenizeGolden: `tokenize --json` on the stories260K vocab gives
+// golden.json's count and hash; vocab-only files work in tokenize and inspect.
+func TestTokenizeGolden(t *testing.T) {
+	dir := shareddata.Dir(t)
+	g := loadGolden(t, dir)
+	want := g.Tokenize["stories260K/tinystories/tinystories-16k.txt"]
+	code, stdout, stderr := runCLI(t, "tokenize", "--json", "--model", filepath.Join(dir, "models", "stories260K-q4_0.gguf"),
+		"--file", filepath.Join(dir, "tinystories", "tinystories-16k.txt"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Tokens int    `json:"tokens"`
+		SHA256 string `json:"token_ids_sha256"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Tokens != want.Tokens || got.SHA256 != want.SHA256 {
+		t.Errorf("got %d %s, want %d %s", got.Tokens, got.SHA256, want.Tokens, want.SHA256)
+	}
+	vocab := filepath.Join(dir, "vocab", "llama3-vocab.gguf")
+	if code, _, stderr := runCLI(t, "tokenize", "--model", vocab, "--file", filepath.Join(dir, "tinystories", "tinystories-16k.txt")); code != 0 {
+		t.Errorf("tokenize with a vocab-only file: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "inspect", "--json", vocab)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, stderr)
+	}
+	var s modelSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Tokenizer == nil || s.Tokenizer.Kind != "bpe" || s.Tokenizer.VocabSize < 128000 || s.Tensors != 0 {
+		t.Errorf("inspect of the llama3 vocab: %+v", s)
+	}
+}
