@@ -160,6 +160,11 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	if err != nil {
 		return nil, fmt.Errorf("kld base %s: %w", path, err)
 	}
+	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600; a base is shared like a report
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("kld base %s: %w", path, err)
+	}
 	w := &BaseWriter{path: path, tmp: f.Name(), f: f, bw: bufio.NewWriterSize(f, 1<<20),
 		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK))}
 	w.w = io.MultiWriter(w.bw, w.sum)
