@@ -123,13 +123,15 @@ func TestKernelVariantsAgreeOnStories260K(t *testing.T) {
 	}
 }
 
-// BenchmarkPrefillQ4KM measures prefill of a 512-token window on a
-// Qwen3-0.6B-shaped model quantized like Q4_K_M (Q4_K weights; Q6_K for
-// attn_v and ffn_down on llama.cpp's "more bits" layers and for the tied
-// embedding), threads = cores, F16 KV. BENCH_LAYERS sets the depth (default
-// 2); tok/s@28L scales to 28 layers as BenchmarkPrefill does.
-// BENCH_KERNELS selects kernel variants (e.g. "matmul=go").
-func BenchmarkPrefillQ4KM(b *testing.B) {
+// BenchmarkPrefillKernels measures prefill of a 512-token window on the
+// Qwen3-0.6B-shaped random models in F16, Q8_0 and a Q4_K_M-like mix (Q4_K
+// weights; Q6_K for attn_v and ffn_down on llama.cpp's "more bits" layers
+// and for the tied embedding), threads = cores, F16 KV, with the kernel
+// variants in BENCH_KERNELS (default: the fastest; e.g.
+// "matmul=go,attention=go,swiglu=go" for the plain Go passes).
+// BENCH_LAYERS sets the depth (default 2); tok/s@28L scales to the real 28
+// layers as BenchmarkPrefill does.
+func BenchmarkPrefillKernels(b *testing.B) {
 	layers := 2
 	if s := os.Getenv("BENCH_LAYERS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -143,27 +145,40 @@ func BenchmarkPrefillQ4KM(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run(fmt.Sprintf("Q4_K_M/ctx%d/layers%d", ctx, layers), func(b *testing.B) {
-		path := writeQwen3Q4KM(b, layers)
-		m, err := Load(path, Options{KVType: kernels.F16, KVLen: ctx, Kernels: ks})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer m.Close()
-		tokens := randomTokens(ctx, m.hp.nVocab, 1)
-		nop := func(int, []float32, int) error { return nil }
-		b.ReportAllocs()
-		b.ResetTimer()
-		for b.Loop() {
-			if err := m.Prefill(b.Context(), tokens, ctx, nop); err != nil {
+	for _, typ := range []string{"F16", "Q8_0", "Q4_K_M"} {
+		b.Run(fmt.Sprintf("%s/ctx%d/layers%d", typ, ctx, layers), func(b *testing.B) {
+			var path string
+			switch typ {
+			case "F16":
+				path = writeQwen3Shaped(b, kernels.F16, layers)
+			case "Q8_0":
+				path = writeQwen3Shaped(b, kernels.Q8_0, layers)
+			default:
+				path = writeQwen3Q4KM(b, layers)
+			}
+			m, err := Load(path, Options{KVType: kernels.F16, KVLen: ctx, Kernels: ks})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-		sec := b.Elapsed().Seconds() / float64(b.N)
-		b.ReportMetric(ctx/sec, "tok/s")
-		b.ReportMetric(ctx/sec*float64(layers)/28, "tok/s@28L")
-		b.ReportMetric(0, "ns/op")
-	})
+			defer m.Close()
+			tokens := randomTokens(ctx, m.hp.nVocab, 1)
+			nop := func(int, []float32, int) error { return nil }
+			if err := m.Prefill(b.Context(), tokens, ctx, nop); err != nil { // warm-up
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := m.Prefill(b.Context(), tokens, ctx, nop); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(ctx/sec, "tok/s")
+			b.ReportMetric(ctx/sec*float64(layers)/28, "tok/s@28L")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
 
 // writeQwen3Q4KM writes the Q4_K_M-shaped model: the same shapes and value

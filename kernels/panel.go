@@ -391,3 +391,67 @@ func fTileGo(wt Type, lanes, nr, nt int) func(t *fTile) {
 		}
 	}
 }
+
+// ---- float panels (outer product) ----
+
+const (
+	fpRows = 32 // rows of a float panel: two 16-lane vectors
+	fpToks = 12 // activation rows per fPanel call
+)
+
+// fpTile is one call of the float panel kernel: a [n][32] float32 panel
+// against 12 activation rows that start at a and follow each other at
+// stride bytes.
+type fpTile struct {
+	w      unsafe.Pointer // panel
+	a      unsafe.Pointer // element 0 of activation row 0
+	stride int            // bytes between activation rows
+	n      int            // elements per row
+	out    [fpToks]unsafe.Pointer
+}
+
+// repackFloat writes rows [r0, r0+32) of a F32/F16/BF16 matrix as a
+// [Cols][32] float32 panel; rows past the end are zero.
+func repackFloat(w *Matrix, r0 int, dst []float32) {
+	n := w.Cols
+	dst = dst[:n*fpRows]
+	rb := w.RowBytes()
+	for r := range fpRows {
+		if r0+r >= w.Rows {
+			for e := range n {
+				dst[e*fpRows+r] = 0
+			}
+			continue
+		}
+		row := w.Data[(r0+r)*rb : (r0+r+1)*rb]
+		for e := range n {
+			var v float32
+			switch w.Type {
+			case F32:
+				v = math.Float32frombits(binary.LittleEndian.Uint32(row[4*e:]))
+			case F16:
+				v = F16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
+			case BF16:
+				v = BF16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
+			}
+			dst[e*fpRows+r] = v
+		}
+	}
+}
+
+// fPanelGo is the float panel kernel's twin: each (row, token) output is
+// one fused multiply-add chain over the elements in order.
+func fPanelGo(t *fpTile, ntok int) {
+	w := unsafe.Slice((*float32)(t.w), t.n*fpRows)
+	for i := range ntok {
+		a := unsafe.Slice((*float32)(unsafe.Add(t.a, i*t.stride)), t.n)
+		out := (*[fpRows]float32)(t.out[i])
+		var acc [fpRows]float32
+		for e, x := range a {
+			for r := range fpRows {
+				acc[r] = fma32(w[e*fpRows+r], x, acc[r])
+			}
+		}
+		*out = acc
+	}
+}

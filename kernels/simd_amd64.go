@@ -191,3 +191,42 @@ func softmaxFast(s []float32, valid int, scale float32) {
 	sum := expSumAVX512(&s[0], valid, mx)
 	scaleAVX512(&s[0], valid, float32(1/sum))
 }
+
+//go:noescape
+func fPanelAVX512(t *fpTile)
+
+//go:noescape
+func repackF32AVX512(src *byte, idx *[32]int32, n int, dst *float32)
+
+//go:noescape
+func repackF16AVX512(src *byte, idx *[32]int32, n int, dst *float32)
+
+//go:noescape
+func repackFb16AVX512(src *byte, idx *[32]int32, n int, dst *float32)
+
+// repackFloatFast is repackFloat with gathers for full panels (16-bit
+// formats need an even row length so the last pair stays inside the row);
+// it reports false, doing nothing, otherwise.
+func repackFloatFast(w *Matrix, r0 int, dst []float32) bool {
+	rb := w.RowBytes()
+	if r0+fpRows > w.Rows || 31*rb > math.MaxInt32 || (w.Type != F32 && w.Cols%2 != 0) {
+		return false
+	}
+	var idx [32]int32
+	for r := range idx {
+		idx[r] = int32(r * rb)
+	}
+	_ = dst[w.Cols*fpRows-1]
+	src := &w.Data[r0*rb]
+	switch w.Type {
+	case F32:
+		repackF32AVX512(src, &idx, w.Cols, &dst[0])
+	case F16:
+		repackF16AVX512(src, &idx, w.Cols/2, &dst[0])
+	case BF16:
+		repackFb16AVX512(src, &idx, w.Cols/2, &dst[0])
+	default:
+		return false
+	}
+	return true
+}

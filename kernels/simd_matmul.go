@@ -35,6 +35,11 @@ type matKernel struct {
 	fToks  int          // famFloat: tokens per call
 	step   int          // famFloat: elements per kernel step
 	fTail  bool         // famFloat: the kernel also does the last n%step elements
+	// famFloat outer-product path, used from fpMin tokens on: fp is the
+	// fpTile kernel, fpFast repacks full panels with gathers.
+	fp     func(*fpTile)
+	fpMin  int
+	fpFast bool
 	// Activation converters: one row x into dst.
 	actQ8  func(x []float32, dst []byte, bias int32)
 	actQ8K func(x []float32, dst []byte)
@@ -61,6 +66,11 @@ type simdWorker struct {
 	qt    qTile
 	ft    fTile
 	res   [5][4]float32
+	// The float panel path's panel ([K][32]), results of partial panels
+	// and padding tokens, and kernel argument.
+	fpanel []float32
+	ftile  [fpToks][fpRows]float32
+	fpt    fpTile
 }
 
 type simdJob struct {
@@ -68,7 +78,8 @@ type simdJob struct {
 	w        *Matrix
 	out, x   []float32
 	nTok     int
-	arb      int // activation row bytes (quantized) or floats (float)
+	arb      int  // activation row bytes (quantized) or floats (float)
+	outer    bool // famFloat: the outer-product panel path
 	units    int
 	tokParts int
 	panelLen int
@@ -97,21 +108,36 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	case famFloat:
 		j.arb = w.Cols
 		rowUnits = (w.Rows + fChunkRows - 1) / fChunkRows
+		j.outer = k.fp != nil && nTok >= k.fpMin
+		if j.outer {
+			rowUnits = (w.Rows + fpRows - 1) / fpRows
+		}
 	}
-	if k.fam == famFloat {
+	switch {
+	case j.outer:
+		// Whole groups of fpToks rows, the padding rows zero, so a group
+		// never reads past the buffer.
+		pad := (nTok + fpToks - 1) / fpToks * fpToks
+		s.actF = grow(s.actF, pad*w.Cols)
+		clear(s.actF[nTok*w.Cols:])
+	case k.fam == famFloat:
 		if w.Type != F32 {
 			s.actF = grow(s.actF, nTok*w.Cols)
 		}
-	} else {
+	default:
 		s.act = grow(s.act, nTok*j.arb)
 	}
 	for len(s.workers) < threads {
 		s.workers = append(s.workers, &simdWorker{})
 	}
 	for _, wk := range s.workers[:threads] {
-		wk.panel = grow(wk.panel, j.panelLen)
+		if j.outer {
+			wk.fpanel = grow(wk.fpanel, w.Cols*fpRows)
+		} else {
+			wk.panel = grow(wk.panel, j.panelLen)
+		}
 	}
-	if k.fam != famFloat || w.Type != F32 {
+	if k.fam != famFloat || w.Type != F32 || j.outer {
 		p.For(nTok, 1, s.conv)
 	}
 	// Split tokens too when there are too few row units to keep every
@@ -119,6 +145,9 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	j.tokParts = 1
 	if want := 4 * threads; threads > 1 && rowUnits < want {
 		j.tokParts = min((want+rowUnits-1)/rowUnits, max(1, nTok/8))
+		if j.outer {
+			j.tokParts = min(j.tokParts, max(1, nTok/fpToks))
+		}
 	}
 	j.units = rowUnits * j.tokParts
 	s.next.Store(0)
@@ -139,7 +168,11 @@ func (j *simdJob) convert(s *simdScratch, lo, hi int) {
 		case famK:
 			j.k.actQ8K(x, s.act[t*j.arb:(t+1)*j.arb])
 		case famFloat:
-			j.k.round(j.w.Type, x, s.actF[t*n:(t+1)*n])
+			if j.w.Type == F32 {
+				copy(s.actF[t*n:(t+1)*n], x)
+			} else {
+				j.k.round(j.w.Type, x, s.actF[t*n:(t+1)*n])
+			}
 		}
 	}
 }
@@ -154,6 +187,21 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 		}
 		ru, tp := u/j.tokParts, u%j.tokParts
 		t0, t1 := tp*j.nTok/j.tokParts, (tp+1)*j.nTok/j.tokParts
+		if j.outer {
+			// Token parts start on group boundaries.
+			t0 = t0 / fpToks * fpToks
+			if tp+1 < j.tokParts {
+				t1 = t1 / fpToks * fpToks
+			}
+			if ru != cur {
+				if !(j.k.fpFast && repackFloatFast(j.w, ru*fpRows, s.workers[worker].fpanel)) {
+					repackFloat(j.w, ru*fpRows, s.workers[worker].fpanel)
+				}
+				cur = ru
+			}
+			j.floatPanelUnit(s, worker, ru*fpRows, t0, t1)
+			continue
+		}
 		if j.k.fam == famFloat {
 			j.floatUnit(s, worker, ru, t0, t1)
 			continue
@@ -198,6 +246,36 @@ func (j *simdJob) panelUnit(s *simdScratch, worker, r0, t0, t1 int) {
 		if rows < panelRows {
 			for i := range nt {
 				copy(j.out[(tb+i)*w.Rows+r0:(tb+i)*w.Rows+r0+rows], tile[i][:rows])
+			}
+		}
+	}
+}
+
+// floatPanelUnit runs the float panel kernel for the panel at row r0 over
+// tokens [t0, t1) in groups of fpToks.
+func (j *simdJob) floatPanelUnit(s *simdScratch, worker, r0, t0, t1 int) {
+	w := j.w
+	n := w.Cols
+	wk := s.workers[worker]
+	rows := min(fpRows, w.Rows-r0)
+	ft := &wk.fpt
+	ft.w = unsafe.Pointer(unsafe.SliceData(wk.fpanel))
+	ft.stride = 4 * n
+	ft.n = n
+	for tb := t0; tb < t1; tb += fpToks {
+		nt := min(fpToks, t1-tb)
+		ft.a = unsafe.Pointer(&s.actF[tb*n])
+		for i := range fpToks {
+			if i < nt && rows == fpRows {
+				ft.out[i] = unsafe.Pointer(&j.out[(tb+i)*w.Rows+r0])
+			} else {
+				ft.out[i] = unsafe.Pointer(&wk.ftile[i])
+			}
+		}
+		j.k.fp(ft)
+		if rows < fpRows {
+			for i := range nt {
+				copy(j.out[(tb+i)*w.Rows+r0:(tb+i)*w.Rows+r0+rows], wk.ftile[i][:rows])
 			}
 		}
 	}

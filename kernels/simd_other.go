@@ -43,3 +43,6 @@ func expFast(x, dst []float32) {
 }
 func swigluFast(g, u []float32)                         { swigluTwin(g, u) }
 func softmaxFast(s []float32, valid int, scale float32) { softmaxTwin(s, valid, scale) }
+
+func fPanelAVX512(*fpTile)                         { noAsm() }
+func repackFloatFast(*Matrix, int, []float32) bool { return false }

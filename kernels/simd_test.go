@@ -547,17 +547,33 @@ var qwenShapes = []struct {
 	{"down_1024x3072", 1024, 3072},
 }
 
+// headShape is Qwen3's LM head (vocabulary × hidden) for HeadRows = 128
+// rows at a time, as the engine's HeadReduce runs it.
+var headShape = struct {
+	name             string
+	rows, cols, toks int
+}{"head_151936x1024", 151936, 1024, 128}
+
 // BenchmarkSIMDMatMul measures MatMul at the Qwen3-0.6B shapes for 512
-// tokens on all cores, per variant: GFLOP/s (2·rows·cols·tokens per wall
+// tokens (and the LM head for 128 rows) on all cores, per variant: GFLOP/s (2·rows·cols·tokens per wall
 // second) and GFLOP/cpu-s (per second of process CPU time, which is far
 // less sensitive to other load on a shared machine). The plain Go path
 // takes seconds per call: run it with -benchtime=1x.
 func BenchmarkSIMDMatMul(b *testing.B) {
-	const nTok = 512
 	p := NewPool(0)
 	defer p.Close()
+	type shape struct {
+		name             string
+		rows, cols, toks int
+	}
+	var shapes []shape
+	for _, sh := range qwenShapes {
+		shapes = append(shapes, shape{sh.name, sh.rows, sh.cols, 512})
+	}
+	shapes = append(shapes, shape(headShape))
 	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, F32} {
-		for _, sh := range qwenShapes {
+		for _, sh := range shapes {
+			nTok := sh.toks
 			var (
 				w   *Matrix
 				x   []float32
@@ -607,7 +623,7 @@ func BenchmarkSIMDMatMul(b *testing.B) {
 					for b.Loop() {
 						run()
 					}
-					flop := 2 * float64(sh.rows) * float64(sh.cols) * nTok * float64(b.N)
+					flop := 2 * float64(sh.rows) * float64(sh.cols) * float64(nTok) * float64(b.N)
 					b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 					b.ReportMetric(flop/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
 				})
@@ -744,6 +760,84 @@ func TestRepackFastMatchesGo(t *testing.T) {
 			if repackFast(w, 32, f, make([]byte, size)) {
 				t.Fatalf("%v: repackFast accepted a partial panel", wt)
 			}
+		}
+	}
+}
+
+// TestFloatPanel checks the float panel path: the gather repack against
+// the Go repack (bit for bit, full panels; partial ones and odd 16-bit
+// rows must be declined), and the outer-product kernel against its twin
+// (bit for bit) and float64, with guards around every output.
+func TestFloatPanel(t *testing.T) {
+	if !haveAsm || !CPU().AVX512 {
+		t.Skipf("no AVX-512 assembly here (%s)", CPU())
+	}
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, wt := range simdFloatTypes {
+		for _, n := range []int{1, 2, 7, 64, 1030} {
+			t.Run(fmt.Sprintf("%v/n%d", wt, n), func(t *testing.T) {
+				w := simdMatrix(t, rng, wt, 45, n)
+				data := simdUnaligned(len(w.Data), 3)
+				copy(data, w.Data)
+				w.Data = data
+				want := make([]float32, n*fpRows)
+				repackFloat(w, 0, want)
+				got := make([]float32, n*fpRows+16)
+				for i := range got {
+					got[i] = math.Float32frombits(simdSentinel)
+				}
+				fast := repackFloatFast(w, 0, got)
+				if fast != (wt == F32 || n%2 == 0) {
+					t.Fatalf("repackFloatFast accepted=%v for %v n=%d", fast, wt, n)
+				}
+				if fast {
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("panel[%d] = %v, want %v", i, got[i], want[i])
+						}
+					}
+					for _, v := range got[len(want):] {
+						if math.Float32bits(v) != simdSentinel {
+							t.Fatal("repack wrote past the panel")
+						}
+					}
+				}
+				if repackFloatFast(w, 32, got) {
+					t.Fatal("repackFloatFast accepted a partial panel")
+				}
+				// Kernel: 12 activation rows at a stride longer than n.
+				stride := n + 3
+				act := simdFloats(rng, fpToks*stride, 1)
+				gk, gt := newGuarded(fpToks, fpRows), newGuarded(fpToks, fpRows)
+				mk := func(g *guarded) *fpTile {
+					ft := &fpTile{w: unsafe.Pointer(&want[0]), a: unsafe.Pointer(&act[0]), stride: 4 * stride, n: n}
+					for i := range fpToks {
+						ft.out[i] = unsafe.Pointer(&g.at(i)[0])
+					}
+					return ft
+				}
+				fPanelAVX512(mk(gk))
+				fPanelGo(mk(gt), fpToks)
+				gk.check(t, "kernel")
+				for i := range fpToks {
+					a := act[i*stride : i*stride+n]
+					for r := range fpRows {
+						g := gk.at(i)[r]
+						if math.Float32bits(g) != math.Float32bits(gt.at(i)[r]) {
+							t.Fatalf("token %d row %d: kernel %v, twin %v", i, r, g, gt.at(i)[r])
+						}
+						var exact, abs float64
+						for e := range n {
+							p := float64(want[e*fpRows+r]) * float64(a[e])
+							exact += p
+							abs += math.Abs(p)
+						}
+						if d := math.Abs(float64(g) - exact); d > simdTol(n, abs) {
+							t.Fatalf("token %d row %d: %v vs float64 %v", i, r, g, exact)
+						}
+					}
+				}
+			})
 		}
 	}
 }

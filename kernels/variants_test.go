@@ -130,7 +130,8 @@ func TestMatMulSIMDDriver(t *testing.T) {
 	for _, wt := range append(append(append([]Type{}, simdQ8Types...), simdKTypes...), simdFloatTypes...) {
 		shapes := []shape{{37, 2 * wt.BlockSize() * max(1, 64/wt.BlockSize()), 13}, {16, 512, 1}, {3, 256, 9}}
 		if wt.BlockSize() == 1 {
-			shapes = append(shapes, shape{21, 40, 7}, shape{5, 7, 3}) // element tails
+			shapes = append(shapes, shape{21, 40, 7}, shape{5, 7, 3}, // element tails
+				shape{45, 70, 29}, shape{64, 256, 24}, shape{33, 33, 37}) // the outer-product panel path
 		}
 		for _, isa := range simdISAs(t, wt) {
 			k := simdKernel(isa, wt)
