@@ -395,67 +395,6 @@ func loadW(wf, rr, v string, masked bool) {
 	}
 }
 
-// fAVX512 for weight format wf ("f32", "f16", "bf16"): R=4 rows, T=5
-// tokens; Z0-19 accumulators (row r, token t at 5r+t), Z20-23 weights,
-// Z24-28 activations.
-func fAVX512(wf string) {
-	const nr, nt = 4, 5
-	name := "fTileAVX512" + wf
-	comment(fmt.Sprintf("func %s(t *fTile): %s weight rows · f32 activations, AVX-512, 4 rows × 5 tokens, 16 elements a step.", name, wf))
-	fHeader(name, nr, nt, 16)
-	for i := range nr * nt {
-		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	p("TESTQ CX, CX")
-	p("JZ %s_tail", name)
-	step := func(masked bool) {
-		for r := range nr {
-			loadW(wf, fRowReg[r], fmt.Sprintf("Z%d", 20+r), masked)
-		}
-		for t := range nt {
-			if masked {
-				p("VMOVUPS.Z (%s)(DX*4), K1, Z%d", fTokReg[t], 24+t)
-			} else {
-				p("VMOVUPS (%s)(DX*4), Z%d", fTokReg[t], 24+t)
-			}
-		}
-		for r := range nr {
-			for t := range nt {
-				p("VFMADD231PS Z%d, Z%d, Z%d", 24+t, 20+r, nt*r+t)
-			}
-		}
-	}
-	label(name + "_loop")
-	step(false)
-	p("ADDQ $16, DX")
-	p("DECQ CX")
-	p("JNZ %s_loop", name)
-	// The last n%16 elements under a k-mask (zeroed lanes add nothing).
-	label(name + "_tail")
-	p("MOVQ fTile_n(DI), CX")
-	p("ANDQ $15, CX")
-	p("JZ %s_reduce", name)
-	p("MOVL $1, SI") // AX holds a token row
-	p("SHLL CX, SI")
-	p("DECL SI")
-	p("KMOVW SI, K1")
-	step(true)
-	label(name + "_reduce")
-	p("MOVQ fTile_out(DI), DX")
-	for i := range nr * nt {
-		p("VEXTRACTF64X4 $1, Z%d, Y28", i)
-		p("VADDPS Y28, Y%d, Y%d", i, i)
-		p("VEXTRACTF32X4 $1, Y%d, X28", i)
-		p("VADDPS X28, X%d, X%d", i, i)
-	}
-	for t := range nt {
-		fReduce4(fmt.Sprintf("X%d", t), fmt.Sprintf("X%d", nt+t), fmt.Sprintf("X%d", 2*nt+t), fmt.Sprintf("X%d", 3*nt+t), "X28", "X29", "X30")
-		p("VMOVUPS X30, %d(DX)", 16*t)
-	}
-	p("VZEROUPPER")
-	p("RET")
-}
-
 // fAVX2: R=4 rows, T=2 tokens, 8 elements a step (the n%8 tail is left to
 // the caller); Y0-7 accumulators (row r,
 // token t at 2r+t), Y8-11 weights, Y12-13 activations, Y12-15 reduction
@@ -722,9 +661,12 @@ func fpAddr(t int) string {
 		"(R10)", "(R9)(R12*4)", "(R8)(R12*8)", "(R11)", "(R10)(R12*4)", "(R9)(R12*8)"}[t]
 }
 
-func fPanel() {
-	name := "fPanelAVX512"
-	comment("func fPanelAVX512(t *fpTile): float panel of 32 rows × 12 tokens, AVX-512, one element a step.")
+// fPanel emits the kernel for nt tokens (12, 4 or 1); every width does the
+// same chain of fused multiply-adds per output, so results do not depend on
+// how tokens are grouped.
+func fPanel(nt int) {
+	name := fmt.Sprintf("fPanelAVX512x%d", nt)
+	comment(fmt.Sprintf("func %s(t *fpTile): float panel of 32 rows × %d tokens, AVX-512, one element a step.", name, nt))
 	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-8\n", name)
 	p("MOVQ t+0(FP), DI")
 	p("MOVQ fpTile_w(DI), SI")
@@ -737,7 +679,7 @@ func fPanel() {
 	p("LEAQ (R10)(R12*2), R11")
 	p("ADDQ R12, R11") // token 9
 	p("MOVQ fpTile_n(DI), CX")
-	for i := range 24 {
+	for i := range 2 * nt {
 		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
 	p("TESTQ CX, CX")
@@ -745,7 +687,7 @@ func fPanel() {
 	label(name + "_loop")
 	p("VMOVUPS (SI), Z24")
 	p("VMOVUPS 64(SI), Z25")
-	for t := range 12 {
+	for t := range nt {
 		bz := 26 + t%2
 		p("VBROADCASTSS %s, Z%d", fpAddr(t), bz)
 		p("VFMADD231PS Z%d, Z24, Z%d", bz, 2*t)
@@ -758,7 +700,7 @@ func fPanel() {
 	p("DECQ CX")
 	p("JNZ %s_loop", name)
 	label(name + "_store")
-	for t := range 12 {
+	for t := range nt {
 		p("MOVQ fpTile_out+%d(DI), AX", 8*t)
 		p("VMOVUPS Z%d, (AX)", 2*t)
 		p("VMOVUPS Z%d, 64(AX)", 2*t+1)
@@ -832,7 +774,6 @@ func main() {
 	kAVX2(q4k)
 	kAVX2(q6k)
 	for _, wf := range []string{"f32", "f16", "bf16"} {
-		fAVX512(wf)
 		fAVX2(wf)
 	}
 	rpQ8_0()
@@ -840,7 +781,9 @@ func main() {
 	rpQ45K(false)
 	rpQ45K(true)
 	rpQ6K()
-	fPanel()
+	for _, nt := range []int{12, 4, 1} {
+		fPanel(nt)
+	}
 	rpFloat("32")
 	rpFloat("16")
 	rpFloat("b16")

@@ -35,15 +35,6 @@ func kMinAVX2x32(t *qTile)
 func kCorrAVX2x16(t *qTile)
 
 //go:noescape
-func fTileAVX512f32(t *fTile)
-
-//go:noescape
-func fTileAVX512f16(t *fTile)
-
-//go:noescape
-func fTileAVX512bf16(t *fTile)
-
-//go:noescape
 func fTileAVX2f32(t *fTile)
 
 //go:noescape
@@ -193,7 +184,13 @@ func softmaxFast(s []float32, valid int, scale float32) {
 }
 
 //go:noescape
-func fPanelAVX512(t *fpTile)
+func fPanelAVX512x12(t *fpTile)
+
+//go:noescape
+func fPanelAVX512x4(t *fpTile)
+
+//go:noescape
+func fPanelAVX512x1(t *fpTile)
 
 //go:noescape
 func repackF32AVX512(src *byte, idx *[32]int32, n int, dst *float32)

@@ -31,14 +31,15 @@ type matKernel struct {
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
 	fast   bool         // famQ8/famK: repack full panels with the AVX-512 gathers where the type has one
-	f      func(*fTile) // famFloat kernel: 4 rows × 5 tokens (unused token slots allowed)
-	fToks  int          // famFloat: tokens per call
-	step   int          // famFloat: elements per kernel step
-	fTail  bool         // famFloat: the kernel also does the last n%step elements
-	// famFloat outer-product path, used from fpMin tokens on: fp is the
-	// fpTile kernel, fpFast repacks full panels with gathers.
-	fp     func(*fpTile)
-	fpMin  int
+	// famFloat: either dot-product tiles (f: 4 rows × fToks tokens, step
+	// elements at a time, the n%step tail added by the driver) or, when fp
+	// is set, the outer-product panel kernels for 12, 4 and 1 tokens, whose
+	// results do not depend on the token count (fpFast: repack full panels
+	// with gathers).
+	f      func(*fTile)
+	fToks  int
+	step   int
+	fp     [3]func(*fpTile)
 	fpFast bool
 	// Activation converters: one row x into dst.
 	actQ8  func(x []float32, dst []byte, bias int32)
@@ -108,7 +109,7 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	case famFloat:
 		j.arb = w.Cols
 		rowUnits = (w.Rows + fChunkRows - 1) / fChunkRows
-		j.outer = k.fp != nil && nTok >= k.fpMin
+		j.outer = k.fp[0] != nil
 		if j.outer {
 			rowUnits = (w.Rows + fpRows - 1) / fpRows
 		}
@@ -262,22 +263,33 @@ func (j *simdJob) floatPanelUnit(s *simdScratch, worker, r0, t0, t1 int) {
 	ft.w = unsafe.Pointer(unsafe.SliceData(wk.fpanel))
 	ft.stride = 4 * n
 	ft.n = n
-	for tb := t0; tb < t1; tb += fpToks {
-		nt := min(fpToks, t1-tb)
+	for tb := t0; tb < t1; {
+		// The narrowest kernel that takes the remaining tokens at once;
+		// activation rows past t1 exist (zero padding or later tokens) and
+		// their results go to scratch.
+		nt, kern, width := t1-tb, j.k.fp[0], fpToks
+		switch {
+		case nt == 1:
+			kern, width = j.k.fp[2], 1
+		case nt <= 4:
+			kern, width = j.k.fp[1], 4
+		}
+		nt = min(nt, width)
 		ft.a = unsafe.Pointer(&s.actF[tb*n])
-		for i := range fpToks {
+		for i := range width {
 			if i < nt && rows == fpRows {
 				ft.out[i] = unsafe.Pointer(&j.out[(tb+i)*w.Rows+r0])
 			} else {
 				ft.out[i] = unsafe.Pointer(&wk.ftile[i])
 			}
 		}
-		j.k.fp(ft)
+		kern(ft)
 		if rows < fpRows {
 			for i := range nt {
 				copy(j.out[(tb+i)*w.Rows+r0:(tb+i)*w.Rows+r0+rows], wk.ftile[i][:rows])
 			}
 		}
+		tb += nt
 	}
 }
 
@@ -288,9 +300,6 @@ func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
 	k, w := j.k, j.w
 	n := w.Cols
 	nv := n &^ (k.step - 1) // the kernel's part; the tail is added here
-	if k.fTail {
-		nv = n
-	}
 	xf := j.x
 	if w.Type != F32 {
 		xf = s.actF

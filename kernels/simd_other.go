@@ -10,19 +10,16 @@ const haveAsm = false
 
 func noAsm() { panic("kernels: assembly kernel called in a build without assembly") }
 
-func q8PanelVNNI(*qTile)     { noAsm() }
-func q8PanelAVX2(*qTile)     { noAsm() }
-func q8PanelAVX2s(*qTile)    { noAsm() }
-func kMinVNNI32(*qTile)      { noAsm() }
-func kCorrVNNI16(*qTile)     { noAsm() }
-func kMinAVX2x32(*qTile)     { noAsm() }
-func kCorrAVX2x16(*qTile)    { noAsm() }
-func fTileAVX512f32(*fTile)  { noAsm() }
-func fTileAVX512f16(*fTile)  { noAsm() }
-func fTileAVX512bf16(*fTile) { noAsm() }
-func fTileAVX2f32(*fTile)    { noAsm() }
-func fTileAVX2f16(*fTile)    { noAsm() }
-func fTileAVX2bf16(*fTile)   { noAsm() }
+func q8PanelVNNI(*qTile)   { noAsm() }
+func q8PanelAVX2(*qTile)   { noAsm() }
+func q8PanelAVX2s(*qTile)  { noAsm() }
+func kMinVNNI32(*qTile)    { noAsm() }
+func kCorrVNNI16(*qTile)   { noAsm() }
+func kMinAVX2x32(*qTile)   { noAsm() }
+func kCorrAVX2x16(*qTile)  { noAsm() }
+func fTileAVX2f32(*fTile)  { noAsm() }
+func fTileAVX2f16(*fTile)  { noAsm() }
+func fTileAVX2bf16(*fTile) { noAsm() }
 
 func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
 func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }
@@ -44,5 +41,7 @@ func expFast(x, dst []float32) {
 func swigluFast(g, u []float32)                         { swigluTwin(g, u) }
 func softmaxFast(s []float32, valid int, scale float32) { softmaxTwin(s, valid, scale) }
 
-func fPanelAVX512(*fpTile)                         { noAsm() }
+func fPanelAVX512x12(*fpTile)                      { noAsm() }
+func fPanelAVX512x4(*fpTile)                       { noAsm() }
+func fPanelAVX512x1(*fpTile)                       { noAsm() }
 func repackFloatFast(*Matrix, int, []float32) bool { return false }

@@ -466,12 +466,12 @@ func TestFloatTiles(t *testing.T) {
 	for _, wt := range simdFloatTypes {
 		for _, isa := range simdISAs(t, wt) {
 			k := simdKernel(isa, wt)
+			if k.f == nil {
+				continue // panel kernels: TestFloatPanel
+			}
 			lanes := k.step
 			twin := fTileGo(wt, lanes, 4, 5)
-			for _, n := range []int{7, 16, 40, 48, 1040, 1043} {
-				if !k.fTail && n%k.step != 0 {
-					continue // the driver adds these kernels' tails
-				}
+			for _, n := range []int{8, 16, 40, 48, 1040} {
 				t.Run(fmt.Sprintf("%v/%s/n%d", wt, isa, n), func(t *testing.T) {
 					w := simdMatrix(t, rng, wt, 4, n)
 					rb := w.RowBytes()
@@ -664,6 +664,23 @@ func BenchmarkPanelKernel(b *testing.B) {
 			var macs float64
 			switch k.fam {
 			case famFloat:
+				if k.fp[0] != nil {
+					w32 := &Matrix{Type: wt, Rows: fpRows, Cols: cols, Data: make([]byte, fpRows*wt.RowBytes(cols))}
+					for r := range fpRows {
+						copy(w32.Row(r), w.Row(r%panelRows))
+					}
+					panel := make([]float32, cols*fpRows)
+					repackFloat(w32, 0, panel)
+					xs := simdFloats(rng, fpToks*cols, 1)
+					var out [fpToks][fpRows]float32
+					ft := &fpTile{w: unsafe.Pointer(&panel[0]), a: unsafe.Pointer(&xs[0]), stride: 4 * cols, n: cols}
+					for i := range fpToks {
+						ft.out[i] = unsafe.Pointer(&out[i])
+					}
+					call = func() { k.fp[0](ft) }
+					macs = float64(fpRows * fpToks * cols)
+					break
+				}
 				xs := simdFloats(rng, 5*cols, 1)
 				var res [5][4]float32
 				ft := &fTile{n: cols, out: unsafe.Pointer(&res)}
@@ -805,20 +822,37 @@ func TestFloatPanel(t *testing.T) {
 				if repackFloatFast(w, 32, got) {
 					t.Fatal("repackFloatFast accepted a partial panel")
 				}
-				// Kernel: 12 activation rows at a stride longer than n.
+				// Kernels: up to 12 activation rows at a stride longer than n;
+				// every width must give the 12-wide kernel's results.
 				stride := n + 3
 				act := simdFloats(rng, fpToks*stride, 1)
-				gk, gt := newGuarded(fpToks, fpRows), newGuarded(fpToks, fpRows)
-				mk := func(g *guarded) *fpTile {
+				mk := func(g *guarded, nt int) *fpTile {
 					ft := &fpTile{w: unsafe.Pointer(&want[0]), a: unsafe.Pointer(&act[0]), stride: 4 * stride, n: n}
-					for i := range fpToks {
+					for i := range nt {
 						ft.out[i] = unsafe.Pointer(&g.at(i)[0])
 					}
 					return ft
 				}
-				fPanelAVX512(mk(gk))
-				fPanelGo(mk(gt), fpToks)
+				gk, gt := newGuarded(fpToks, fpRows), newGuarded(fpToks, fpRows)
+				fPanelAVX512x12(mk(gk, 12))
+				fPanelGo(mk(gt, 12), fpToks)
 				gk.check(t, "kernel")
+				for nt, kern := range map[int]func(*fpTile){4: fPanelAVX512x4, 1: fPanelAVX512x1} {
+					g := newGuarded(fpToks, fpRows)
+					kern(mk(g, nt))
+					g.check(t, fmt.Sprintf("%d-token kernel", nt))
+					for i := range fpToks {
+						for r := range fpRows {
+							v := g.at(i)[r]
+							if i < nt && math.Float32bits(v) != math.Float32bits(gk.at(i)[r]) {
+								t.Fatalf("%d-token kernel, token %d row %d: %v, 12-token kernel %v", nt, i, r, v, gk.at(i)[r])
+							}
+							if i >= nt && math.Float32bits(v) != simdSentinel {
+								t.Fatalf("%d-token kernel wrote token %d", nt, i)
+							}
+						}
+					}
+				}
 				for i := range fpToks {
 					a := act[i*stride : i*stride+n]
 					for r := range fpRows {

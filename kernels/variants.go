@@ -387,16 +387,17 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famFloat, round: roundActGo}
 		switch isa {
 		case "avx512":
-			k.fToks, k.step, k.fTail = 5, 16, true
-			k.f = map[Type]func(*fTile){F32: fTileAVX512f32, F16: fTileAVX512f16, BF16: fTileAVX512bf16}[t]
-			k.fp, k.fpMin, k.fpFast = fPanelAVX512, fpMinTokens, true
+			k.fp = [3]func(*fpTile){fPanelAVX512x12, fPanelAVX512x4, fPanelAVX512x1}
+			k.fpFast = true
 			k.round = roundActFast
 		case "avx2":
 			k.fToks, k.step = 2, 8
 			k.f = map[Type]func(*fTile){F32: fTileAVX2f32, F16: fTileAVX2f16, BF16: fTileAVX2bf16}[t]
 		case "gotile":
-			k.fToks, k.step, k.fTail, k.f = 5, 16, true, fTileGo(t, 16, 4, 5)
-			k.fp, k.fpMin = func(ft *fpTile) { fPanelGo(ft, fpToks) }, fpMinTokens
+			k.fp = [3]func(*fpTile){
+				func(ft *fpTile) { fPanelGo(ft, 12) },
+				func(ft *fpTile) { fPanelGo(ft, 4) },
+				func(ft *fpTile) { fPanelGo(ft, 1) }}
 		default:
 			return nil
 		}
@@ -404,10 +405,6 @@ func simdKernel(isa string, t Type) *matKernel {
 	}
 	return nil
 }
-
-// fpMinTokens is the token count from which float weights take the
-// outer-product panel path (fewer tokens would not repay the repack).
-const fpMinTokens = 24
 
 // q8Bias is the level bias that makes a 32-block type's levels unsigned.
 func q8Bias(t Type) int32 {

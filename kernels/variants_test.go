@@ -241,3 +241,35 @@ func TestKernelSetMatMul(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDTokenInvariance: a token's outputs must not depend on how many
+// tokens share the call or on the thread count (bit for bit), so that
+// results do not change with the engine's pass plan.
+func TestSIMDTokenInvariance(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	p := NewPool(2)
+	defer p.Close()
+	const rows, nTok = 40, 29
+	for _, wt := range append(append(append([]Type{}, simdQ8Types...), simdKTypes...), simdFloatTypes...) {
+		cols := max(wt.BlockSize(), 32) * 2
+		w := simdMatrix(t, rng, wt, rows, cols)
+		x := simdFloats(rng, nTok*cols, 1)
+		for _, isa := range simdISAs(t, wt) {
+			k := simdKernel(isa, wt)
+			var s simdScratch
+			batch := make([]float32, nTok*rows)
+			matMulSIMD(k, p, batch, w, x, nTok, &s)
+			one := make([]float32, rows)
+			for _, pool := range []*Pool{nil, p} {
+				for tok := range nTok {
+					matMulSIMD(k, pool, one, w, x[tok*cols:(tok+1)*cols], 1, &s)
+					for r, v := range one {
+						if math.Float32bits(v) != math.Float32bits(batch[tok*rows+r]) {
+							t.Fatalf("%v %s threads=%d: token %d row %d alone %v, in a batch %v", wt, isa, pool.Threads(), tok, r, v, batch[tok*rows+r])
+						}
+					}
+				}
+			}
+		}
+	}
+}
