@@ -91,9 +91,9 @@ func buildRegistry() []variant {
 		op := MatMulOp(t)
 		vs = append(vs,
 			variant{op: op, name: "ref", prio: 0, mm: &matImpl{kind: implRef},
-				desc: "dequantize each row and dot in float64 (no activation quantization)"},
+				desc: "dequantize each row and dot in float64, no activation conversion (MatMulRef)"},
 			variant{op: op, name: "go", prio: 10, mm: &matImpl{kind: implGo},
-				desc: "plain Go block dots with ggml's activation quantization"})
+				desc: "plain Go dots with ggml's activation conversion (MatMul)"})
 		if k := simdKernel("avx2", t); k != nil {
 			vs = append(vs, variant{op: op, name: "avx2", prio: 20, mm: &matImpl{kind: implSIMD, k: k},
 				needs: func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() },
