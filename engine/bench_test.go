@@ -62,11 +62,18 @@ func BenchmarkPrefill(b *testing.B) {
 }
 
 // writeQwen3Shaped writes a random qwen3 model with Qwen3-0.6B's layer
-// shapes; values are drawn once and reused across tensors.
+// shapes and a 1024-token vocabulary; values are drawn once and reused
+// across tensors.
 func writeQwen3Shaped(b *testing.B, wt kernels.Type, layers int) string {
+	return writeQwen3ShapedVocab(b, wt, layers, 1024)
+}
+
+// writeQwen3ShapedVocab is writeQwen3Shaped with vocab tokens (the real
+// model has 151936; the embedding is tied, so it is the LM head too).
+func writeQwen3ShapedVocab(b *testing.B, wt kernels.Type, layers, vocab int) string {
 	b.Helper()
 	const (
-		embd, heads, kvHeads, hd, ff, vocab = 1024, 16, 8, 128, 3072, 1024
+		embd, heads, kvHeads, hd, ff = 1024, 16, 8, 128, 3072
 	)
 	rng := rand.New(rand.NewPCG(1, 2))
 	pool := make([]float32, 1<<20+4096)
@@ -85,7 +92,12 @@ func writeQwen3Shaped(b *testing.B, wt kernels.Type, layers int) string {
 	w.Set("qwen3.attention.value_length", uint32(hd))
 	w.Set("qwen3.rope.freq_base", float32(1e6))
 	w.Set("qwen3.attention.layer_norm_rms_epsilon", float32(1e-6))
-	toks, scores, types := spmVocab(vocab)
+	toks, scores, types := spmVocab(min(vocab, 1024))
+	for i := len(toks); i < vocab; i++ { // spmVocab repeats pieces past ~1350
+		toks = append(toks, fmt.Sprintf("\u2581t%d", i))
+		scores = append(scores, -float32(i))
+		types = append(types, 1)
+	}
 	w.Set("tokenizer.ggml.model", "llama")
 	w.Set("tokenizer.ggml.tokens", toks)
 	w.Set("tokenizer.ggml.scores", scores)

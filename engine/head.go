@@ -2,8 +2,9 @@ package engine
 
 // This file owns the LM head and its logit reductions: HeadReduce applies
 // the output matrix to up to HeadRows hidden rows at once into one reused
-// buffer and runs kernels.Pick / kernels.TopK on each row, so nothing
-// vocabulary-sized outlives the call.
+// buffer and runs the pick and topk reductions (KernelSet.Pick / TopK,
+// the run's "head" variant) on each row, rows split over the pool, so
+// nothing vocabulary-sized outlives the call.
 
 import (
 	"fmt"
@@ -69,27 +70,33 @@ func (m *Model) HeadReduce(hidden []float32, n int, reqs []RowRequest, out []Row
 	if n == 0 {
 		return nil
 	}
+	m.logitsOf(hidden, n)
+	m.reduce(n, reqs, out)
+	return nil
+}
+
+// reduce runs the reductions on the first n rows of the logits buffer,
+// whole rows per worker: each row is a long independent scan.
+func (m *Model) reduce(n int, reqs []RowRequest, out []RowResult) {
 	h := &m.head
 	h.reqs, h.out = reqs[:n], out[:n]
-	m.logitsOf(hidden, n)
 	if h.run == nil {
 		h.run = m.reduceRows
 	}
 	m.pool.For(n, 1, h.run)
 	h.reqs, h.out = nil, nil
-	return nil
 }
 
 // reduceRows runs the pick and topk reductions on rows [lo, hi).
 func (m *Model) reduceRows(_, lo, hi int) {
-	h, v := &m.head, m.hp.nVocab
+	h, v, ks := &m.head, m.hp.nVocab, m.opt.Kernels
 	for i := lo; i < hi; i++ {
 		rq, o := &h.reqs[i], &h.out[i]
 		row := h.logits[i*v : (i+1)*v]
 		o.Picked = growTo(o.Picked, len(rq.IDs))
-		o.Max, o.ArgMax, o.SumExp = kernels.Pick(row, rq.IDs, o.Picked)
+		o.Max, o.ArgMax, o.SumExp = ks.Pick(row, rq.IDs, o.Picked)
 		o.TopIDs = growTo(o.TopIDs, rq.TopK)
 		o.TopLogits = growTo(o.TopLogits, rq.TopK)
-		kernels.TopK(row, rq.TopK, o.TopIDs, o.TopLogits)
+		ks.TopK(row, rq.TopK, o.TopIDs, o.TopLogits)
 	}
 }

@@ -250,3 +250,166 @@ sctail:
 scdone:
 	VZEROUPPER
 	RET
+
+// pickIota<> is the lane indices 0..15.
+DATA pickIota<>+0(SB)/4, $0
+DATA pickIota<>+4(SB)/4, $1
+DATA pickIota<>+8(SB)/4, $2
+DATA pickIota<>+12(SB)/4, $3
+DATA pickIota<>+16(SB)/4, $4
+DATA pickIota<>+20(SB)/4, $5
+DATA pickIota<>+24(SB)/4, $6
+DATA pickIota<>+28(SB)/4, $7
+DATA pickIota<>+32(SB)/4, $8
+DATA pickIota<>+36(SB)/4, $9
+DATA pickIota<>+40(SB)/4, $10
+DATA pickIota<>+44(SB)/4, $11
+DATA pickIota<>+48(SB)/4, $12
+DATA pickIota<>+52(SB)/4, $13
+DATA pickIota<>+56(SB)/4, $14
+DATA pickIota<>+60(SB)/4, $15
+GLOBL pickIota<>(SB), RODATA|NOPTR, $64
+
+// func pickMaxAVX512(row *float32, n int) (mx float32, argmax int)
+// n ≥ 1. The max and the first index attaining it, ignoring NaNs (the
+// caller checks the sum for NaN). Two sets of 16 lanes (even and odd
+// vectors) each keep a running max and the index where it was first
+// reached (strict compare); the answer is the smallest index among lanes
+// holding the overall max.
+TEXT ·pickMaxAVX512(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ n+8(FP), DX
+	MOVL $0xff800000, AX
+	VPBROADCASTD AX, Z4 // set A max
+	VMOVAPS Z4, Z9      // set B max
+	VMOVDQU32 pickIota<>(SB), Z6 // set A current indices
+	MOVL $16, AX
+	VPBROADCASTD AX, Z7
+	VPADDD Z7, Z6, Z8   // set B current indices
+	VPADDD Z7, Z7, Z7   // step 32
+	VMOVDQA32 Z6, Z5    // set A argmax
+	VMOVDQA32 Z8, Z10   // set B argmax
+	MOVQ DX, CX
+	ANDQ $31, CX
+	SHRQ $5, DX
+	JZ pmtail
+
+pmloop:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VCMPPS $0x1e, Z4, Z0, K2
+	VCMPPS $0x1e, Z9, Z1, K3
+	VMOVAPS Z0, K2, Z4
+	VMOVDQA32 Z6, K2, Z5
+	VMOVAPS Z1, K3, Z9
+	VMOVDQA32 Z8, K3, Z10
+	VPADDD Z7, Z6, Z6
+	VPADDD Z7, Z8, Z8
+	ADDQ $128, SI
+	DECQ DX
+	JNZ pmloop
+
+pmtail:
+	CMPQ CX, $16
+	JLT pmtail2
+	VMOVUPS (SI), Z0
+	VCMPPS $0x1e, Z4, Z0, K2
+	VMOVAPS Z0, K2, Z4
+	VMOVDQA32 Z6, K2, Z5
+	VMOVDQA32 Z8, Z6 // the next vector's indices are set B's
+	ADDQ $64, SI
+	SUBQ $16, CX
+
+pmtail2:
+	TESTQ CX, CX
+	JZ pmreduce
+	TAILMASK
+	VMOVUPS.Z (SI), K1, Z0
+	VCMPPS $0x1e, Z4, Z0, K1, K2
+	VMOVAPS Z0, K2, Z4
+	VMOVDQA32 Z6, K2, Z5
+
+pmreduce:
+	VMAXPS Z9, Z4, Z11
+	VEXTRACTF64X4 $1, Z11, Y1
+	VMAXPS Y1, Y11, Y11
+	VEXTRACTF128 $1, Y11, X1
+	VMAXPS X1, X11, X11
+	VPERMILPS $0x4e, X11, X1
+	VMAXPS X1, X11, X11
+	VPERMILPS $0xb1, X11, X1
+	VMAXPS X1, X11, X11
+	VMOVSS X11, mx+16(FP)
+	VBROADCASTSS X11, Z11
+	VCMPPS $0, Z11, Z4, K2  // lanes of A holding the max
+	VCMPPS $0, Z11, Z9, K3  // lanes of B holding the max
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z12
+	VMOVDQA32 Z5, K2, Z12
+	VPMINSD Z10, Z12, K3, Z12
+	VEXTRACTI64X4 $1, Z12, Y1
+	VPMINSD Y1, Y12, Y12
+	VEXTRACTI128 $1, Y12, X1
+	VPMINSD X1, X12, X12
+	VPSHUFD $0x4e, X12, X1
+	VPMINSD X1, X12, X12
+	VPSHUFD $0xb1, X12, X1
+	VPMINSD X1, X12, X12
+	VMOVD X12, AX
+	MOVQ AX, argmax+24(FP)
+	VZEROUPPER
+	RET
+
+// func pickSumAVX512(row *float32, n int, mx float32) float64
+// Σ f64(exp(row[i] − mx)) with the vector exp, summed in expSumAVX512's
+// lane order; row is only read.
+TEXT ·pickSumAVX512(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), DI
+	MOVQ n+8(FP), DX
+	VBROADCASTSS mx+16(FP), Z5
+	EXP_CONSTS
+	VXORPD Z8, Z8, Z8
+	VXORPD Z9, Z9, Z9
+	MOVQ DX, CX
+	ANDQ $15, CX
+	SHRQ $4, DX
+	JZ pstail
+
+psloop:
+	VMOVUPS (DI), Z0
+	VSUBPS Z5, Z0, Z0
+	EXP
+	VCVTPS2PD Y0, Z6
+	VEXTRACTF64X4 $1, Z0, Y7
+	VCVTPS2PD Y7, Z7
+	VADDPD Z6, Z8, Z8
+	VADDPD Z7, Z9, Z9
+	ADDQ $64, DI
+	DECQ DX
+	JNZ psloop
+
+pstail:
+	TESTQ CX, CX
+	JZ psreduce
+	TAILMASK
+	VMOVUPS.Z (DI), K1, Z0
+	VSUBPS Z5, Z0, Z0
+	EXP
+	VMOVAPS.Z Z0, K1, Z0
+	VCVTPS2PD Y0, Z6
+	VEXTRACTF64X4 $1, Z0, Y7
+	VCVTPS2PD Y7, Z7
+	VADDPD Z6, Z8, Z8
+	VADDPD Z7, Z9, Z9
+
+psreduce:
+	VADDPD Z9, Z8, Z8
+	VEXTRACTF64X4 $1, Z8, Y9
+	VADDPD Y9, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPD X9, X8, X8
+	VPERMILPD $1, X8, X9
+	VADDSD X9, X8, X8
+	VMOVSD X8, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -2,7 +2,10 @@
 // runs after the LM head: Pick (max, argmax, Σ exp, and the logits of a few
 // requested ids) and TopK (the row's k largest logits). They keep nothing
 // vocabulary-sized, so a device backend can mirror them and return only a
-// few numbers per row.
+// few numbers per row. KernelSet.Pick and KernelSet.TopK run the variant
+// a run selected for the "head" op: "go" is the reference, "avx512" a
+// vector max/argmax scan, a vector exp summed in float64 lanes, and a
+// thresholded top-k scan.
 package kernels
 
 import "math"
@@ -35,6 +38,64 @@ func Pick(row []float32, ids []int32, picked []float32) (max float32, argmax int
 // expf is single-precision exp, within an ulp of C's expf.
 func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
 
+// Pick is Pick with the set's head variant. "avx512" returns the same max,
+// argmax and picked logits; its Σ exp uses the vector exp (within 2 ulp per
+// term, as ggml's SIMD softmax) with sixteen float64 lane sums, so it
+// agrees with the reference to about 1e-7 relative. Rows whose sum comes
+// out NaN (a NaN logit, an infinite max) go through the reference, so
+// their conventions do not depend on the variant.
+func (ks KernelSet) Pick(row []float32, ids []int32, picked []float32) (max float32, argmax int32, sumExp float64) {
+	if !ks.table().fastHead || len(row) == 0 {
+		return Pick(row, ids, picked)
+	}
+	for i, id := range ids {
+		picked[i] = row[id]
+	}
+	max, argmax, sumExp = pickMaxSumFast(row)
+	if sumExp != sumExp {
+		return Pick(row, ids, picked)
+	}
+	return max, argmax, sumExp
+}
+
+// pickMaxSumTwin is the avx512 kernels' Go twin, operation for operation:
+// the first index of the largest non-NaN logit (0 when there is none),
+// then Σ expGo(row[j] − max) in the vector's lane order (see softmaxTwin).
+// len(row) ≥ 1.
+func pickMaxSumTwin(row []float32) (float32, int32, float64) {
+	mx, am := float32(math.Inf(-1)), 0
+	for j, v := range row {
+		if v > mx {
+			mx, am = v, j
+		}
+	}
+	var acc [2][8]float64
+	for j, v := range row {
+		l := j % 16
+		acc[l/8][l%8] += float64(expGo(v - mx))
+	}
+	var s [8]float64
+	for l := range 8 {
+		s[l] = acc[0][l] + acc[1][l]
+	}
+	for l := range 4 {
+		s[l] += s[l+4]
+	}
+	return mx, int32(am), (s[0] + s[2]) + (s[1] + s[3])
+}
+
+// TopK is TopK with the set's head variant; both give identical results.
+// "avx512" scans for logits above the heap's current worst with a plain
+// compare and touches the heap only for those (a few hundred of a 150k
+// row), where the reference ranks every logit against the heap's root.
+func (ks KernelSet) TopK(row []float32, k int, ids []int32, logits []float32) {
+	if ks.table().fastHead {
+		topKFast(row, k, ids, logits)
+		return
+	}
+	TopK(row, k, ids, logits)
+}
+
 // TopK writes the row's k largest logits in descending order to logits[:k]
 // and their indices to ids[:k]; equal logits put the lower index first.
 // k is clamped to len(row); ids and logits must hold k entries. It runs in
@@ -62,6 +123,47 @@ func TopK(row []float32, k int, ids []int32, logits []float32) {
 	}
 	// Heap sort: repeatedly move the worst kept pair to the end, which
 	// leaves the best first.
+	for end := k - 1; end > 0; end-- {
+		ids[0], ids[end] = ids[end], ids[0]
+		logits[0], logits[end] = logits[end], logits[0]
+		h.n = end
+		h.down(0)
+	}
+}
+
+// topKFast is TopK with a threshold: the scan is ascending, so a logit
+// equal to the root's ranks below it (higher index), and only a strictly
+// larger one can enter. While the root is NaN every logit takes the full
+// comparison.
+func topKFast(row []float32, k int, ids []int32, logits []float32) {
+	if k > len(row) {
+		k = len(row)
+	}
+	if k <= 0 {
+		return
+	}
+	ids, logits = ids[:k], logits[:k]
+	h := topHeap{ids: ids, logits: logits}
+	for j, v := range row[:k] {
+		h.push(int32(j), v)
+	}
+	for j := k; j < len(row); j++ {
+		if thr := logits[0]; thr == thr {
+			// Skip to the next logit above the threshold.
+			rest := row[j:]
+			i := 0
+			for i < len(rest) && !(rest[i] > thr) {
+				i++
+			}
+			if j += i; j == len(row) {
+				break
+			}
+		}
+		if v := row[j]; worse(logits[0], ids[0], v, int32(j)) {
+			ids[0], logits[0] = int32(j), v
+			h.down(0)
+		}
+	}
 	for end := k - 1; end > 0; end-- {
 		ids[0], ids[end] = ids[end], ids[0]
 		logits[0], logits[end] = logits[end], logits[0]

@@ -115,7 +115,7 @@ func buildRegistry() []variant {
 				desc: "Go twins of the SIMD kernels in the same tiles (slow; for checking)"})
 		}
 	}
-	for _, op := range []string{OpRMSNorm, OpRoPE, OpHead} {
+	for _, op := range []string{OpRMSNorm, OpRoPE} {
 		vs = append(vs, variant{op: op, name: "go", prio: 10, desc: "plain Go (the engine's pass)"})
 	}
 	avx512 := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }
@@ -124,6 +124,10 @@ func buildRegistry() []variant {
 			desc: "softmax with libm exp (KernelSet.Softmax); K·Q and V·P follow the matmul ops"},
 		variant{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
 			desc: "softmax with a 16-lane vector exp (AVX-512); K·Q and V·P follow the matmul ops"},
+		variant{op: OpHead, name: "go", prio: 10,
+			desc: "pick (max, argmax, Σ exp with libm exp) and heap top-k in plain Go (KernelSet.Pick/TopK); the LM head follows the matmul ops"},
+		variant{op: OpHead, name: "avx512", prio: 30, needs: avx512,
+			desc: "pick with vector max/argmax and a 16-lane vector exp (AVX-512), thresholded top-k; the LM head follows the matmul ops"},
 		variant{op: OpSwiGLU, name: "go", prio: 10, desc: "silu(g)·u with libm exp (KernelSet.SwiGLU)"},
 		variant{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
 			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)"})
@@ -192,6 +196,7 @@ type kernelTable struct {
 	mm          [64]*matImpl        // by weight type id
 	fastSoftmax bool                // attention=avx512
 	fastSwiGLU  bool                // swiglu=avx512
+	fastHead    bool                // head=avx512
 }
 
 var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })
@@ -221,6 +226,7 @@ func resolve(explicit map[string]*variant, f CPUFeatures) *kernelTable {
 	}
 	t.fastSoftmax = t.choice[OpAttention].name == "avx512"
 	t.fastSwiGLU = t.choice[OpSwiGLU].name == "avx512"
+	t.fastHead = t.choice[OpHead].name == "avx512"
 	return t
 }
 
