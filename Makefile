@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/plexbench
 FUZZTIME ?= 10s
 
-.PHONY: all build demo test vet fmt bench fuzz clean
+.PHONY: all build demo test vet fmt bench fuzz oracle clean
 
 all: build
 
@@ -32,6 +32,10 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg || exit 1; \
 	  done; \
 	done
+
+# Re-measure llama.cpp's own perplexities (npm package + gcc; see its README).
+oracle:
+	cmd/plexbench/testdata/oracle/run.sh
 
 clean:
 	rm -rf bin
