@@ -127,17 +127,15 @@ func softmaxCausal(s []float32, valid int, scale float32) {
 		s[i] *= scale
 		mx = max(mx, s[i])
 	}
-	var sum float64
-	for i, x := range s[:valid] {
-		e := float32(math.Exp(float64(x - mx)))
-		s[i] = e
-		sum += float64(e)
+	// Masked keys are −inf, whose exp is 0 in every lane group.
+	for i := range s[valid:] {
+		s[valid+i] = float32(math.Inf(-1))
 	}
+	sum := kernels.SoftMaxExp(s, s, mx)
 	inv := float32(1 / sum)
 	for i := range s[:valid] {
 		s[i] *= inv
 	}
-	clear(s[valid:])
 }
 
 // growTo returns b with length n, reallocating only when it is too short.

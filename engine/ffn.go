@@ -2,11 +2,7 @@ package engine
 
 // This file owns the SwiGLU feed-forward block (architectures.md §1.7).
 
-import (
-	"math"
-
-	"plexbench/kernels"
-)
+import "plexbench/kernels"
 
 // swiglu computes out = W_down·(silu(W_gate·xn + b_gate) ⊙ (W_up·xn + b_up)) + b_down
 // for the pass's tokens; biases may be nil.
@@ -16,13 +12,9 @@ func (p *pass) swiglu(out, xn []float32, gate *kernels.Matrix, bGate []float32,
 	g, u := p.gate[:p.n*nff], p.up[:p.n*nff]
 	p.linear(g, gate, bGate, xn)
 	p.linear(u, up, bUp, xn)
-	for i, x := range g {
-		g[i] = silu(x) * u[i]
+	for t := range p.n {
+		row := g[t*nff : (t+1)*nff]
+		kernels.SwiGLU(row, row, u[t*nff:(t+1)*nff])
 	}
 	p.linear(out, down, bDown, g)
-}
-
-// silu is x/(1+expf(-x)) in f32.
-func silu(x float32) float32 {
-	return x / (1 + float32(math.Exp(float64(-x))))
 }
