@@ -176,3 +176,69 @@ func SwiGLU(y, x, g []float32) {
 		y[i] = x[i] / (1 + ExpfC(-x[i])) * g[i]
 	}
 }
+
+// AttnScores writes s[r*k.Rows + j] = K_j·q_r for the rows of q (k.Cols
+// each) against the keys of k, an F32 or F16 cache matrix, as ggml's
+// mul_mat(K, Q) does with -fa off on AVX-512: for F16, Q is rounded to F16
+// and llamafile's tinyBLAS runs when the head dimension is a multiple of 16
+// and the batch has nTok ≥ 2 tokens, ggml_vec_dot_f16 otherwise; for F32,
+// Q is a permuted view llamafile does not take, so ggml_vec_dot_f32 always.
+// buf is grown scratch; the (possibly new) buffer is returned.
+func AttnScores(s []float32, k *Matrix, q []float32, rows, nTok int, buf []float32) []float32 {
+	hd, nk := k.Cols, k.Rows
+	buf = grow(buf, nk*hd+hd)
+	keys, qr := buf[:nk*hd], buf[nk*hd:]
+	typeTraits[k.Type].dequant(k.Data[:nk*k.RowBytes()], keys)
+	half := k.Type == F16
+	tiny := half && hd%16 == 0 && nk%4 == 0 && nTok >= 2
+	for r := range rows {
+		copy(qr, q[r*hd:(r+1)*hd])
+		if half {
+			for i, v := range qr {
+				qr[i] = RoundF16(v)
+			}
+		}
+		out := s[r*nk : (r+1)*nk]
+		for j := range nk {
+			kj := keys[j*hd : (j+1)*hd]
+			if tiny {
+				out[j] = DotTiny(kj, qr, true)
+			} else {
+				out[j] = DotVec(kj, qr, half)
+			}
+		}
+	}
+	return buf
+}
+
+// AttnValues writes o[r*v.Rows + d] = V_d·p_r for the probability rows of
+// p (v.Cols each) against v, the transposed F32 or F16 values (row d holds
+// dimension d of every key), as ggml's mul_mat(V, KQ) on AVX-512: P rounded
+// to F16 for F16 values, then llamafile's tinyBLAS when the key count is a
+// multiple of 16, the head dimension a multiple of 4 and nTok ≥ 2,
+// ggml_vec_dot otherwise.
+func AttnValues(o []float32, v *Matrix, p []float32, rows, nTok int, buf []float32) []float32 {
+	hd, nk := v.Rows, v.Cols
+	buf = grow(buf, hd*nk+nk)
+	vals, pr := buf[:hd*nk], buf[hd*nk:]
+	typeTraits[v.Type].dequant(v.Data[:hd*v.RowBytes()], vals)
+	half := v.Type == F16
+	tiny := nk%16 == 0 && hd%4 == 0 && nTok >= 2
+	for r := range rows {
+		copy(pr, p[r*nk:(r+1)*nk])
+		if half {
+			for i, x := range pr {
+				pr[i] = RoundF16(x)
+			}
+		}
+		for d := range hd {
+			vd := vals[d*nk : (d+1)*nk]
+			if tiny {
+				o[r*hd+d] = DotTiny(vd, pr, half)
+			} else {
+				o[r*hd+d] = DotVec(vd, pr, half)
+			}
+		}
+	}
+	return buf
+}
