@@ -3,9 +3,10 @@ package engine
 // This file owns dense causal self-attention with GQA (architectures.md
 // §1.5) as llama.cpp computes it with -fa off (§1.6): KQ = K·Q with Q
 // converted to the cache type as mul_mat does, softmax(KQ·scale + mask) in
-// f32 with a float64 denominator, then V·P with P converted to the cache
-// type. Work is split over KV heads × tiles of query rows; each unit runs
-// its two products as single-threaded MatMuls.
+// f32 with a float64 denominator (KernelSet.Softmax), then V·P with P
+// converted to the cache type. Work is split over KV heads × tiles of query
+// rows; each unit runs its two products single-threaded (ggml's exact
+// order for F32/F16 caches on the plain kernels, MatMul otherwise).
 
 import (
 	"sync/atomic"
@@ -22,6 +23,7 @@ type attnJob struct {
 	p               *pass
 	l, nh, nkv, grp int
 	tileT, tiles    int
+	exact           bool // F32/F16 cache on the plain "go" matmul: ggml's exact products
 	next            atomic.Int64
 	workers         []attnWorker
 	run             func(worker, lo, hi int) // bound once: no closure per layer
@@ -34,6 +36,7 @@ type attnWorker struct {
 	o   []float32 // (rows, hd) outputs
 	vt  []byte    // (nkp, hd) values transposed
 	row []float32 // (hd) one dequantized value row
+	buf []float32 // the exact products' decoded keys or values
 	// The unit's key and transposed value matrices live here, not on the
 	// stack, because MatMul keeps a pointer to its weights during the call.
 	keys, vals kernels.Matrix
@@ -44,6 +47,11 @@ func (j *attnJob) init(p *pass) {
 	j.p = p
 	j.workers = make([]attnWorker, p.m.pool.Threads())
 	j.run = j.work
+	// The SIMD variants sum in their own order; the plain variant follows
+	// the path ggml takes for the attention shapes (kernels.AttnScores).
+	typ := p.m.kv.typ
+	j.exact = (typ == kernels.F32 || typ == kernels.F16) &&
+		p.m.opt.Kernels.Variant(kernels.MatMulOp(typ)) == "go"
 }
 
 // attention caches the pass's K and V for layer l (nh query heads, nkv KV
@@ -92,14 +100,22 @@ func (j *attnJob) unit(w *attnWorker, g, tile int) {
 		}
 	}
 	w.keys = kv.keys(j.l, g, nkp)
-	p.m.opt.Kernels.MatMul(nil, s, &w.keys, q, rows, &w.ms)
+	if j.exact {
+		w.buf = kernels.AttnScores(s, &w.keys, q, rows, p.n, w.buf)
+	} else {
+		p.m.opt.Kernels.MatMul(nil, s, &w.keys, q, rows, &w.ms)
+	}
 	scale := attnScale(hd)
 	for r := range rows {
 		pos := p.pos0 + t0 + r%nt
 		p.m.opt.Kernels.Softmax(s[r*nkp:(r+1)*nkp], pos+1, scale)
 	}
 	w.vals = kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
-	p.m.opt.Kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
+	if j.exact {
+		w.buf = kernels.AttnValues(o, &w.vals, s, rows, p.n, w.buf)
+	} else {
+		p.m.opt.Kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
+	}
 	for hi := range j.grp {
 		h := g*j.grp + hi
 		for t := t0; t < t1; t++ {

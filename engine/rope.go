@@ -4,7 +4,11 @@ package engine
 // (architectures.md §1.4): the per-position cos/sin table built once per
 // pass from the iterative f32 theta product, and the NORM and NEOX pairings.
 
-import "math"
+import (
+	"math"
+
+	"plexbench/kernels"
+)
 
 // ropeTable fills p.cos/p.sin for the pass's positions: pair i of position
 // pos rotates by theta_i = freq_scale · (pos · base^(-2i/n_rot)) / ff_i,
@@ -27,8 +31,8 @@ func (p *pass) ropeTable() {
 				a = theta / ff[i]
 			}
 			a = hp.ropeScale * a
-			cos[i] = float32(math.Cos(float64(a)))
-			sin[i] = float32(math.Sin(float64(a)))
+			cos[i] = kernels.CosfC(a)
+			sin[i] = kernels.SinfC(a)
 			theta = theta * thetaScale
 		}
 	}
@@ -56,9 +60,11 @@ func (p *pass) ropeRange(_, lo, hi int) {
 				if mode == ropeNeox {
 					a, b = i, i+half
 				}
+				// ggml's C is compiled with contraction: the first product of
+				// each line is fused with the add, the second rounded alone.
 				x0, x1 := v[a], v[b]
-				v[a] = float32(x0*cos[i]) - float32(x1*sin[i])
-				v[b] = float32(x0*sin[i]) + float32(x1*cos[i])
+				v[a] = kernels.FMA32(x0, cos[i], -float32(x1*sin[i]))
+				v[b] = kernels.FMA32(x0, sin[i], float32(x1*cos[i]))
 			}
 		}
 	}

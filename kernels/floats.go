@@ -1,9 +1,10 @@
 package kernels
 
 // This file owns the plain float formats F32, F16 and BF16 (traits,
-// row conversion) and the float32 accumulation helpers every dot product in
-// the package shares. The accumulation follows ggml's x86 AVX2 build so that
-// results agree to the last bits, not just to rounding noise:
+// row conversion) and the 8-lane float32 accumulation helpers the block
+// dot products share. F32 and F16 rows follow ggml's AVX-512 build instead
+// (avx512.go); BF16 rows keep this model of the AVX2 build, where results
+// agree to the last bits, not just to rounding noise:
 //   - float rows (llamafile tinyBLAS, used by ggml for F32/F16/BF16 mul_mat
 //     when the row length is a multiple of 8): eight float32 lanes, lane l
 //     takes elements i ≡ l (mod 8) with fused multiply-add, then one
@@ -231,6 +232,21 @@ func vecDotFloatBytes(n int, w, a []byte, dec func([]byte, []float32), size int,
 	return hsum8(&acc)
 }
 
-func vecDotF32(n int, w, a []byte) float32  { return vecDotFloatBytes(n, w, a, dequantF32, 4, false) }
-func vecDotF16(n int, w, a []byte) float32  { return vecDotFloatBytes(n, w, a, dequantF16, 2, true) }
+// vecDotF32 and vecDotF16 are ggml_vec_dot_f32/f16 of the AVX-512 build
+// (DotVec); BF16 keeps the 8-lane model above.
+func vecDotF32(n int, w, a []byte) float32  { return vecDotDecoded(n, w, a, dequantF32, 4, false) }
+func vecDotF16(n int, w, a []byte) float32  { return vecDotDecoded(n, w, a, dequantF16, 2, true) }
 func vecDotBF16(n int, w, a []byte) float32 { return vecDotFloatBytes(n, w, a, dequantBF16, 2, true) }
+
+// vecDotDecoded decodes both rows and runs DotVec (on the stack for rows up
+// to floatChunk).
+func vecDotDecoded(n int, w, a []byte, dec func([]byte, []float32), size int, exact bool) float32 {
+	var wb, ab [floatChunk]float32
+	wf, af := wb[:], ab[:]
+	if n > floatChunk {
+		wf, af = make([]float32, n), make([]float32, n)
+	}
+	dec(w[:n*size], wf[:n])
+	dec(a[:n*size], af[:n])
+	return DotVec(wf[:n], af[:n], exact)
+}

@@ -294,6 +294,25 @@ func vecDotQ4_0(n int, w, a []byte) float32 {
 	return hsum8(&acc)
 }
 
+// vecDotQ4_0Repack is the dot ggml's x86 repacked Q4_0 GEMM computes
+// (weights interleaved as q4_0_8x8 at load when a matrix has a multiple of
+// 8 rows): each block's full 32-element integer sum, converted to float32,
+// fused into one accumulator with the float32 product of the two scales.
+func vecDotQ4_0Repack(n int, w, a []byte) float32 {
+	var acc float32
+	for i := range n / qk {
+		wb := w[i*q4_0Bytes : (i+1)*q4_0Bytes]
+		ab := a[i*q8_0Bytes : (i+1)*q8_0Bytes]
+		l := lanesNib((*[16]byte)(wb[2:]), &tabQ4_0, actQs(ab, 2))
+		var sum float32 // exact: |Σ| < 2^24
+		for _, v := range l {
+			sum += v
+		}
+		acc = fma32(sum, f16le(wb)*f16le(ab), acc)
+	}
+	return acc
+}
+
 // ---- Q4_1 ----
 
 func dequantQ4_1(src []byte, dst []float32) {

@@ -91,9 +91,10 @@ type matJob struct {
 }
 
 // MatMul computes out[tok*w.Rows + r] = Σ_i W[r][i]·x[tok*w.Cols + i] for
-// tok in [0,nTok), with ggml's CPU semantics: activations are converted to
-// VecDotType(w.Type) once per token and each output is Dot of a weight row
-// with a converted activation row. Work is split over p. scratch is reused
+// tok in [0,nTok), with the semantics of ggml's x86 AVX-512 CPU build:
+// activations are converted to VecDotType(w.Type) once per token and each
+// output is the dot of a weight row with a converted activation row, in
+// the order the path ggml takes for this shape uses (floatDot, blockDot). Work is split over p. scratch is reused
 // across calls (nil allowed). It panics on inconsistent shapes or a weight
 // type without a dot product (programmer errors; see Matrix.Validate and
 // CanMatMul).
@@ -143,7 +144,7 @@ func MatMul(p *Pool, out []float32, w *Matrix, x []float32, nTok int, scratch *M
 		j.arb = vt.RowBytes(w.Cols)
 		s.act = grow(s.act, nTok*j.arb)
 		j.act = s.act
-		j.dot = typeTraits[w.Type].vecDot
+		j.dot = blockDot(w)
 		j.rowTile = clamp(16<<10/rb, 1, 32)
 		j.tokTile = clamp(32<<10/j.arb, 1, 16)
 	}
@@ -211,7 +212,7 @@ func (j *matJob) tiles(s *MatScratch, worker, lo, hi int) {
 						wr = f32View(w.Data[r*4*n : (r+1)*4*n])
 					}
 					for t := tb; t < te; t++ {
-						j.out[t*w.Rows+r] = dotFloat(wr, j.xf[t*n:(t+1)*n], w.Type != F32)
+						j.out[t*w.Rows+r] = j.floatDot(wr, j.xf[t*n:(t+1)*n])
 					}
 				default:
 					wr := w.Data[r*w.RowBytes() : (r+1)*w.RowBytes()]
@@ -222,6 +223,38 @@ func (j *matJob) tiles(s *MatScratch, worker, lo, hi int) {
 			}
 		}
 	}
+}
+
+// floatDot is one output of a float mul_mat in ggml's AVX-512 order:
+// llamafile's 16-lane tinyBLAS when it takes the matrix (floatTiny),
+// otherwise ggml_vec_dot_f16/f32. BF16 keeps the 8-lane model (the
+// AVX512-BF16 tinyBLAS pairs products in VDPBF16PS, not modelled here).
+func (j *matJob) floatDot(w, x []float32) float32 {
+	switch {
+	case j.w.Type == BF16:
+		return dotFloat(w, x, true)
+	case floatTiny(j.w, j.nTok):
+		return DotTiny(w, x, j.w.Type != F32)
+	default:
+		return DotVec(w, x, j.w.Type != F32)
+	}
+}
+
+// floatTiny reports whether llamafile's tinyBLAS takes an F32 or F16
+// mul_mat of w with nTok tokens: a row length that is a multiple of 16,
+// a row count that is a multiple of 4, at least two tokens.
+func floatTiny(w *Matrix, nTok int) bool {
+	return w.Cols%16 == 0 && w.Rows%4 == 0 && nTok >= 2
+}
+
+// blockDot is the block dot product of a quantized mul_mat with weights w:
+// the type's vec_dot, except for Q4_0 matrices of a multiple of 8 rows,
+// which ggml repacks at load for its x86 GEMM.
+func blockDot(w *Matrix) func(n int, w, a []byte) float32 {
+	if w.Type == Q4_0 && w.Rows%8 == 0 {
+		return vecDotQ4_0Repack
+	}
+	return typeTraits[w.Type].vecDot
 }
 
 // f32View reinterprets 4-byte-aligned little-endian bytes as float32s

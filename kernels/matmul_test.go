@@ -33,9 +33,20 @@ func weightRow(t *testing.T, rng *rand.Rand, typ Type, n int) []byte {
 
 const guard = 12345.678
 
+// pathDot is the dot MatMul must reproduce bit for bit for row r of w and
+// one converted activation row: tinyBLAS order for the float matrices
+// llamafile takes, else the block dot of the path (Dot, or the repacked
+// Q4_0 dot).
+func pathDot(t *testing.T, w *Matrix, r int, act []byte, nTok int) float32 {
+	if (w.Type == F32 || w.Type == F16) && floatTiny(w, nTok) {
+		return DotTiny(dequant(t, w.Type, w.Row(r), w.Cols), dequant(t, w.Type, act, w.Cols), w.Type == F16)
+	}
+	return blockDot(w)(w.Cols, w.Row(r), act)
+}
+
 // TestMatMul compares MatMul with MatMulRef (within the activation
-// conversion error) and with per-row Dot (bit-exact: the same kernels), on
-// odd shapes, 1 and 2 threads, with guard values after out.
+// conversion error) and with per-row path dots (bit-exact: the same
+// kernels), on odd shapes, 1 and 2 threads, with guard values after out.
 func TestMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	pools := []*Pool{nil, NewPool(1), NewPool(2)}
@@ -47,7 +58,7 @@ func TestMatMul(t *testing.T) {
 	var scratch MatScratch // shared across shapes and types on purpose
 	for _, typ := range matMulTestTypes() {
 		bs := max(typ.BlockSize(), 32)
-		for _, rows := range []int{1, 7, 33} {
+		for _, rows := range []int{1, 7, 8, 33} { // 8: tinyBLAS and the Q4_0 repack
 			for _, cb := range []int{1, 3} {
 				cols := cb * bs
 				if typ.BlockSize() == 1 && cb == 3 {
@@ -84,8 +95,8 @@ func TestMatMul(t *testing.T) {
 							eb := actErrBound(vt, xt)
 							for r := range rows {
 								got := out[tk*rows+r]
-								if want := Dot(typ, cols, w.Row(r), acts[tk]); got != want {
-									t.Fatalf("%s: out[%d,%d] = %v, Dot %v", name, tk, r, got, want)
+								if want := pathDot(t, w, r, acts[tk], nTok); got != want {
+									t.Fatalf("%s: out[%d,%d] = %v, path dot %v", name, tk, r, got, want)
 								}
 								wf := dequant(t, typ, w.Row(r), cols)
 								var bound, mag float64
