@@ -5,8 +5,9 @@ package engine
 // converted to the cache type as mul_mat does, softmax(KQ·scale + mask) in
 // f32 with a float64 denominator (KernelSet.Softmax), then V·P with P
 // converted to the cache type. Work is split over KV heads × tiles of query
-// rows; each unit runs its two products single-threaded (ggml's exact
-// order for F32/F16 caches on the plain kernels, MatMul otherwise).
+// rows; each unit runs its two products single-threaded: with
+// attention=go in ggml's exact order (product), otherwise as the set's
+// MatMuls.
 
 import (
 	"sync/atomic"
@@ -23,7 +24,7 @@ type attnJob struct {
 	p               *pass
 	l, nh, nkv, grp int
 	tileT, tiles    int
-	exact           bool // F32/F16 cache on the plain "go" matmul: ggml's exact products
+	exact           bool // attention=go: ggml's exact products
 	next            atomic.Int64
 	workers         []attnWorker
 	run             func(worker, lo, hi int) // bound once: no closure per layer
@@ -47,11 +48,7 @@ func (j *attnJob) init(p *pass) {
 	j.p = p
 	j.workers = make([]attnWorker, p.m.pool.Threads())
 	j.run = j.work
-	// The SIMD variants sum in their own order; the plain variant follows
-	// the path ggml takes for the attention shapes (kernels.AttnScores).
-	typ := p.m.kv.typ
-	j.exact = (typ == kernels.F32 || typ == kernels.F16) &&
-		p.m.opt.Kernels.Variant(kernels.MatMulOp(typ)) == "go"
+	j.exact = p.m.opt.Kernels.Variant(kernels.OpAttention) == "go"
 }
 
 // attention caches the pass's K and V for layer l (nh query heads, nkv KV
@@ -100,27 +97,37 @@ func (j *attnJob) unit(w *attnWorker, g, tile int) {
 		}
 	}
 	w.keys = kv.keys(j.l, g, nkp)
-	if j.exact {
-		w.buf = kernels.AttnScores(s, &w.keys, q, rows, p.n, w.buf)
-	} else {
-		p.m.opt.Kernels.MatMul(nil, s, &w.keys, q, rows, &w.ms)
-	}
+	j.product(w, s, &w.keys, q, rows, false)
 	scale := attnScale(hd)
 	for r := range rows {
 		pos := p.pos0 + t0 + r%nt
 		p.m.opt.Kernels.Softmax(s[r*nkp:(r+1)*nkp], pos+1, scale)
 	}
 	w.vals = kv.valuesT(j.l, g, nk, nkp, w.vt, w.row)
-	if j.exact {
-		w.buf = kernels.AttnValues(o, &w.vals, s, rows, p.n, w.buf)
-	} else {
-		p.m.opt.Kernels.MatMul(nil, o, &w.vals, s, rows, &w.ms)
-	}
+	j.product(w, o, &w.vals, s, rows, true)
 	for hi := range j.grp {
 		h := g*j.grp + hi
 		for t := t0; t < t1; t++ {
 			copy(p.att[(t*j.nh+h)*hd:][:hd], o[(hi*nt+t-t0)*hd:][:hd])
 		}
+	}
+}
+
+// product writes out = m·x for rows rows of x: K·Q, or V·P when values.
+// The fast attention variants run the set's MatMul for m's type;
+// attention=go follows the path ggml takes for the attention shapes
+// (kernels.AttnScores/AttnValues on F32/F16 matrices, decided by the
+// ubatch size, and the plain MatMul for the others).
+func (j *attnJob) product(w *attnWorker, out []float32, m *kernels.Matrix, x []float32, rows int, values bool) {
+	switch {
+	case !j.exact:
+		j.p.m.opt.Kernels.MatMul(nil, out, m, x, rows, &w.ms)
+	case m.Type != kernels.F32 && m.Type != kernels.F16:
+		kernels.MatMul(nil, out, m, x, rows, &w.ms)
+	case values:
+		w.buf = kernels.AttnValues(out, m, x, rows, j.p.n, w.buf)
+	default:
+		w.buf = kernels.AttnScores(out, m, x, rows, j.p.n, w.buf)
 	}
 }
 

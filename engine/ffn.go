@@ -12,6 +12,8 @@ func (p *pass) swiglu(out, xn []float32, gate *kernels.Matrix, bGate []float32,
 	g, u := p.gate[:p.n*nff], p.up[:p.n*nff]
 	p.linear(g, gate, bGate, xn)
 	p.linear(u, up, bUp, xn)
-	p.m.opt.Kernels.SwiGLU(g, u)
+	for t := range p.n { // row by row, as ggml (the "go" variant's groups start at each row)
+		p.m.opt.Kernels.SwiGLU(g[t*nff:(t+1)*nff], u[t*nff:(t+1)*nff])
+	}
 	p.linear(out, down, bDown, g)
 }

@@ -12,9 +12,11 @@ package kernels
 //     for F16; for F32 in float32 as GCC vectorises that loop, see DotVec);
 //   - ExpV and SiLUV: one lane of ggml_v_expf / ggml_v_silu for __m512, the
 //     polynomial exp that softmax and SwiGLU run on 16-element groups;
-//   - SoftMaxExp and SwiGLU: ggml_vec_soft_max_f32 and ggml_vec_swiglu_f32,
-//     16-element groups through ExpV/SiLUV and the C library's expf
-//     (ExpfC) on the tail.
+//   - softmaxGo and swigluGo, the "go" variants of KernelSet.Softmax and
+//     SwiGLU: ggml's soft_max and ggml_vec_swiglu_f32, 16-element groups
+//     through ExpV/SiLUV and the C library's expf (ExpfC) on the tail;
+//   - AttnScores and AttnValues: the K·Q and V·P products of -fa off
+//     attention on F32/F16 caches (attention=go).
 
 import "math"
 
@@ -139,41 +141,60 @@ func SiLUV(x float32) float32 {
 	return x / (1 + ExpV(0-x))
 }
 
-// SoftMaxExp writes y[i] = e^(x[i] − max) and returns Σ y[i] in float64, as
-// ggml_vec_soft_max_f32: sixteen at a time through ExpV, each group's sum
-// taken by reduce16 and added in float64, the tail through expf.
-func SoftMaxExp(y, x []float32, max float32) float64 {
-	n := len(x)
-	y = y[:n]
+// softmaxGo is ggml's soft_max of one attention row with a scale and a
+// causal mask: scores scaled in float32 (keys from valid on are masked to
+// −inf), then ggml_vec_soft_max_f32 over the whole row — e^(x − max)
+// sixteen at a time through ExpV, each group summed by reduce16 and added
+// in float64, the tail through ExpfC — and the row multiplied by
+// float32(1/sum). Which elements fall in the tail depends on len(s), so s
+// is the full (padded) row. Masked entries are left for the caller.
+func softmaxGo(s []float32, valid int, scale float32) {
+	mx := float32(math.Inf(-1))
+	for i := range s[:valid] {
+		s[i] *= scale
+		mx = max(mx, s[i])
+	}
+	// Masked keys' exp is 0 in every lane group and adds 0 to the sum, so
+	// the groups past valid are skipped.
+	n := len(s)
 	var sum float64
-	i := 0
-	for ; i+16 <= n; i += 16 {
-		g := (*[16]float32)(y[i:])
-		for l, v := range x[i : i+16] {
-			g[l] = ExpV(v - max)
+	for i := 0; i < valid; i += 16 {
+		if i+16 > n {
+			for j := i; j < valid; j++ {
+				s[j] = ExpfC(s[j] - mx)
+				sum += float64(s[j])
+			}
+			break
+		}
+		g := (*[16]float32)(s[i:])
+		for l := range g {
+			if i+l < valid {
+				g[l] = ExpV(g[l] - mx)
+			} else {
+				g[l] = 0
+			}
 		}
 		sum += float64(reduce16(g))
 	}
-	for ; i < n; i++ {
-		y[i] = ExpfC(x[i] - max)
-		sum += float64(y[i])
+	inv := float32(1 / sum)
+	for i := range s[:valid] {
+		s[i] *= inv
 	}
-	return sum
 }
 
-// SwiGLU writes y[i] = silu(x[i])·g[i] as ggml_vec_swiglu_f32: SiLUV on
-// sixteen-element groups, x/(1+expf(−x)) on the tail.
-func SwiGLU(y, x, g []float32) {
-	n := len(x)
-	y, g = y[:n], g[:n]
+// swigluGo is ggml_vec_swiglu_f32 on one row: g[i] = silu(g[i])·u[i] with
+// SiLUV on sixteen-element groups from g[0], x/(1+expf(−x)) on the tail.
+func swigluGo(g, u []float32) {
+	n := len(g)
+	u = u[:n]
 	i := 0
 	for ; i+16 <= n; i += 16 {
 		for l := i; l < i+16; l++ {
-			y[l] = SiLUV(x[l]) * g[l]
+			g[l] = SiLUV(g[l]) * u[l]
 		}
 	}
 	for ; i < n; i++ {
-		y[i] = x[i] / (1 + ExpfC(-x[i])) * g[i]
+		g[i] = g[i] / (1 + ExpfC(-g[i])) * u[i]
 	}
 }
 

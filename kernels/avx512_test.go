@@ -116,34 +116,52 @@ func TestExpV(t *testing.T) {
 	}
 }
 
-// TestSoftMaxSwiGLU checks the row helpers against float64 on lengths with
-// and without a tail.
-func TestSoftMaxSwiGLU(t *testing.T) {
+// TestSoftmaxGoMask checks that softmaxGo, which skips the lane groups
+// past the causal mask, gives bit for bit what ggml_vec_soft_max_f32 gives
+// on the whole row with the masked scores at −inf (exp 0, adding 0).
+func TestSoftmaxGoMask(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 16))
-	for _, n := range []int{1, 15, 16, 17, 172, 256} {
-		x, g, y := make([]float32, n), make([]float32, n), make([]float32, n)
-		var mx float32 = -1e30
-		for i := range x {
-			x[i], g[i] = float32(rng.NormFloat64()*4), float32(rng.NormFloat64())
-			mx = max(mx, x[i])
-		}
-		sum := SoftMaxExp(y, x, mx)
-		var ref float64
-		for i, v := range x {
-			e := math.Exp(float64(v - mx))
-			ref += e
-			if d := ulpDiff(y[i], float32(e)); d > 2 {
-				t.Fatalf("SoftMaxExp n=%d [%d] = %v, exp %v", n, i, y[i], e)
+	for _, n := range []int{1, 15, 16, 17, 33, 172, 256} {
+		for _, valid := range []int{1, 7, 16, 17, n / 2, n - 1, n} {
+			if valid < 1 || valid > n {
+				continue
 			}
-		}
-		if math.Abs(sum-ref) > 1e-6*ref {
-			t.Fatalf("SoftMaxExp n=%d sum %v, float64 %v", n, sum, ref)
-		}
-		SwiGLU(y, x, g)
-		for i, v := range x {
-			want := float64(v) / (1 + math.Exp(-float64(v))) * float64(g[i])
-			if math.Abs(float64(y[i])-want) > 4e-7*math.Abs(want)+1e-30 {
-				t.Fatalf("SwiGLU n=%d [%d] = %v, float64 %v", n, i, y[i], want)
+			s0 := make([]float32, n)
+			for i := range s0 {
+				s0[i] = float32(rng.NormFloat64() * 4)
+			}
+			const scale = 0.125
+			got := append([]float32{}, s0...)
+			softmaxGo(got, valid, scale)
+
+			want := append([]float32{}, s0...)
+			mx := float32(math.Inf(-1))
+			for i := range want {
+				if i < valid {
+					want[i] *= scale
+					mx = max(mx, want[i])
+				} else {
+					want[i] = float32(math.Inf(-1))
+				}
+			}
+			var sum float64
+			i := 0
+			for ; i+16 <= n; i += 16 {
+				g := (*[16]float32)(want[i:])
+				for l := range g {
+					g[l] = ExpV(g[l] - mx)
+				}
+				sum += float64(reduce16(g))
+			}
+			for ; i < n; i++ {
+				want[i] = ExpfC(want[i] - mx)
+				sum += float64(want[i])
+			}
+			for i := range want[:valid] {
+				want[i] *= float32(1 / sum)
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n=%d valid=%d: p[%d] = %v, whole-row %v", n, valid, i, got[i], want[i])
+				}
 			}
 		}
 	}

@@ -2,15 +2,19 @@ package kernels
 
 // This file owns the elementwise ops the engine's passes run through a
 // KernelSet: the causal softmax of attention scores and the SwiGLU gate.
-// The "go" variants are the plain definitions with libm-accurate exp
-// (math.Exp rounded to float32); the "avx512" variants use a vector exp
-// (Cody-Waite reduction, degree-6 polynomial, VSCALEFPS) accurate to about
-// 2 ulp, as ggml's SIMD builds use their own vector expf for both ops.
+// The "go" variants are ggml's own arithmetic (softmaxGo, swigluGo in
+// avx512.go: ggml's vector exp on 16-element groups, glibc's expf on the
+// tail), bit-exact with llama.cpp's AVX-512 CPU build and slow; the
+// "avx512" variants use a vector exp of their own (Cody-Waite reduction,
+// degree-6 polynomial, VSCALEFPS) accurate to about 2 ulp, with Go twins
+// here for tests.
 
 import "math"
 
 // SwiGLU sets g[i] = silu(g[i])·u[i] with silu(x) = x/(1+exp(−x)) in
-// float32, for i < len(g); len(u) must be at least len(g).
+// float32, for i < len(g); len(u) must be at least len(g). g is one row:
+// ggml runs the op row by row, and the "go" variant's 16-element groups
+// start at g[0].
 func (ks KernelSet) SwiGLU(g, u []float32) {
 	u = u[:len(g)]
 	if ks.table().fastSwiGLU {
@@ -20,17 +24,12 @@ func (ks KernelSet) SwiGLU(g, u []float32) {
 	swigluGo(g, u)
 }
 
-func swigluGo(g, u []float32) {
-	for i, x := range g {
-		g[i] = x / (1 + float32(math.Exp(float64(-x)))) * u[i]
-	}
-}
-
 // Softmax turns the first valid entries of s into probabilities and zeroes
 // the rest, as ggml's soft_max with a scale and a causal mask: scores
 // multiplied by scale in float32, exp(x − max) in float32, the sum in
-// float64, and every value multiplied by float32(1/sum). valid must be in
-// [1, len(s)].
+// float64, and every value multiplied by float32(1/sum). s is the whole
+// padded row (the "go" variant's 16-element groups follow its length);
+// valid must be in [1, len(s)].
 func (ks KernelSet) Softmax(s []float32, valid int, scale float32) {
 	if ks.table().fastSoftmax {
 		softmaxFast(s, valid, scale)
@@ -38,24 +37,6 @@ func (ks KernelSet) Softmax(s []float32, valid int, scale float32) {
 		softmaxGo(s, valid, scale)
 	}
 	clear(s[valid:])
-}
-
-func softmaxGo(s []float32, valid int, scale float32) {
-	mx := float32(math.Inf(-1))
-	for i := range s[:valid] {
-		s[i] *= scale
-		mx = max(mx, s[i])
-	}
-	var sum float64
-	for i, x := range s[:valid] {
-		e := float32(math.Exp(float64(x - mx)))
-		s[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range s[:valid] {
-		s[i] *= inv
-	}
 }
 
 // expGo is the vector exp's Go twin, operation for operation, for tests:

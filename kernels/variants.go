@@ -89,11 +89,14 @@ func buildRegistry() []variant {
 	var vs []variant
 	for _, t := range matMulTypes() {
 		op := MatMulOp(t)
+		goDesc := "plain Go in the arithmetic order of llama.cpp's AVX-512 CPU build (MatMul): the bit-exact reference"
+		if t == BF16 {
+			goDesc = "plain Go in the order of llama.cpp's AVX2 build (MatMul; the AVX-512 BF16 dot is not modelled)"
+		}
 		vs = append(vs,
 			variant{op: op, name: "ref", prio: 0, mm: &matImpl{kind: implRef},
 				desc: "dequantize each row and dot in float64, no activation conversion (MatMulRef)"},
-			variant{op: op, name: "go", prio: 10, mm: &matImpl{kind: implGo},
-				desc: "plain Go dots with ggml's activation conversion (MatMul)"})
+			variant{op: op, name: "go", prio: 10, mm: &matImpl{kind: implGo}, desc: goDesc})
 		if k := simdKernel("avx2", t); k != nil {
 			vs = append(vs, variant{op: op, name: "avx2", prio: 20, mm: &matImpl{kind: implSIMD, k: k},
 				needs: func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() },
@@ -121,14 +124,14 @@ func buildRegistry() []variant {
 	avx512 := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }
 	vs = append(vs,
 		variant{op: OpAttention, name: "go", prio: 10,
-			desc: "softmax with libm exp (KernelSet.Softmax); K·Q and V·P follow the matmul ops"},
+			desc: "ggml's -fa off attention in plain Go: K·Q and V·P in its order (AttnScores/AttnValues), softmax with its vector exp and glibc expf (bit-exact, slow)"},
 		variant{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
 			desc: "softmax with a 16-lane vector exp (AVX-512); K·Q and V·P follow the matmul ops"},
 		variant{op: OpHead, name: "go", prio: 10,
 			desc: "pick (max, argmax, Σ exp with libm exp) and heap top-k in plain Go (KernelSet.Pick/TopK); the LM head follows the matmul ops"},
 		variant{op: OpHead, name: "avx512", prio: 30, needs: avx512,
 			desc: "pick with vector max/argmax and a 16-lane vector exp (AVX-512), thresholded top-k; the LM head follows the matmul ops"},
-		variant{op: OpSwiGLU, name: "go", prio: 10, desc: "silu(g)·u with libm exp (KernelSet.SwiGLU)"},
+		variant{op: OpSwiGLU, name: "go", prio: 10, desc: "ggml's swiglu in plain Go: its vector silu on 16-element groups, glibc expf on the tail (bit-exact, slow)"},
 		variant{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
 			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)"})
 	slices.SortStableFunc(vs, func(a, b variant) int {
