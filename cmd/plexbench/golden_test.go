@@ -12,6 +12,7 @@ import (
 
 	"plexbench/kernels/shareddata"
 	"plexbench/profiles"
+	"plexbench/scoring"
 )
 
 type goldenPPL struct {
@@ -48,9 +49,40 @@ func sameToSignificant(a, b float64, n int) bool {
 	return math.Abs(a-b) <= unit/2+1e-12
 }
 
+// exactKernels are the variants that reproduce ggml's AVX-512 CPU
+// arithmetic bit for bit (kernels/avx512.go, kernels/libm.go).
+const exactKernels = "matmul=go,attention=go,swiglu=go"
+
+// scoreStories runs the chunks method on text with one stories260K file
+// as llama-perplexity -c ctx -b ctx does.
+func scoreStories(t *testing.T, model, text string, ctx int, kv, kernelSpec string) scoring.Report {
+	t.Helper()
+	p := profiles.Default()
+	p.Model, p.Text, p.Ctx, p.KVCacheDType, p.BatchSize, p.UBatchSize = model, text, ctx, kv, ctx, ctx
+	var err error
+	if p.Kernels, err = profiles.ParseKernels(kernelSpec); err != nil {
+		t.Fatal(err)
+	}
+	req, err := buildRequest(p, scoreExtras{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := scoreProfile(context.Background(), p, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 // TestGoldenPerplexity scores tinystories-16k with every stories260K file at
-// ctx 128 and 64 and compares with llama.cpp's -fa off figures: f32 KV with
-// dense_f32kv, f16 KV with dense_f16kv.
+// ctx 128 and 64 with the default (fastest) kernels and compares with
+// golden.json's llama.cpp -fa off figures: f32 KV with dense_f32kv, f16 KV
+// with dense_f16kv. Token hash, windows and scored tokens must be equal.
+// The F32 and F16 models must agree to 4 significant digits. The quantized
+// files are held to 0.2%: golden.json's build is not reproducible and, on
+// this 64-wide model, 8-bit activation quantization turns last-bit
+// differences between llama.cpp builds into shifts of ~1e-3 (see
+// testdata/oracle/README.md; TestExactKernelsMatchLlamaCpp pins exactness).
 func TestGoldenPerplexity(t *testing.T) {
 	dir := shareddata.Dir(t)
 	g := loadGolden(t, dir)
@@ -62,6 +94,7 @@ func TestGoldenPerplexity(t *testing.T) {
 	}
 	for _, model := range models {
 		name := strings.TrimSuffix(filepath.Base(model), ".gguf")
+		float := strings.HasSuffix(name, "-f32") || strings.HasSuffix(name, "-f16")
 		for _, ctx := range []int{128, 64} {
 			for _, kv := range []struct{ dtype, config string }{{"f32", "dense_f32kv"}, {"f16", "dense_f16kv"}} {
 				key := fmt.Sprintf("%s/tinystories-16k/ctx%d/%s", name, ctx, kv.config)
@@ -71,31 +104,62 @@ func TestGoldenPerplexity(t *testing.T) {
 					continue
 				}
 				t.Run(key, func(t *testing.T) {
-					p := profiles.Default()
-					p.Model, p.Text, p.Ctx, p.KVCacheDType, p.BatchSize = model, text, ctx, kv.dtype, ctx
-					req, err := buildRequest(p, scoreExtras{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					rep, err := scoreProfile(context.Background(), p, req)
-					if err != nil {
-						t.Fatal(err)
-					}
+					rep := scoreStories(t, model, text, ctx, kv.dtype, "")
 					if rep.Tokens != tok.Tokens || rep.TokenIDsSHA256 != tok.SHA256 {
 						t.Errorf("tokens %d %s, want %d %s", rep.Tokens, rep.TokenIDsSHA256, tok.Tokens, tok.SHA256)
 					}
 					if rep.WindowsScored != want.Chunks || rep.ScoredTokens != want.Chunks*(ctx-1-ctx/2) {
 						t.Errorf("windows %d scored %d, want %d chunks", rep.WindowsScored, rep.ScoredTokens, want.Chunks)
 					}
-					if !sameToSignificant(rep.Perplexity, want.PPL, 4) {
-						t.Errorf("PPL %.5f, llama.cpp %.4f", rep.Perplexity, want.PPL)
-					}
-					if !sameToSignificant(rep.PerplexityUncertainty, want.PPLErr, 3) {
-						t.Errorf("PPL ± %.6f, llama.cpp %.5f", rep.PerplexityUncertainty, want.PPLErr)
-					}
 					t.Logf("PPL %.5f ± %.6f (llama.cpp %.4f ± %.5f)", rep.Perplexity, rep.PerplexityUncertainty, want.PPL, want.PPLErr)
+					if float {
+						if !sameToSignificant(rep.Perplexity, want.PPL, 4) || !sameToSignificant(rep.PerplexityUncertainty, want.PPLErr, 3) {
+							t.Errorf("PPL %.5f ± %.6f, llama.cpp %.4f ± %.5f", rep.Perplexity, rep.PerplexityUncertainty, want.PPL, want.PPLErr)
+						}
+						return
+					}
+					if d := math.Abs(rep.Perplexity/want.PPL - 1); d > 2e-3 {
+						t.Errorf("PPL %.5f is %.2f%% from llama.cpp's %.4f", rep.Perplexity, 100*d, want.PPL)
+					}
+					if d := math.Abs(rep.PerplexityUncertainty/want.PPLErr - 1); d > 1e-2 {
+						t.Errorf("± %.6f is %.2f%% from llama.cpp's %.5f", rep.PerplexityUncertainty, 100*d, want.PPLErr)
+					}
 				})
 			}
 		}
+	}
+}
+
+// TestExactKernelsMatchLlamaCpp: with the exact kernel variants every
+// stories260K file reproduces the perplexity llama.cpp's own AVX-512 CPU
+// backend computes (testdata/oracle), to 1e-6 relative.
+func TestExactKernelsMatchLlamaCpp(t *testing.T) {
+	dir := shareddata.Dir(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "oracle", "llamacpp-avx512.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oracle struct {
+		PPL map[string]float64 `json:"ppl"`
+	}
+	if err := json.Unmarshal(data, &oracle); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(dir, "tinystories", "tinystories-16k.txt")
+	for key, want := range oracle.PPL {
+		var name, kv string
+		var ctx int
+		if _, err := fmt.Sscanf(strings.NewReplacer("/", " ").Replace(key), "%s ctx%d %s", &name, &ctx, &kv); err != nil {
+			t.Fatalf("oracle key %q: %v", key, err)
+		}
+		if testing.Short() && ctx != 128 {
+			continue
+		}
+		t.Run(key, func(t *testing.T) {
+			rep := scoreStories(t, filepath.Join(dir, "models", name+".gguf"), text, ctx, strings.TrimSuffix(kv, "kv"), exactKernels)
+			if d := math.Abs(rep.Perplexity/want - 1); d > 1e-6 {
+				t.Errorf("PPL %.8f, llama.cpp %.8f (rel %.2g)", rep.Perplexity, want, d)
+			}
+		})
 	}
 }
