@@ -1,5 +1,8 @@
 package engine
 
+// This file owns BenchmarkPrefill and what the engine's benchmarks share:
+// the Qwen3-0.6B-shaped random model and BENCH_LAYERS.
+
 import (
 	"fmt"
 	"math/rand/v2"
@@ -21,18 +24,11 @@ import (
 // "tok/s@28L", the rate scaled to 28 layers (it reads high: fewer layers'
 // weights stay warmer in cache).
 func BenchmarkPrefill(b *testing.B) {
-	layers := 28
-	if s := os.Getenv("BENCH_LAYERS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("BENCH_LAYERS=%q", s)
-		}
-		layers = n
-	}
+	layers := benchLayers(b, 28)
 	const ctx = 512
 	for _, wt := range []kernels.Type{kernels.F16, kernels.Q8_0} {
 		b.Run(fmt.Sprintf("%v/ctx%d/layers%d", wt, ctx, layers), func(b *testing.B) {
-			path := writeQwen3Shaped(b, wt, layers)
+			path := writeQwen3Shaped(b, layers, 1024, allOf(wt))
 			m, err := Load(path, Options{KVType: kernels.F16, KVLen: ctx})
 			if err != nil {
 				b.Fatal(err)
@@ -61,16 +57,26 @@ func BenchmarkPrefill(b *testing.B) {
 	}
 }
 
-// writeQwen3Shaped writes a random qwen3 model with Qwen3-0.6B's layer
-// shapes and a 1024-token vocabulary; values are drawn once and reused
-// across tensors.
-func writeQwen3Shaped(b *testing.B, wt kernels.Type, layers int) string {
-	return writeQwen3ShapedVocab(b, wt, layers, 1024)
+// benchLayers is the model depth a benchmark builds: BENCH_LAYERS if set,
+// else def.
+func benchLayers(b *testing.B, def int) int {
+	s := os.Getenv("BENCH_LAYERS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("BENCH_LAYERS=%q", s)
+	}
+	return n
 }
 
-// writeQwen3ShapedVocab is writeQwen3Shaped with vocab tokens (the real
-// model has 151936; the embedding is tied, so it is the LM head too).
-func writeQwen3ShapedVocab(b *testing.B, wt kernels.Type, layers, vocab int) string {
+// writeQwen3Shaped writes a random qwen3 model with Qwen3-0.6B's layer
+// shapes, layers blocks and vocab tokens (the real model has 151936; the
+// embedding is tied, so it is the LM head too). typeOf gives each matrix's
+// type by layer (−1 for token_embd) and name within the layer; norms are
+// F32. Values are drawn once from a seeded pool and reused across tensors.
+func writeQwen3Shaped(b *testing.B, layers, vocab int, typeOf func(layer int, name string) kernels.Type) string {
 	b.Helper()
 	const (
 		embd, heads, kvHeads, hd, ff = 1024, 16, 8, 128, 3072
@@ -98,12 +104,7 @@ func writeQwen3ShapedVocab(b *testing.B, wt kernels.Type, layers, vocab int) str
 		scores = append(scores, -float32(i))
 		types = append(types, 1)
 	}
-	w.Set("tokenizer.ggml.model", "llama")
-	w.Set("tokenizer.ggml.tokens", toks)
-	w.Set("tokenizer.ggml.scores", scores)
-	w.Set("tokenizer.ggml.token_type", types)
-	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	setSPMTokenizer(w, toks, scores, types)
 	off := 0
 	add := func(name string, typ kernels.Type, cols, rows int) {
 		data := make([]byte, typ.RowBytes(cols)*rows)
@@ -122,25 +123,31 @@ func writeQwen3ShapedVocab(b *testing.B, wt kernels.Type, layers, vocab int) str
 			b.Fatal(err)
 		}
 	}
-	add("token_embd.weight", wt, embd, vocab)
+	add("token_embd.weight", typeOf(-1, "token_embd.weight"), embd, vocab)
 	add("output_norm.weight", kernels.F32, embd, 1)
 	for l := range layers {
 		p := fmt.Sprintf("blk.%d.", l)
+		mat := func(name string, cols, rows int) { add(p+name, typeOf(l, name), cols, rows) }
 		add(p+"attn_norm.weight", kernels.F32, embd, 1)
-		add(p+"attn_q.weight", wt, embd, heads*hd)
-		add(p+"attn_k.weight", wt, embd, kvHeads*hd)
-		add(p+"attn_v.weight", wt, embd, kvHeads*hd)
+		mat("attn_q.weight", embd, heads*hd)
+		mat("attn_k.weight", embd, kvHeads*hd)
+		mat("attn_v.weight", embd, kvHeads*hd)
 		add(p+"attn_q_norm.weight", kernels.F32, hd, 1)
 		add(p+"attn_k_norm.weight", kernels.F32, hd, 1)
-		add(p+"attn_output.weight", wt, heads*hd, embd)
+		mat("attn_output.weight", heads*hd, embd)
 		add(p+"ffn_norm.weight", kernels.F32, embd, 1)
-		add(p+"ffn_gate.weight", wt, embd, ff)
-		add(p+"ffn_up.weight", wt, embd, ff)
-		add(p+"ffn_down.weight", wt, ff, embd)
+		mat("ffn_gate.weight", embd, ff)
+		mat("ffn_up.weight", embd, ff)
+		mat("ffn_down.weight", ff, embd)
 	}
 	path := filepath.Join(b.TempDir(), "qwen3-0.6b-shaped.gguf")
 	if err := w.WriteFile(path); err != nil {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// allOf is a writeQwen3Shaped typeOf that stores every matrix as wt.
+func allOf(wt kernels.Type) func(int, string) kernels.Type {
+	return func(int, string) kernels.Type { return wt }
 }

@@ -10,14 +10,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
-	"plexbench/engine/gguf"
 	"plexbench/kernels"
 )
 
@@ -132,30 +129,18 @@ func TestKernelVariantsAgreeOnStories260K(t *testing.T) {
 // BENCH_LAYERS sets the depth (default 2); tok/s@28L scales to the real 28
 // layers as BenchmarkPrefill does.
 func BenchmarkPrefillKernels(b *testing.B) {
-	layers := 2
-	if s := os.Getenv("BENCH_LAYERS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("BENCH_LAYERS=%q", s)
-		}
-		layers = n
-	}
+	layers := benchLayers(b, 2)
 	const ctx = 512
 	ks, err := kernels.ParseKernels(os.Getenv("BENCH_KERNELS"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, typ := range []string{"F16", "Q8_0", "Q4_K_M"} {
-		b.Run(fmt.Sprintf("%s/ctx%d/layers%d", typ, ctx, layers), func(b *testing.B) {
-			var path string
-			switch typ {
-			case "F16":
-				path = writeQwen3Shaped(b, kernels.F16, layers)
-			case "Q8_0":
-				path = writeQwen3Shaped(b, kernels.Q8_0, layers)
-			default:
-				path = writeQwen3Q4KM(b, layers)
-			}
+	for _, mix := range []struct {
+		name   string
+		typeOf func(layer int, name string) kernels.Type
+	}{{"F16", allOf(kernels.F16)}, {"Q8_0", allOf(kernels.Q8_0)}, {"Q4_K_M", q4KM}} {
+		b.Run(fmt.Sprintf("%s/ctx%d/layers%d", mix.name, ctx, layers), func(b *testing.B) {
+			path := writeQwen3Shaped(b, layers, 1024, mix.typeOf)
 			m, err := Load(path, Options{KVType: kernels.F16, KVLen: ctx, Kernels: ks})
 			if err != nil {
 				b.Fatal(err)
@@ -181,80 +166,17 @@ func BenchmarkPrefillKernels(b *testing.B) {
 	}
 }
 
-// writeQwen3Q4KM writes the Q4_K_M-shaped model: the same shapes and value
-// pool as writeQwen3Shaped, a type per tensor.
-func writeQwen3Q4KM(b *testing.B, layers int) string {
-	b.Helper()
-	const (
-		embd, heads, kvHeads, hd, ff, vocab = 1024, 16, 8, 128, 3072, 1024
-	)
-	rng := rand.New(rand.NewPCG(1, 2))
-	pool := make([]float32, 1<<20+4096)
-	for i := range pool {
-		pool[i] = float32(rng.NormFloat64() * 0.03)
+// q4KM is a writeQwen3Shaped typeOf for llama.cpp's Q4_K_M mix: Q4_K,
+// with Q6_K for the tied embedding and for attn_v and ffn_down on the
+// layers its use_more_bits(i, n) picks out of the real 28.
+func q4KM(layer int, name string) kernels.Type {
+	const n = 28
+	moreBits := layer < n/8 || layer >= 7*n/8 || (layer-n/8)%3 == 2
+	switch {
+	case layer < 0:
+		return kernels.Q6_K
+	case moreBits && (name == "attn_v.weight" || name == "ffn_down.weight"):
+		return kernels.Q6_K
 	}
-	w := gguf.NewWriter()
-	w.Set("general.architecture", "qwen3")
-	w.Set("qwen3.context_length", uint32(40960))
-	w.Set("qwen3.embedding_length", uint32(embd))
-	w.Set("qwen3.block_count", uint32(layers))
-	w.Set("qwen3.feed_forward_length", uint32(ff))
-	w.Set("qwen3.attention.head_count", uint32(heads))
-	w.Set("qwen3.attention.head_count_kv", uint32(kvHeads))
-	w.Set("qwen3.attention.key_length", uint32(hd))
-	w.Set("qwen3.attention.value_length", uint32(hd))
-	w.Set("qwen3.rope.freq_base", float32(1e6))
-	w.Set("qwen3.attention.layer_norm_rms_epsilon", float32(1e-6))
-	toks, scores, types := spmVocab(vocab)
-	w.Set("tokenizer.ggml.model", "llama")
-	w.Set("tokenizer.ggml.tokens", toks)
-	w.Set("tokenizer.ggml.scores", scores)
-	w.Set("tokenizer.ggml.token_type", types)
-	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
-	off := 0
-	add := func(name string, typ kernels.Type, cols, rows int) {
-		rb := typ.RowBytes(cols)
-		data := make([]byte, rb*rows)
-		for r := range rows {
-			off = (off + 4099) % (len(pool) - cols)
-			if err := kernels.Quantize(typ, pool[off:off+cols], data[r*rb:(r+1)*rb]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		dims := []int64{int64(cols), int64(rows)}
-		if rows == 1 {
-			dims = dims[:1]
-		}
-		if err := w.AddTensor(name, typ, dims, data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// llama.cpp's use_more_bits(i, n) for the real 28 layers.
-	moreBits := func(i int) bool { n := 28; return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
-	add("token_embd.weight", kernels.Q6_K, embd, vocab)
-	add("output_norm.weight", kernels.F32, embd, 1)
-	for l := range layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		vd := kernels.Q4_K
-		if moreBits(l) {
-			vd = kernels.Q6_K
-		}
-		add(p+"attn_norm.weight", kernels.F32, embd, 1)
-		add(p+"attn_q.weight", kernels.Q4_K, embd, heads*hd)
-		add(p+"attn_k.weight", kernels.Q4_K, embd, kvHeads*hd)
-		add(p+"attn_v.weight", vd, embd, kvHeads*hd)
-		add(p+"attn_q_norm.weight", kernels.F32, hd, 1)
-		add(p+"attn_k_norm.weight", kernels.F32, hd, 1)
-		add(p+"attn_output.weight", kernels.Q4_K, heads*hd, embd)
-		add(p+"ffn_norm.weight", kernels.F32, embd, 1)
-		add(p+"ffn_gate.weight", kernels.Q4_K, embd, ff)
-		add(p+"ffn_up.weight", kernels.Q4_K, embd, ff)
-		add(p+"ffn_down.weight", vd, ff, embd)
-	}
-	path := filepath.Join(b.TempDir(), "qwen3-0.6b-q4km-shaped.gguf")
-	if err := w.WriteFile(path); err != nil {
-		b.Fatal(err)
-	}
-	return path
+	return kernels.Q4_K
 }

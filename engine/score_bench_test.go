@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,19 +31,12 @@ import (
 // selections for the other ops. About a minute at -benchtime=1x, most of
 // it writing the model.
 func BenchmarkScoreWindow(b *testing.B) {
-	layers := 28
-	if s := os.Getenv("BENCH_LAYERS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("BENCH_LAYERS=%q", s)
-		}
-		layers = n
-	}
+	layers := benchLayers(b, 28)
 	const (
 		ctx, vocab = 512, 151936
 		first      = ctx / 2
 	)
-	path := writeQwen3ShapedVocab(b, kernels.Q8_0, layers, vocab)
+	path := writeQwen3Shaped(b, layers, vocab, allOf(kernels.Q8_0))
 	tokens := randomTokens(ctx, vocab, 1)
 	for _, head := range []string{"go", "avx512"} {
 		spec := strings.Trim(os.Getenv("BENCH_KERNELS")+",head="+head, ",")

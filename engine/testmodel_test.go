@@ -71,6 +71,17 @@ func spmVocab(n int) (tokens []string, scores []float32, types []int32) {
 	return tokens, scores, types
 }
 
+// setSPMTokenizer sets a llama (SentencePiece) tokenizer with spmVocab's
+// layout: BOS 1, EOS 2.
+func setSPMTokenizer(w *gguf.Writer, tokens []string, scores []float32, types []int32) {
+	w.Set("tokenizer.ggml.model", "llama")
+	w.Set("tokenizer.ggml.tokens", tokens)
+	w.Set("tokenizer.ggml.scores", scores)
+	w.Set("tokenizer.ggml.token_type", types)
+	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
+	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+}
+
 // build writes a random model of spec s into t.TempDir().
 func build(t testing.TB, s spec, seed uint64) *fixture {
 	t.Helper()
@@ -105,12 +116,7 @@ func build(t testing.TB, s spec, seed uint64) *fixture {
 	w.Set(a+"rope.freq_base", float32(10000))
 	w.Set(a+"attention.layer_norm_rms_epsilon", float32(1e-5))
 	toks, scores, types := spmVocab(s.vocab)
-	w.Set("tokenizer.ggml.model", "llama")
-	w.Set("tokenizer.ggml.tokens", toks)
-	w.Set("tokenizer.ggml.scores", scores)
-	w.Set("tokenizer.ggml.token_type", types)
-	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
+	setSPMTokenizer(w, toks, scores, types)
 	w.Set("tokenizer.ggml.unknown_token_id", uint32(0))
 	w.Set("tokenizer.ggml.add_bos_token", true)
 
