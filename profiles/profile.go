@@ -270,8 +270,6 @@ func (p Profile) Validate() error {
 	}
 	if p.UBatchSize < 1 || p.UBatchSize > maxBatch {
 		bad("ubatch_size", "%d is outside 1..%d", p.UBatchSize, maxBatch)
-	} else if p.UBatchSize > p.BatchSize && p.BatchSize >= 1 {
-		bad("ubatch_size", "%d is larger than batch_size %d", p.UBatchSize, p.BatchSize)
 	}
 	if !slices.Contains(kvDTypes, p.KVCacheDType) {
 		bad("kv_cache_dtype", "%q is not one of %s", p.KVCacheDType, strings.Join(kvDTypes, ", "))
