@@ -178,7 +178,7 @@ func TestValidate(t *testing.T) {
 		{"stride", func(p *Profile) { p.Method, p.Stride = "sliding", -1 }},
 		{"chunks", func(p *Profile) { p.Chunks = -1 }},
 		{"batch_size", func(p *Profile) { p.BatchSize = 0 }},
-		{"ubatch_size", func(p *Profile) { p.UBatchSize = 4096 }},
+		{"ubatch_size", func(p *Profile) { p.UBatchSize = 0 }},
 		{"kv_cache_dtype", func(p *Profile) { p.KVCacheDType = "q4_0" }},
 		{"kv_len", func(p *Profile) { p.KVLen = 256 }},
 		{"kv_len", func(p *Profile) { p.KVLen = -1 }},
