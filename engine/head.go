@@ -5,6 +5,16 @@ package engine
 // buffer and runs the pick and topk reductions (KernelSet.Pick / TopK,
 // the run's "head" variant) on each row, rows split over the pool, so
 // nothing vocabulary-sized outlives the call.
+//
+// The output matrix is repacked once, on the first HeadReduce, into the
+// matmul variant's panel layout (kernels.Prepack) when that layout costs
+// at most maxPackRatio times the matrix's own bytes: Q8_0 heads (576
+// bytes per 16×32 weights against 544, so ≈175 MB of heap for Qwen3's
+// 151936 × 1024 head). Each call then reads the panels in place instead of
+// repacking every panel for at most HeadRows tokens, which cost a quarter
+// of the head's time; the panels and so the logits are bit-identical.
+// Types whose panels are wider than their blocks (Q4_0, K-quants: up to
+// 2.3×) keep repacking per call rather than double the head's memory.
 
 import (
 	"fmt"
@@ -16,11 +26,19 @@ import (
 type headState struct {
 	logits []float32 // (HeadRows, n_vocab), allocated on first use
 	ms     kernels.MatScratch
+	// The output matrix's prepacked panels (nil: repack per call), made
+	// on the first call; packTried stops retrying a refused pack.
+	packed    *kernels.PackedMatrix
+	packTried bool
 	// One HeadReduce call's rows, read by the bound pool callback.
 	reqs []RowRequest
 	out  []RowResult
 	run  func(worker, lo, hi int)
 }
+
+// maxPackRatio bounds the prepacked head's memory relative to the output
+// matrix's bytes (see the file comment).
+const maxPackRatio = 1.25
 
 // logitsOf computes the logits of n hidden rows (with output.bias if any)
 // into the reused buffer.
@@ -31,7 +49,19 @@ func (m *Model) logitsOf(hidden []float32, n int) []float32 {
 		h.logits = make([]float32, HeadRows*v)
 	}
 	logits := h.logits[:n*v]
-	m.opt.Kernels.MatMul(m.pool, logits, m.output, hidden, n, &h.ms)
+	ks := m.opt.Kernels
+	if !h.packTried {
+		h.packTried = true
+		if b := ks.PackedBytes(m.output); b > 0 && float64(b) <= maxPackRatio*float64(len(m.output.Data)) {
+			// An error leaves packed nil: the per-call repack is correct too.
+			h.packed, _ = ks.Prepack(m.pool, m.output)
+		}
+	}
+	if h.packed != nil {
+		ks.MatMulPacked(m.pool, logits, h.packed, hidden, n, &h.ms)
+	} else {
+		ks.MatMul(m.pool, logits, m.output, hidden, n, &h.ms)
+	}
 	if m.outBias != nil {
 		for r := range n {
 			row := logits[r*v : (r+1)*v]

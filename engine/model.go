@@ -208,6 +208,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.pool.Close()
+	m.head = headState{} // the prepacked head is heap, not mapped
 	err := m.file.Close()
 	m.file = nil
 	return err

@@ -5,7 +5,8 @@ package kernels
 // per call, then work units of (16-row panel × token range) handed out
 // from an atomic counter to the pool's workers, each repacking its panel
 // once into its own scratch and sweeping the tokens in kernel-sized
-// groups. Nothing is allocated per call once the scratch has grown.
+// groups; with a PackedMatrix (prepack.go) the panels are read in place
+// instead. Nothing is allocated per call once the scratch has grown.
 
 import (
 	"encoding/binary"
@@ -49,8 +50,9 @@ type matKernel struct {
 
 // simdScratch is the driver's reusable state; one per MatMul caller.
 type simdScratch struct {
-	act     []byte    // quantized activations, nTok rows
-	actF    []float32 // rounded float activations
+	act     []byte        // quantized activations, nTok rows
+	packed  *PackedMatrix // set by MatMulPacked for one call: panels read in place
+	actF    []float32     // rounded float activations
 	workers []*simdWorker
 	next    atomic.Int64
 	job     simdJob
@@ -132,9 +134,10 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 		s.workers = append(s.workers, &simdWorker{})
 	}
 	for _, wk := range s.workers[:threads] {
-		if j.outer {
+		switch {
+		case j.outer:
 			wk.fpanel = grow(wk.fpanel, w.Cols*fpRows)
-		} else {
+		case s.packed == nil:
 			wk.panel = grow(wk.panel, j.panelLen)
 		}
 	}
@@ -208,28 +211,38 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 			continue
 		}
 		panel := s.workers[worker].panel
-		if ru != cur {
-			switch {
-			case j.k.fast && repackFast(j.w, ru*panelRows, j.k.fmt, panel):
-			case j.k.fam == famQ8:
-				repackQ8(j.w, ru*panelRows, j.k.fmt, panel)
-			default:
-				repackK(j.w, ru*panelRows, j.k.layout, panel)
-			}
+		switch {
+		case s.packed != nil:
+			panel = s.packed.panel(ru)
+		case ru != cur:
+			repackPanel(j.k, j.w, ru*panelRows, panel)
 			cur = ru
 		}
-		j.panelUnit(s, worker, ru*panelRows, t0, t1)
+		j.panelUnit(s, worker, panel, ru*panelRows, t0, t1)
 	}
 }
 
-// panelUnit runs the quantized kernel for one panel over tokens [t0, t1).
-func (j *simdJob) panelUnit(s *simdScratch, worker, r0, t0, t1 int) {
+// repackPanel writes the quantized panel of rows [r0, r0+16) of w in
+// kernel k's layout into dst.
+func repackPanel(k *matKernel, w *Matrix, r0 int, dst []byte) {
+	switch {
+	case k.fast && repackFast(w, r0, k.fmt, dst):
+	case k.fam == famQ8:
+		repackQ8(w, r0, k.fmt, dst)
+	default:
+		repackK(w, r0, k.layout, dst)
+	}
+}
+
+// panelUnit runs the quantized kernel for the panel of rows [r0, r0+16)
+// over tokens [t0, t1).
+func (j *simdJob) panelUnit(s *simdScratch, worker int, panel []byte, r0, t0, t1 int) {
 	k, w := j.k, j.w
 	wk := s.workers[worker]
 	tile := &wk.tile
 	rows := min(panelRows, w.Rows-r0)
 	qt := &wk.qt
-	qt.w = unsafe.Pointer(unsafe.SliceData(wk.panel))
+	qt.w = unsafe.Pointer(unsafe.SliceData(panel))
 	qt.nb = w.Cols / w.Type.BlockSize()
 	qt.shift = k.layout.shift
 	for tb := t0; tb < t1; tb += k.tokens {
