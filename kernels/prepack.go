@@ -6,8 +6,10 @@ package kernels
 // call. It pays when a matrix is large and each call has few tokens (the
 // LM head: 151936 rows, at most 128 tokens a call, so every panel's repack
 // served only 128 tokens and the gathers from the mapped file stalled on
-// memory). The kernels read the same panel bytes either way, so the
-// results are bit-identical to the unpacked call.
+// memory). Workers claim a few consecutive panels at a time and prefetch
+// the next one while the current one runs (prepack_amd64.s). The kernels
+// read the same panel bytes either way, so the results are bit-identical
+// to the unpacked call.
 
 import "fmt"
 

@@ -34,8 +34,10 @@ func TestMatMulPackedBitIdentical(t *testing.T) {
 			if wt.BlockSize() == qk {
 				cols = 5 * qk
 			}
-			// Rows: under one panel, whole panels, a partial last panel.
-			for _, rows := range []int{7, 32, 53} {
+			// Rows: under one panel, whole panels, a partial last panel,
+			// and enough panels that workers claim several at once and
+			// prefetch the next.
+			for _, rows := range []int{7, 32, 53, 40*panelRows + 5} {
 				for _, nTok := range []int{1, 9, 21} {
 					if isa == "gotile" && nTok > 9 {
 						continue

@@ -183,6 +183,10 @@ func (j *simdJob) convert(s *simdScratch, lo, hi int) {
 
 // work takes units from the shared counter until none are left.
 func (j *simdJob) work(s *simdScratch, worker int) {
+	if s.packed != nil {
+		j.workPacked(s, worker)
+		return
+	}
 	cur := -1 // row unit whose panel is in this worker's scratch
 	for {
 		u := int(s.next.Add(1) - 1)
@@ -211,14 +215,37 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 			continue
 		}
 		panel := s.workers[worker].panel
-		switch {
-		case s.packed != nil:
-			panel = s.packed.panel(ru)
-		case ru != cur:
+		if ru != cur {
 			repackPanel(j.k, j.w, ru*panelRows, panel)
 			cur = ru
 		}
-		j.panelUnit(s, worker, panel, ru*panelRows, t0, t1)
+		j.panelUnit(s, worker, panel, nil, ru*panelRows, t0, t1)
+	}
+}
+
+// packChunk is how many consecutive units a worker claims at once on the
+// prepacked path, so that it knows the next panel it reads and can
+// prefetch it while the current one runs.
+const packChunk = 8
+
+// workPacked is work with the panels read from s.packed.
+func (j *simdJob) workPacked(s *simdScratch, worker int) {
+	chunk := max(1, min(packChunk, j.units/(8*len(s.workers))))
+	for {
+		c := int(s.next.Add(1)-1) * chunk
+		if c >= j.units {
+			return
+		}
+		end := min(c+chunk, j.units)
+		for u := c; u < end; u++ {
+			ru, tp := u/j.tokParts, u%j.tokParts
+			t0, t1 := tp*j.nTok/j.tokParts, (tp+1)*j.nTok/j.tokParts
+			var next []byte
+			if nru := (u + 1) / j.tokParts; u+1 < end && nru != ru {
+				next = s.packed.panel(nru)
+			}
+			j.panelUnit(s, worker, s.packed.panel(ru), next, ru*panelRows, t0, t1)
+		}
 	}
 }
 
@@ -235,8 +262,8 @@ func repackPanel(k *matKernel, w *Matrix, r0 int, dst []byte) {
 }
 
 // panelUnit runs the quantized kernel for the panel of rows [r0, r0+16)
-// over tokens [t0, t1).
-func (j *simdJob) panelUnit(s *simdScratch, worker int, panel []byte, r0, t0, t1 int) {
+// over tokens [t0, t1), prefetching next (if any) a slice per kernel call.
+func (j *simdJob) panelUnit(s *simdScratch, worker int, panel, next []byte, r0, t0, t1 int) {
 	k, w := j.k, j.w
 	wk := s.workers[worker]
 	tile := &wk.tile
@@ -245,7 +272,17 @@ func (j *simdJob) panelUnit(s *simdScratch, worker int, panel []byte, r0, t0, t1
 	qt.w = unsafe.Pointer(unsafe.SliceData(panel))
 	qt.nb = w.Cols / w.Type.BlockSize()
 	qt.shift = k.layout.shift
+	var pfStep int
+	if len(next) > 0 {
+		groups := (t1 - t0 + k.tokens - 1) / k.tokens
+		pfStep = (len(next)/groups + 63) &^ 63
+	}
+	pf := 0
 	for tb := t0; tb < t1; tb += k.tokens {
+		if pf < len(next) {
+			prefetchLines(&next[pf], min(pfStep, len(next)-pf))
+			pf += pfStep
+		}
 		nt := min(k.tokens, t1-tb)
 		for i := range k.tokens {
 			t := tb + min(i, nt-1)
