@@ -31,7 +31,8 @@ type Report struct {
 	PerplexityUncertainty  float64        `json:"perplexity_uncertainty"`
 	ElapsedSeconds         float64        `json:"elapsed_seconds"`
 	PrefillTokens          int            `json:"prefill_tokens"`
-	PrefillTokensPerSecond float64        `json:"prefill_tokens_per_second"`
+	PrefillTokensPerSecond float64        `json:"prefill_tokens_per_second"`       // over elapsed − progress_held
+	ProgressHeldSeconds    float64        `json:"progress_held_seconds,omitempty"` // time the progress callback held the run (a paused TUI)
 	Config                 EngineConfig   `json:"config"`
 	Text                   string         `json:"text,omitempty"`         // the text's path, when known
 	KLDBaseOut             string         `json:"kld_base_out,omitempty"` // base recorded by this run

@@ -141,8 +141,9 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	rep.MeanNLL, rep.Perplexity, rep.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
 	rep.PrefillTokens = r.prefillDone
 	rep.ElapsedSeconds = time.Since(start).Seconds()
-	if rep.ElapsedSeconds > 0 {
-		rep.PrefillTokensPerSecond = float64(r.prefillDone) / rep.ElapsedSeconds
+	rep.ProgressHeldSeconds = r.held.Seconds()
+	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
+		rep.PrefillTokensPerSecond = float64(r.prefillDone) / working
 	}
 	if req.windowsWanted() {
 		rep.Windows = r.windows
@@ -263,8 +264,11 @@ type runner struct {
 	windows []WindowReport
 
 	start, loopStart time.Time
-	prefillDone      int
-	scoredDone       int
+	// held is the time the caller's Progress callback kept the run waiting
+	// (a paused TUI): it is not the engine's, so rates leave it out.
+	held        time.Duration
+	prefillDone int
+	scoredDone  int
 
 	// Per window.
 	w        Window
@@ -481,7 +485,7 @@ func (r *runner) event(e Event) {
 	e.ScoredTotal, e.ScoredDone = r.plan.Scored, r.scoredDone
 	e.PrefillTotal, e.PrefillDone = r.plan.PrefillToks, r.prefillDone
 	e.Elapsed = time.Since(r.start)
-	if loop := time.Since(r.loopStart).Seconds(); loop > 0 && r.prefillDone > 0 {
+	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > 0 {
 		e.MeanTokensPerSecond = float64(r.prefillDone) / loop
 		left := float64(r.plan.PrefillToks - r.prefillDone)
 		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
@@ -492,7 +496,9 @@ func (r *runner) event(e Event) {
 		s := r.kld.Snapshot()
 		e.KLD = &s
 	}
+	t0 := time.Now()
 	r.req.Progress(e)
+	r.held += time.Since(t0)
 }
 
 // sanitize replaces non-finite numbers, which JSON cannot carry, by 0 and

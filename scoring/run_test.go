@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // bruteNLLs recomputes every scored token's NLL of a plan from full logit
@@ -435,5 +436,31 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 	if err := WriteFileAtomic(filepath.Join(dir, "no", "such", "dir"), nil); err == nil || !strings.Contains(err.Error(), "no/such/dir") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestRunProgressHeldTime: time the Progress callback holds the run (a
+// paused TUI) is reported and left out of the prefill rate.
+func TestRunProgressHeldTime(t *testing.T) {
+	const hold = 20 * time.Millisecond
+	f := newFake(64, 8, 3, 0)
+	req := Request{
+		Tokens: randomTokens(2, 400, 64), Ctx: 100,
+		Progress: func(e Event) {
+			if e.Kind == EventWindowDone {
+				time.Sleep(hold)
+			}
+		},
+	}
+	rep, err := Run(context.Background(), f, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := rep.ProgressHeldSeconds; held < 4*hold.Seconds() || held > rep.ElapsedSeconds {
+		t.Fatalf("progress held %.3fs of %.3fs, want at least %v", held, rep.ElapsedSeconds, 4*hold)
+	}
+	working := rep.ElapsedSeconds - rep.ProgressHeldSeconds
+	if got := rep.PrefillTokensPerSecond * working; math.Abs(got-float64(rep.PrefillTokens)) > 1e-6*float64(rep.PrefillTokens) {
+		t.Fatalf("rate × working time = %v, want the %d prefill tokens", got, rep.PrefillTokens)
 	}
 }
