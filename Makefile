@@ -12,7 +12,7 @@ build:
 
 # The embedded default: stories260K scored on the shipped TinyStories excerpt.
 demo: build
-	./$(BIN) score
+	@./$(BIN) score
 
 test: vet
 	$(GO) test ./...
