@@ -25,6 +25,7 @@ type attnJob struct {
 	l, nh, nkv, grp int
 	tileT, tiles    int
 	exact           bool // attention=go: ggml's exact products
+	flash           bool // attention=flash: streaming softmax (attention_flash.go)
 	next            atomic.Int64
 	workers         []attnWorker
 	run             func(worker, lo, hi int) // bound once: no closure per layer
@@ -42,6 +43,7 @@ type attnWorker struct {
 	// stack, because MatMul keeps a pointer to its weights during the call.
 	keys, vals kernels.Matrix
 	ms         kernels.MatScratch
+	fl         flashScratch
 }
 
 func (j *attnJob) init(p *pass) {
@@ -49,6 +51,7 @@ func (j *attnJob) init(p *pass) {
 	j.workers = make([]attnWorker, p.m.pool.Threads())
 	j.run = j.work
 	j.exact = p.m.opt.Kernels.Variant(kernels.OpAttention) == "go"
+	j.flash = p.m.opt.Kernels.Variant(kernels.OpAttention) == "flash"
 }
 
 // attention caches the pass's K and V for layer l (nh query heads, nkv KV
@@ -73,7 +76,11 @@ func (j *attnJob) work(worker, _, _ int) {
 		if u >= int(units) {
 			return
 		}
-		j.unit(w, u%j.nkv, j.tiles-1-u/j.nkv)
+		if j.flash {
+			j.flashUnit(w, u%j.nkv, j.tiles-1-u/j.nkv)
+		} else {
+			j.unit(w, u%j.nkv, j.tiles-1-u/j.nkv)
+		}
 	}
 }
 

@@ -127,6 +127,10 @@ func buildRegistry() []variant {
 			desc: "ggml's -fa off attention in plain Go: K·Q and V·P in its order (AttnScores/AttnValues), softmax with its vector exp and glibc expf (bit-exact, slow)"},
 		variant{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
 			desc: "softmax with a 16-lane vector exp (AVX-512); K·Q and V·P follow the matmul ops"},
+		// Below "go" so that it is never the default: the default keeps
+		// the -fa off numerics.
+		variant{op: OpAttention, name: "flash", prio: 5,
+			desc: "tiled streaming softmax (FlashAttention-2 style): key blocks, running max and sum, no ctx×ctx scores; K·Q and V·P follow the matmul ops, vector exp where AVX-512"},
 		variant{op: OpHead, name: "go", prio: 10,
 			desc: "pick (max, argmax, Σ exp with libm exp) and heap top-k in plain Go (KernelSet.Pick/TopK); the LM head follows the matmul ops"},
 		variant{op: OpHead, name: "avx512", prio: 30, needs: avx512,

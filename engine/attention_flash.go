@@ -1,0 +1,156 @@
+package engine
+
+// This file owns the "flash" attention variant: the same causal GQA
+// attention as attention.go, computed FlashAttention-2 style so that no
+// (rows, n_kv) score matrix exists. Each unit (KV head × tile of query
+// rows) walks the cached keys in blocks of flashBlock: K·Q for the block
+// with the set's MatMul, then per row a running maximum m and a float64
+// running sum l of exp(score − m), with the unnormalised f32 output
+// rescaled by exp(m_old − m_new) whenever m grows; the output is divided
+// by l at the end. Scratch is bounded by rows × flashBlock.
+
+import (
+	"math"
+
+	"plexbench/kernels"
+)
+
+// flashBlock is how many keys one step of the streaming softmax takes; a
+// multiple of kvPad so that padded blocks stay inside the cache.
+const flashBlock = 128
+
+// flashScratch is one worker's scratch for flash units, grown once.
+type flashScratch struct {
+	s     []float32 // (rows, nbp) one block's scores, then exp(score − m)
+	pv    []float32 // (rows, hd) one block's P·V
+	o     []float32 // (rows, hd) unnormalised output
+	m     []float32 // (rows) running maximum of the scaled scores
+	alpha []float32 // (rows) this block's rescale exp(m_old − m_new)
+	l     []float64 // (rows) running Σ exp(score − m)
+	vt    []byte    // (hd, nbp) one block's values transposed, f32
+	row   []float32 // (hd) one dequantized value row
+}
+
+func (f *flashScratch) grow(rows, hd int) {
+	f.s = growTo(f.s, rows*flashBlock)
+	f.pv = growTo(f.pv, rows*hd)
+	f.o = growTo(f.o, rows*hd)
+	f.m = growTo(f.m, rows)
+	f.alpha = growTo(f.alpha, rows)
+	f.l = growTo(f.l, rows)
+	f.vt = growTo(f.vt, 4*hd*flashBlock)
+	f.row = growTo(f.row, hd)
+}
+
+// flashUnit attends the query heads of KV head g over the tokens of one
+// tile, as unit does, with the streaming softmax.
+func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
+	p, kv, ks := j.p, j.p.m.kv, j.p.m.opt.Kernels
+	hd := kv.hd
+	t0 := tile * j.tileT
+	t1 := min(t0+j.tileT, p.n)
+	nt := t1 - t0
+	rows := j.grp * nt
+	nk := p.pos0 + t1 // keys any row of the tile may see
+	w.q = growTo(w.q, rows*hd)
+	f := &w.fl
+	f.grow(rows, hd)
+
+	q, o := w.q[:rows*hd], f.o[:rows*hd]
+	for hi := range j.grp {
+		h := g*j.grp + hi
+		for t := t0; t < t1; t++ {
+			copy(q[(hi*nt+t-t0)*hd:][:hd], p.q[(t*j.nh+h)*hd:][:hd])
+		}
+	}
+	clear(o)
+	for r := range rows {
+		f.m[r] = float32(math.Inf(-1))
+		f.l[r] = 0
+	}
+	scale := attnScale(hd)
+	kBase := g * kv.cap * kv.rb
+	vBase := kv.v[j.l][kBase:]
+	for k0 := 0; k0 < nk; k0 += flashBlock {
+		nb := min(flashBlock, nk-k0)
+		// Padded to kvPad: the extra keys are cached or zero values
+		// whose probabilities are set to 0 below.
+		nbp := (nb + kvPad - 1) / kvPad * kvPad
+		w.keys = kernels.Matrix{Type: kv.typ, Rows: nbp, Cols: hd,
+			Data: kv.k[j.l][kBase+k0*kv.rb : kBase+(k0+nbp)*kv.rb]}
+		s := f.s[:rows*nbp]
+		ks.MatMul(nil, s, &w.keys, q, rows, &w.ms)
+		for r := range rows {
+			sr := s[r*nbp : (r+1)*nbp]
+			// The causal mask: row r sees keys up to its own position.
+			c := min(max(p.pos0+t0+r%nt+1-k0, 0), nb)
+			if c == 0 {
+				clear(sr)
+				f.alpha[r] = 1
+				continue
+			}
+			mNew := f.m[r]
+			for i, x := range sr[:c] {
+				x *= scale
+				sr[i] = x
+				mNew = max(mNew, x)
+			}
+			sum := kernels.ExpSum(sr[:c], mNew)
+			clear(sr[c:])
+			alpha := float32(0) // the first block: nothing to rescale
+			if f.l[r] != 0 {
+				alpha = float32(math.Exp(float64(f.m[r] - mNew)))
+			}
+			f.alpha[r], f.m[r] = alpha, mNew
+			f.l[r] = f.l[r]*float64(alpha) + sum
+		}
+		w.vals = j.flashValues(f, vBase[k0*kv.rb:], nb, nbp)
+		pv := f.pv[:rows*hd]
+		ks.MatMul(nil, pv, &w.vals, s, rows, &w.ms)
+		for r := range rows {
+			or, pr := o[r*hd:(r+1)*hd], pv[r*hd:(r+1)*hd]
+			if a := f.alpha[r]; a == 1 {
+				for i, x := range pr {
+					or[i] += x
+				}
+			} else {
+				for i, x := range pr {
+					or[i] = or[i]*a + x
+				}
+			}
+		}
+	}
+	for hi := range j.grp {
+		h := g*j.grp + hi
+		for t := t0; t < t1; t++ {
+			r := hi*nt + t - t0
+			inv := float32(1 / f.l[r])
+			dst := p.att[(t*j.nh+h)*hd:][:hd]
+			for i, x := range o[r*hd : (r+1)*hd] {
+				dst[i] = x * inv
+			}
+		}
+	}
+}
+
+// flashValues expands the nb cached values at src into f.vt as an f32
+// (hd, nbp) matrix — row d holds dimension d of every key — with columns
+// nb..nbp-1 zeroed.
+func (j *attnJob) flashValues(f *flashScratch, src []byte, nb, nbp int) kernels.Matrix {
+	kv := j.p.m.kv
+	hd := kv.hd
+	d := view[float32](f.vt[:4*hd*nbp])
+	row := f.row[:hd]
+	for k := range nb {
+		if err := kernels.Dequantize(kv.typ, src[k*kv.rb:(k+1)*kv.rb], row); err != nil {
+			panic("engine: " + err.Error()) // the type was checked at Load
+		}
+		for i, x := range row {
+			d[i*nbp+k] = x
+		}
+	}
+	for i := range hd {
+		clear(d[i*nbp+nb : (i+1)*nbp])
+	}
+	return kernels.Matrix{Type: kernels.F32, Rows: hd, Cols: nbp, Data: f.vt[:4*hd*nbp]}
+}

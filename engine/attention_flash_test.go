@@ -1,0 +1,111 @@
+package engine
+
+// Tests of attention=flash: logits against the float64 forward pass and
+// against the default (dense) attention on the tiny models, with windows
+// long enough for several key blocks and passes that start mid-cache, and
+// a KLD A/B on the real stories260K files.
+
+import (
+	"path/filepath"
+	"testing"
+
+	"plexbench/kernels"
+)
+
+func flashKernels(t testing.TB) kernels.KernelSet {
+	t.Helper()
+	ks, err := kernels.ParseKernels("attention=flash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// TestFlashAttentionMatchesReference runs 300 tokens (three key blocks)
+// as passes of 64 and as one pass, with f32 and f16 KV: flash logits stay
+// within the dense path's tolerance of the float64 reference (1e-4 with
+// f32 KV; f16 KV as TestKVTypes allows) and within 1e-5 of the dense
+// default with f32 KV.
+func TestFlashAttentionMatchesReference(t *testing.T) {
+	flash := flashKernels(t)
+	for name, s := range specs {
+		t.Run(name, func(t *testing.T) {
+			fx := build(t, s, 31)
+			tokens := randomTokens(300, s.vocab, 32)
+			want := fx.reference(tokens)
+			for _, kv := range []kernels.Type{kernels.F32, kernels.F16} {
+				tolRef, tolDense := 1e-4, 1e-5
+				if kv == kernels.F16 {
+					tolRef, tolDense = 2e-3, 2e-3
+				}
+				for _, ub := range []int{64, len(tokens)} {
+					opt := Options{KVType: kv, KVLen: len(tokens), UBatchSize: ub}
+					dense := engineLogits(t, open(t, fx, opt), tokens)
+					opt.Kernels = flash
+					got := engineLogits(t, open(t, fx, opt), tokens)
+					worstRef, worstDense := 0.0, 0.0
+					for i := range want {
+						worstRef = max(worstRef, relErr(got[i], want[i]))
+						worstDense = max(worstDense, relErr(got[i], dense[i]))
+					}
+					if worstRef > tolRef {
+						t.Errorf("kv %v ubatch %d: flash vs reference: max relative logit error %.3g > %g", kv, ub, worstRef, tolRef)
+					}
+					if worstDense > tolDense {
+						t.Errorf("kv %v ubatch %d: flash vs dense: max relative difference %.3g > %g", kv, ub, worstDense, tolDense)
+					}
+					t.Logf("kv %v ubatch %d: flash vs reference %.3g, vs dense %.3g", kv, ub, worstRef, worstDense)
+				}
+			}
+		})
+	}
+}
+
+// TestFlashSteadyStateAllocs checks that flash passes allocate nothing once
+// the workers' scratch has grown (one thread; see TestSteadyStateAllocs).
+func TestFlashSteadyStateAllocs(t *testing.T) {
+	fx := build(t, specs["qwen3"], 20)
+	m := open(t, fx, Options{Threads: 1, KVType: kernels.F16, KVLen: 300, UBatchSize: 64, Kernels: flashKernels(t)})
+	tokens := randomTokens(300, 64, 1)
+	nop := func(int, []float32, int) error { return nil }
+	run := func() {
+		if err := m.Prefill(t.Context(), tokens, len(tokens), nop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if a := testing.AllocsPerRun(3, run); a != 0 {
+		t.Errorf("%v allocations per flash prefill in steady state, want 0", a)
+	}
+}
+
+// TestFlashAgreesOnStories260K is the A/B of attention=flash against the
+// default attention on the real float stories260K files (256 tokens, two
+// key blocks): the distributions agree (mean KLD < 1e-5; only float
+// summation order and exp's rounding differ), and the time ratio is logged.
+func TestFlashAgreesOnStories260K(t *testing.T) {
+	dir := sharedData(t)
+	flash := flashKernels(t)
+	for _, name := range []string{"f32", "f16"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, "models", "stories260K-"+name+".gguf")
+			tokens := randomTokens(256, 512, 7)
+			load := func(ks kernels.KernelSet) *Model {
+				m, err := Load(path, Options{Threads: 2, KVLen: 256, KVType: kernels.F32, Kernels: ks})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { m.Close() })
+				return m
+			}
+			base, baseTime := logProbs(t, load(kernels.KernelSet{}), tokens)
+			lp, took := logProbs(t, load(flash), tokens)
+			kld := meanKLD(base, lp)
+			t.Logf("%s: KLD(default ∥ attention=flash) = %.3g nats, time %v vs %v (%.2f× the default)",
+				name, kld, took, baseTime, float64(took)/float64(baseTime))
+			if !(kld < 1e-5) {
+				t.Errorf("%s: KLD(default ∥ attention=flash) = %g, want < 1e-5", name, kld)
+			}
+		})
+	}
+}

@@ -1,0 +1,41 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestExpSum compares ExpSum with float64 exp on random rows of odd
+// lengths (vector tails) and with its Go twin.
+func TestExpSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 7, 16, 17, 63, 130} {
+		s := make([]float32, n)
+		mx := float32(math.Inf(-1))
+		for i := range s {
+			s[i] = float32(rng.NormFloat64() * 8)
+			mx = max(mx, s[i])
+		}
+		if n == 0 {
+			mx = 0
+		}
+		orig := append([]float32(nil), s...)
+		got := ExpSum(s, mx)
+		var want float64
+		for i, x := range orig {
+			e := math.Exp(float64(x - mx)) // the difference is rounded to f32 first
+			want += e
+			if d := math.Abs(float64(s[i]) - e); d > 1e-6*e+1e-30 {
+				t.Errorf("n %d: exp(%g−%g) = %g, want %g", n, x, mx, s[i], e)
+			}
+			twin := expGo(x - mx)
+			if twin != s[i] && (haveAsm && CPU().AVX512) {
+				t.Errorf("n %d: vector exp %g differs from its twin %g", n, s[i], twin)
+			}
+		}
+		if math.Abs(got-want) > 1e-6*want {
+			t.Errorf("n %d: sum %g, want %g", n, got, want)
+		}
+	}
+}
