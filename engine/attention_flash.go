@@ -28,7 +28,7 @@ type flashScratch struct {
 	alpha []float32 // (rows) this block's rescale exp(m_old − m_new)
 	l     []float64 // (rows) running Σ exp(score − m)
 	vt    []byte    // (hd, nbp) one block's values transposed, f32
-	row   []float32 // (hd) one dequantized value row
+	v     []byte    // (nb, hd) one block's values dequantized, f32
 }
 
 func (f *flashScratch) grow(rows, hd int) {
@@ -39,7 +39,7 @@ func (f *flashScratch) grow(rows, hd int) {
 	f.alpha = growTo(f.alpha, rows)
 	f.l = growTo(f.l, rows)
 	f.vt = growTo(f.vt, 4*hd*flashBlock)
-	f.row = growTo(f.row, hd)
+	f.v = growTo(f.v, 4*flashBlock*hd)
 }
 
 // flashUnit attends the query heads of KV head g over the tokens of one
@@ -89,12 +89,7 @@ func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
 				f.alpha[r] = 1
 				continue
 			}
-			mNew := f.m[r]
-			for i, x := range sr[:c] {
-				x *= scale
-				sr[i] = x
-				mNew = max(mNew, x)
-			}
+			mNew := max(f.m[r], kernels.ScaleMax(sr[:c], scale))
 			sum := kernels.ExpSum(sr[:c], mNew)
 			clear(sr[c:])
 			alpha := float32(0) // the first block: nothing to rescale
@@ -139,16 +134,12 @@ func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
 func (j *attnJob) flashValues(f *flashScratch, src []byte, nb, nbp int) kernels.Matrix {
 	kv := j.p.m.kv
 	hd := kv.hd
-	d := view[float32](f.vt[:4*hd*nbp])
-	row := f.row[:hd]
-	for k := range nb {
-		if err := kernels.Dequantize(kv.typ, src[k*kv.rb:(k+1)*kv.rb], row); err != nil {
-			panic("engine: " + err.Error()) // the type was checked at Load
-		}
-		for i, x := range row {
-			d[i*nbp+k] = x
-		}
+	// The block's rows are contiguous in the cache: one call expands them.
+	if err := kernels.Dequantize(kv.typ, src[:nb*kv.rb], view[float32](f.v[:4*nb*hd])); err != nil {
+		panic("engine: " + err.Error()) // the type was checked at Load
 	}
+	d := view[uint32](f.vt[:4*hd*nbp])
+	transpose(d, nbp, view[uint32](f.v[:4*nb*hd]), nb, hd)
 	for i := range hd {
 		clear(d[i*nbp+nb : (i+1)*nbp])
 	}

@@ -2,27 +2,63 @@ package kernels
 
 // This file owns the one piece of the engine's streaming-softmax
 // ("flash") attention that wants the vector exp: exponentiating a block of
-// scores against a running maximum and summing them in float64.
+// scores against a running maximum and summing them in float64, and the
+// scale-and-max pass before it.
+
+import "math"
 
 // ExpSum sets s[i] = exp(s[i] − mx) for every i and returns their sum in
-// float64, in index order. It runs the fast variants' 16-lane vector exp
-// (about 2 ulp) where the CPU has AVX-512 and that exp's Go twin
-// elsewhere; both give the same values. mx should be at least every s[i]
-// so nothing overflows.
+// float64. It runs the fast variants' 16-lane vector exp (about 2 ulp)
+// with a lane-wise float64 sum where the CPU has AVX-512, and their Go
+// twins elsewhere; both give the same values. mx should be at least every
+// s[i] so nothing overflows.
 func ExpSum(s []float32, mx float32) float64 {
-	for i := range s {
-		s[i] -= mx
+	if len(s) == 0 {
+		return 0
 	}
 	if haveAsm && CPU().AVX512 {
-		expFast(s, s)
-	} else {
-		for i, x := range s {
-			s[i] = expGo(x)
-		}
+		return expSumFast(s, mx)
 	}
-	var sum float64
-	for _, e := range s {
-		sum += float64(e)
+	return expSumTwin(s, mx)
+}
+
+// expSumTwin is the vector expSum's Go twin: expGo, and the float64 sum
+// in the vector's lane order (as softmaxTwin): sixteen lanes, the low
+// eight into one float64 accumulator vector and the high eight into
+// another, then the two added and folded in halves.
+func expSumTwin(s []float32, mx float32) float64 {
+	var acc [2][8]float64
+	for i := range s {
+		e := expGo(s[i] - mx)
+		s[i] = e
+		l := i % 16
+		acc[l/8][l%8] += float64(e)
 	}
-	return sum
+	var v [8]float64
+	for l := range 8 {
+		v[l] = acc[0][l] + acc[1][l]
+	}
+	for l := range 4 {
+		v[l] += v[l+4]
+	}
+	return (v[0] + v[2]) + (v[1] + v[3])
+}
+
+// ScaleMax multiplies every s[i] by scale in float32 and returns the
+// largest result (−Inf for an empty s): the vector loop of the fast
+// softmax where the CPU has AVX-512, plain Go elsewhere (the same values).
+func ScaleMax(s []float32, scale float32) float32 {
+	if len(s) > 0 && haveAsm && CPU().AVX512 {
+		return scaleMaxFast(s, scale)
+	}
+	return scaleMaxTwin(s, scale)
+}
+
+func scaleMaxTwin(s []float32, scale float32) float32 {
+	mx := float32(math.Inf(-1))
+	for i := range s {
+		s[i] *= scale
+		mx = max(mx, s[i])
+	}
+	return mx
 }

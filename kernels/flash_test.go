@@ -37,5 +37,39 @@ func TestExpSum(t *testing.T) {
 		if math.Abs(got-want) > 1e-6*want {
 			t.Errorf("n %d: sum %g, want %g", n, got, want)
 		}
+		if n > 0 {
+			twin := append([]float32(nil), orig...)
+			if ts := expSumTwin(twin, mx); ts != got && (haveAsm && CPU().AVX512) {
+				t.Errorf("n %d: vector sum %g differs from its twin's %g", n, got, ts)
+			}
+		}
+	}
+}
+
+// TestScaleMax compares ScaleMax with a plain loop on odd lengths.
+func TestScaleMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 5, 16, 31, 129} {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(rng.NormFloat64() * 4)
+		}
+		want := append([]float32(nil), s...)
+		wmx := float32(math.Inf(-1))
+		for i := range want {
+			want[i] *= 0.37
+			wmx = max(wmx, want[i])
+		}
+		if mx := ScaleMax(s, 0.37); mx != wmx {
+			t.Errorf("n %d: max %g, want %g", n, mx, wmx)
+		}
+		for i := range s {
+			if s[i] != want[i] {
+				t.Fatalf("n %d: s[%d] = %g, want %g", n, i, s[i], want[i])
+			}
+		}
+	}
+	if mx := ScaleMax(nil, 1); !math.IsInf(float64(mx), -1) {
+		t.Errorf("empty: %g, want −Inf", mx)
 	}
 }
