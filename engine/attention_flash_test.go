@@ -81,8 +81,9 @@ func TestFlashSteadyStateAllocs(t *testing.T) {
 
 // TestFlashAgreesOnStories260K is the A/B of attention=flash against the
 // default attention on the real float stories260K files (256 tokens, two
-// key blocks): the distributions agree (mean KLD < 1e-5; only float
-// summation order and exp's rounding differ), and the time ratio is logged.
+// key blocks), f32 and f16 KV: the distributions agree (mean KLD < 1e-5;
+// only float summation order, exp's rounding and, with f16 KV, the dense
+// path's rounding of P to f16 differ), and the time ratio is logged.
 func TestFlashAgreesOnStories260K(t *testing.T) {
 	dir := sharedData(t)
 	flash := flashKernels(t)
@@ -90,21 +91,23 @@ func TestFlashAgreesOnStories260K(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, "models", "stories260K-"+name+".gguf")
 			tokens := randomTokens(256, 512, 7)
-			load := func(ks kernels.KernelSet) *Model {
-				m, err := Load(path, Options{Threads: 2, KVLen: 256, KVType: kernels.F32, Kernels: ks})
-				if err != nil {
-					t.Fatal(err)
+			for _, kv := range []kernels.Type{kernels.F32, kernels.F16} {
+				load := func(ks kernels.KernelSet) *Model {
+					m, err := Load(path, Options{Threads: 2, KVLen: 256, KVType: kv, Kernels: ks})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { m.Close() })
+					return m
 				}
-				t.Cleanup(func() { m.Close() })
-				return m
-			}
-			base, baseTime := logProbs(t, load(kernels.KernelSet{}), tokens)
-			lp, took := logProbs(t, load(flash), tokens)
-			kld := meanKLD(base, lp)
-			t.Logf("%s: KLD(default ∥ attention=flash) = %.3g nats, time %v vs %v (%.2f× the default)",
-				name, kld, took, baseTime, float64(took)/float64(baseTime))
-			if !(kld < 1e-5) {
-				t.Errorf("%s: KLD(default ∥ attention=flash) = %g, want < 1e-5", name, kld)
+				base, baseTime := logProbs(t, load(kernels.KernelSet{}), tokens)
+				lp, took := logProbs(t, load(flash), tokens)
+				kld := meanKLD(base, lp)
+				t.Logf("%s kv %v: KLD(default ∥ attention=flash) = %.3g nats, time %v vs %v (%.2f× the default)",
+					name, kv, kld, took, baseTime, float64(took)/float64(baseTime))
+				if !(kld < 1e-5) {
+					t.Errorf("%s kv %v: KLD(default ∥ attention=flash) = %g, want < 1e-5", name, kv, kld)
+				}
 			}
 		})
 	}
