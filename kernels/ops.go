@@ -80,24 +80,7 @@ func softmaxTwin(s []float32, valid int, scale float32) {
 		s[i] *= scale
 		mx = max(mx, s[i])
 	}
-	// Sixteen lanes: the low eight add into one float64 accumulator
-	// vector, the high eight into another; then the two are added and
-	// folded in halves.
-	var acc [2][8]float64
-	for i := range s[:valid] {
-		e := expGo(s[i] - mx)
-		s[i] = e
-		l := i % 16
-		acc[l/8][l%8] += float64(e)
-	}
-	var v [8]float64
-	for l := range 8 {
-		v[l] = acc[0][l] + acc[1][l]
-	}
-	for l := range 4 {
-		v[l] += v[l+4]
-	}
-	sum := (v[0] + v[2]) + (v[1] + v[3])
+	sum := expSumTwin(s[:valid], mx)
 	inv := float32(1 / sum)
 	for i := range s[:valid] {
 		s[i] *= inv
