@@ -41,13 +41,6 @@ func f16le(b []byte) float32 { return f16Table[binary.LittleEndian.Uint16(b)] }
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
 
-// roundEven rounds a float32 with |f| < 2^22 to the nearest integer, ties
-// to even, as cvtps_epi32 does: adding 1.5·2^23 leaves the rounded integer
-// in the low mantissa bits.
-func roundEven(f float32) int32 {
-	v := f + 12582912
-	return int32(math.Float32bits(v)&0x7fffff) - 0x400000
-}
 
 // roundAway is C roundf: nearest integer, ties away from zero.
 func roundAway(f float32) int32 {
@@ -198,7 +191,7 @@ func actQ8(x []float32, qs []byte) (d float32, sum int32) {
 		id = 127 / amax
 	}
 	for j, v := range x[:qk] {
-		q := min(max(roundEven(float32(v*id)), -128), 127)
+		q := min(max(nearestInt(float32(v*id)), -128), 127)
 		qs[j] = byte(int8(q))
 		sum += q
 	}
