@@ -41,7 +41,6 @@ func f16le(b []byte) float32 { return f16Table[binary.LittleEndian.Uint16(b)] }
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
 
-
 // roundAway is C roundf: nearest integer, ties away from zero.
 func roundAway(f float32) int32 {
 	return int32(math.Round(float64(f)))
