@@ -387,65 +387,25 @@ func (d *decoder) array(et ValueType, what string) (Value, error) {
 	case TypeUint8:
 		v.arr = append([]uint8{}, b...)
 	case TypeInt8:
-		a := make([]int8, n)
-		for j := range a {
-			a[j] = int8(b[j])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 1, func(p []byte) int8 { return int8(p[0]) })
 	case TypeBool:
-		a := make([]bool, n)
-		for j := range a {
-			a[j] = b[j] != 0
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 1, func(p []byte) bool { return p[0] != 0 })
 	case TypeUint16:
-		a := make([]uint16, n)
-		for j := range a {
-			a[j] = le.Uint16(b[2*j:])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 2, le.Uint16)
 	case TypeInt16:
-		a := make([]int16, n)
-		for j := range a {
-			a[j] = int16(le.Uint16(b[2*j:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 2, func(p []byte) int16 { return int16(le.Uint16(p)) })
 	case TypeUint32:
-		a := make([]uint32, n)
-		for j := range a {
-			a[j] = le.Uint32(b[4*j:])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 4, le.Uint32)
 	case TypeInt32:
-		a := make([]int32, n)
-		for j := range a {
-			a[j] = int32(le.Uint32(b[4*j:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 4, func(p []byte) int32 { return int32(le.Uint32(p)) })
 	case TypeFloat32:
-		a := make([]float32, n)
-		for j := range a {
-			a[j] = math.Float32frombits(le.Uint32(b[4*j:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 4, func(p []byte) float32 { return math.Float32frombits(le.Uint32(p)) })
 	case TypeUint64:
-		a := make([]uint64, n)
-		for j := range a {
-			a[j] = le.Uint64(b[8*j:])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 8, le.Uint64)
 	case TypeInt64:
-		a := make([]int64, n)
-		for j := range a {
-			a[j] = int64(le.Uint64(b[8*j:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 8, func(p []byte) int64 { return int64(le.Uint64(p)) })
 	case TypeFloat64:
-		a := make([]float64, n)
-		for j := range a {
-			a[j] = math.Float64frombits(le.Uint64(b[8*j:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 8, func(p []byte) float64 { return math.Float64frombits(le.Uint64(p)) })
 	}
 	return v, nil
 }
@@ -544,4 +504,14 @@ func tensorSize(typ kernels.Type, dims []int64) (int64, error) {
 		size *= n
 	}
 	return size, nil
+}
+
+// decodeArray decodes n fixed-size little-endian elements of size bytes
+// each from b (already checked to hold them).
+func decodeArray[T any](b []byte, n int64, size int, get func([]byte) T) []T {
+	a := make([]T, n)
+	for j := range a {
+		a[j] = get(b[size*j:])
+	}
+	return a
 }
