@@ -150,11 +150,15 @@ func accLanes(acc *[8]float32, d float32, l *[8]float32) {
 
 // ---- Q8_0 ----
 
-func dequantQ8_0(src []byte, dst []float32) {
+func dequantQ8_0(src []byte, dst []float32) { dequantInt8Blocks(src, dst, q8_0Bytes, 2) }
+
+// dequantInt8Blocks expands blocks of an f16 scale d and 32 int8 quants
+// starting at byte off of each blockBytes-long block (Q8_0, Q8_1).
+func dequantInt8Blocks(src []byte, dst []float32, blockBytes, off int) {
 	for i := range len(dst) / qk {
-		b := src[i*q8_0Bytes : (i+1)*q8_0Bytes]
+		b := src[i*blockBytes : (i+1)*blockBytes]
 		d := f16le(b)
-		for j, q := range b[2:] {
+		for j, q := range b[off:] {
 			dst[i*qk+j] = float32(int8(q)) * d
 		}
 	}
@@ -219,15 +223,7 @@ func vecDotQ8_0(n int, w, a []byte) float32 {
 
 // ---- Q8_1 (activation type) ----
 
-func dequantQ8_1(src []byte, dst []float32) {
-	for i := range len(dst) / qk {
-		b := src[i*q8_1Bytes : (i+1)*q8_1Bytes]
-		d := f16le(b)
-		for j, q := range b[4:] {
-			dst[i*qk+j] = float32(int8(q)) * d
-		}
-	}
-}
+func dequantQ8_1(src []byte, dst []float32) { dequantInt8Blocks(src, dst, q8_1Bytes, 4) }
 
 // quantizeActQ8_1 converts activations to Q8_1 with x86 semantics: Q8_0's
 // d and qs plus s = f16(d·Σq) with the unrounded d.
