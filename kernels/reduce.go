@@ -121,14 +121,7 @@ func TopK(row []float32, k int, ids []int32, logits []float32) {
 			h.down(0)
 		}
 	}
-	// Heap sort: repeatedly move the worst kept pair to the end, which
-	// leaves the best first.
-	for end := k - 1; end > 0; end-- {
-		ids[0], ids[end] = ids[end], ids[0]
-		logits[0], logits[end] = logits[end], logits[0]
-		h.n = end
-		h.down(0)
-	}
+	h.sortBestFirst()
 }
 
 // topKFast is TopK with a threshold: the scan is ascending, so a logit
@@ -164,9 +157,14 @@ func topKFast(row []float32, k int, ids []int32, logits []float32) {
 			h.down(0)
 		}
 	}
-	for end := k - 1; end > 0; end-- {
-		ids[0], ids[end] = ids[end], ids[0]
-		logits[0], logits[end] = logits[end], logits[0]
+	h.sortBestFirst()
+}
+
+// sortBestFirst heap-sorts the kept pairs: repeatedly moving the worst to
+// the end leaves the best first.
+func (h *topHeap) sortBestFirst() {
+	for end := h.n - 1; end > 0; end-- {
+		h.swap(0, end)
 		h.n = end
 		h.down(0)
 	}
