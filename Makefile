@@ -8,7 +8,7 @@ FUZZTIME ?= 10s
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/plexbench
+	@$(GO) build -o $(BIN) ./cmd/plexbench
 
 # The embedded default: stories260K scored on the shipped TinyStories excerpt.
 demo: build
