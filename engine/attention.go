@@ -24,8 +24,7 @@ type attnJob struct {
 	p               *pass
 	l, nh, nkv, grp int
 	tileT, tiles    int
-	exact           bool // attention=go: ggml's exact products
-	flash           bool // attention=flash: streaming softmax (attention_flash.go)
+	mode            kernels.AttnMode // exact products, dense, or streaming (attention_flash.go)
 	next            atomic.Int64
 	workers         []attnWorker
 	run             func(worker, lo, hi int) // bound once: no closure per layer
@@ -50,8 +49,7 @@ func (j *attnJob) init(p *pass) {
 	j.p = p
 	j.workers = make([]attnWorker, p.m.pool.Threads())
 	j.run = j.work
-	j.exact = p.m.opt.Kernels.Variant(kernels.OpAttention) == "go"
-	j.flash = p.m.opt.Kernels.Variant(kernels.OpAttention) == "flash"
+	j.mode = p.m.opt.Kernels.Attention()
 }
 
 // attention caches the pass's K and V for layer l (nh query heads, nkv KV
@@ -76,7 +74,7 @@ func (j *attnJob) work(worker, _, _ int) {
 		if u >= int(units) {
 			return
 		}
-		if j.flash {
+		if j.mode == kernels.AttnFlash {
 			j.flashUnit(w, u%j.nkv, j.tiles-1-u/j.nkv)
 		} else {
 			j.unit(w, u%j.nkv, j.tiles-1-u/j.nkv)
@@ -127,7 +125,7 @@ func (j *attnJob) unit(w *attnWorker, g, tile int) {
 // ubatch size, and the plain MatMul for the others).
 func (j *attnJob) product(w *attnWorker, out []float32, m *kernels.Matrix, x []float32, rows int, values bool) {
 	switch {
-	case !j.exact:
+	case j.mode != kernels.AttnExact:
 		j.p.m.opt.Kernels.MatMul(nil, out, m, x, rows, &w.ms)
 	case m.Type != kernels.F32 && m.Type != kernels.F16:
 		kernels.MatMul(nil, out, m, x, rows, &w.ms)

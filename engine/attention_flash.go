@@ -89,8 +89,8 @@ func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
 				f.alpha[r] = 1
 				continue
 			}
-			mNew := max(f.m[r], kernels.ScaleMax(sr[:c], scale))
-			sum := kernels.ExpSum(sr[:c], mNew)
+			mNew := max(f.m[r], ks.ScaleMax(sr[:c], scale))
+			sum := ks.ExpSum(sr[:c], mNew)
 			clear(sr[c:])
 			alpha := float32(0) // the first block: nothing to rescale
 			if f.l[r] != 0 {

@@ -258,7 +258,7 @@ func attnScale(hd int) float32 { return 1 / float32(math.Sqrt(float64(hd))) }
 func (m *Model) Config() Config {
 	return Config{
 		DeviceArch:            "cpu",
-		PrefillAttention:      "dense",
+		PrefillAttention:      m.opt.Kernels.Attention().PrefillAttention(),
 		PrefillAttentionScale: float64(m.AttentionScale()),
 		KVCacheDType:          strings.ToLower(m.opt.KVType.String()),
 		KVCapacity:            m.opt.KVLen,

@@ -7,21 +7,6 @@ package kernels
 
 import "math"
 
-// ExpSum sets s[i] = exp(s[i] − mx) for every i and returns their sum in
-// float64. It runs the fast variants' 16-lane vector exp (about 2 ulp)
-// with a lane-wise float64 sum where the CPU has AVX-512, and their Go
-// twins elsewhere; both give the same values. mx should be at least every
-// s[i] so nothing overflows.
-func ExpSum(s []float32, mx float32) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	if haveAsm && CPU().AVX512 {
-		return expSumFast(s, mx)
-	}
-	return expSumTwin(s, mx)
-}
-
 // expSumTwin is the vector expSum's Go twin: expGo, and the float64 sum
 // in the vector's lane order (as softmaxTwin): sixteen lanes, the low
 // eight into one float64 accumulator vector and the high eight into
@@ -42,16 +27,6 @@ func expSumTwin(s []float32, mx float32) float64 {
 		v[l] += v[l+4]
 	}
 	return (v[0] + v[2]) + (v[1] + v[3])
-}
-
-// ScaleMax multiplies every s[i] by scale in float32 and returns the
-// largest result (−Inf for an empty s): the vector loop of the fast
-// softmax where the CPU has AVX-512, plain Go elsewhere (the same values).
-func ScaleMax(s []float32, scale float32) float32 {
-	if len(s) > 0 && haveAsm && CPU().AVX512 {
-		return scaleMaxFast(s, scale)
-	}
-	return scaleMaxTwin(s, scale)
 }
 
 func scaleMaxTwin(s []float32, scale float32) float32 {

@@ -6,9 +6,16 @@ import (
 	"testing"
 )
 
-// TestExpSum compares ExpSum with float64 exp on random rows of odd
-// lengths (vector tails) and with its Go twin.
+// TestExpSum compares every attention variant's ExpSum with float64 exp
+// on random rows of odd lengths (vector tails) and with its Go twin, which
+// every CPU's choice must match bit for bit.
 func TestExpSum(t *testing.T) {
+	for _, v := range variantSets(t, OpAttention) {
+		testExpSum(t, v.name, v.ks)
+	}
+}
+
+func testExpSum(t *testing.T, name string, ks KernelSet) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 7, 16, 17, 63, 130} {
 		s := make([]float32, n)
@@ -21,7 +28,7 @@ func TestExpSum(t *testing.T) {
 			mx = 0
 		}
 		orig := append([]float32(nil), s...)
-		got := ExpSum(s, mx)
+		got := ks.ExpSum(s, mx)
 		var want float64
 		for i, x := range orig {
 			e := math.Exp(float64(x - mx)) // the difference is rounded to f32 first
@@ -30,8 +37,8 @@ func TestExpSum(t *testing.T) {
 				t.Errorf("n %d: exp(%g−%g) = %g, want %g", n, x, mx, s[i], e)
 			}
 			twin := expGo(x - mx)
-			if twin != s[i] && (haveAsm && CPU().AVX512) {
-				t.Errorf("n %d: vector exp %g differs from its twin %g", n, s[i], twin)
+			if twin != s[i] {
+				t.Errorf("%s n %d: vector exp %g differs from its twin %g", name, n, s[i], twin)
 			}
 		}
 		if math.Abs(got-want) > 1e-6*want {
@@ -39,15 +46,22 @@ func TestExpSum(t *testing.T) {
 		}
 		if n > 0 {
 			twin := append([]float32(nil), orig...)
-			if ts := expSumTwin(twin, mx); ts != got && (haveAsm && CPU().AVX512) {
-				t.Errorf("n %d: vector sum %g differs from its twin's %g", n, got, ts)
+			if ts := expSumTwin(twin, mx); ts != got {
+				t.Errorf("%s n %d: vector sum %g differs from its twin's %g", name, n, got, ts)
 			}
 		}
 	}
 }
 
-// TestScaleMax compares ScaleMax with a plain loop on odd lengths.
+// TestScaleMax compares every attention variant's ScaleMax with a plain
+// loop on odd lengths.
 func TestScaleMax(t *testing.T) {
+	for _, v := range variantSets(t, OpAttention) {
+		testScaleMax(t, v.ks)
+	}
+}
+
+func testScaleMax(t *testing.T, ks KernelSet) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{1, 5, 16, 31, 129} {
 		s := make([]float32, n)
@@ -60,7 +74,7 @@ func TestScaleMax(t *testing.T) {
 			want[i] *= 0.37
 			wmx = max(wmx, want[i])
 		}
-		if mx := ScaleMax(s, 0.37); mx != wmx {
+		if mx := ks.ScaleMax(s, 0.37); mx != wmx {
 			t.Errorf("n %d: max %g, want %g", n, mx, wmx)
 		}
 		for i := range s {
@@ -69,7 +83,7 @@ func TestScaleMax(t *testing.T) {
 			}
 		}
 	}
-	if mx := ScaleMax(nil, 1); !math.IsInf(float64(mx), -1) {
+	if mx := ks.ScaleMax(nil, 1); !math.IsInf(float64(mx), -1) {
 		t.Errorf("empty: %g, want −Inf", mx)
 	}
 }

@@ -11,34 +11,6 @@ package kernels
 
 import "math"
 
-// SwiGLU sets g[i] = silu(g[i])·u[i] with silu(x) = x/(1+exp(−x)) in
-// float32, for i < len(g); len(u) must be at least len(g). g is one row:
-// ggml runs the op row by row, and the "go" variant's 16-element groups
-// start at g[0].
-func (ks KernelSet) SwiGLU(g, u []float32) {
-	u = u[:len(g)]
-	if ks.table().fastSwiGLU {
-		swigluFast(g, u)
-		return
-	}
-	swigluGo(g, u)
-}
-
-// Softmax turns the first valid entries of s into probabilities and zeroes
-// the rest, as ggml's soft_max with a scale and a causal mask: scores
-// multiplied by scale in float32, exp(x − max) in float32, the sum in
-// float64, and every value multiplied by float32(1/sum). s is the whole
-// padded row (the "go" variant's 16-element groups follow its length);
-// valid must be in [1, len(s)].
-func (ks KernelSet) Softmax(s []float32, valid int, scale float32) {
-	if ks.table().fastSoftmax {
-		softmaxFast(s, valid, scale)
-	} else {
-		softmaxGo(s, valid, scale)
-	}
-	clear(s[valid:])
-}
-
 // expGo is the vector exp's Go twin, operation for operation, for tests:
 // n = round(x·log2 e), r = x − n·c1 − n·c2 (fused), the Cephes polynomial
 // in Horner form with fused multiply-adds, then r²·p + r + 1 scaled by 2^n.

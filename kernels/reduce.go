@@ -45,13 +45,14 @@ func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
 // out NaN (a NaN logit, an infinite max) go through the reference, so
 // their conventions do not depend on the variant.
 func (ks KernelSet) Pick(row []float32, ids []int32, picked []float32) (max float32, argmax int32, sumExp float64) {
-	if !ks.table().fastHead || len(row) == 0 {
+	pick := ks.table().pick
+	if pick == nil || len(row) == 0 {
 		return Pick(row, ids, picked)
 	}
 	for i, id := range ids {
 		picked[i] = row[id]
 	}
-	max, argmax, sumExp = pickMaxSumFast(row)
+	max, argmax, sumExp = pick(row)
 	if sumExp != sumExp {
 		return Pick(row, ids, picked)
 	}
@@ -89,11 +90,7 @@ func pickMaxSumTwin(row []float32) (float32, int32, float64) {
 // compare and touches the heap only for those (a few hundred of a 150k
 // row), where the reference ranks every logit against the heap's root.
 func (ks KernelSet) TopK(row []float32, k int, ids []int32, logits []float32) {
-	if ks.table().fastHead {
-		topKFast(row, k, ids, logits)
-		return
-	}
-	TopK(row, k, ids, logits)
+	ks.table().topK(row, k, ids, logits)
 }
 
 // TopK writes the row's k largest logits in descending order to logits[:k]

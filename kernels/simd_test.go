@@ -137,7 +137,7 @@ func simdRefDot(w, a []float32) (s, abs float64) {
 	return s, abs
 }
 
-func TestQuantActQ8MatchesReference(t *testing.T) {
+func TestQuantActQ8ConvertersMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{32, 96, 1024} {
 		x := simdFloats(rng, n, 1)
@@ -167,16 +167,19 @@ func TestQuantActQ8MatchesReference(t *testing.T) {
 					t.Fatalf("n=%d block %d: corr %d, want %d", n, b, c, -bias*sum)
 				}
 			}
-			got := simdUnaligned(len(want), 3)
-			quantActQ8Fast(x, got, bias)
-			if string(got) != string(want) {
-				t.Fatalf("n=%d bias=%d: quantActQ8Fast differs from quantActQ8Go", n, bias)
+			// Every supported kernel's converter must give these bytes.
+			for _, isa := range simdISAs(t, Q8_0) {
+				got := simdUnaligned(len(want), 3)
+				simdKernel(isa, Q8_0).actQ8(x, got, bias)
+				if string(got) != string(want) {
+					t.Fatalf("n=%d bias=%d: the %s converter differs from quantActQ8Go", n, bias, isa)
+				}
 			}
 		}
 	}
 }
 
-func TestQuantQ8KFastMatchesReference(t *testing.T) {
+func TestQuantQ8KConvertersMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, nb := range []int{1, 3, 8} {
 		x := simdFloats(rng, nb*qkK, 1)
@@ -190,22 +193,22 @@ func TestQuantQ8KFastMatchesReference(t *testing.T) {
 		}
 		want := make([]byte, nb*q8kBlockBytes)
 		quantizeQ8K(x, want)
-		got := simdUnaligned(len(want), 1)
-		for i := range got {
-			got[i] = 0xa5
-		}
-		quantQ8KFast(x, got)
-		if string(got) != string(want) {
+		for _, isa := range simdISAs(t, Q4_K) {
+			got := simdUnaligned(len(want), 1)
+			for i := range got {
+				got[i] = 0xa5
+			}
+			simdKernel(isa, Q4_K).actQ8K(x, got)
 			for i := range got {
 				if got[i] != want[i] {
-					t.Fatalf("nb=%d: byte %d (block %d offset %d) = %#x, want %#x", nb, i, i/q8kBlockBytes, i%q8kBlockBytes, got[i], want[i])
+					t.Fatalf("%s nb=%d: byte %d (block %d offset %d) = %#x, want %#x", isa, nb, i, i/q8kBlockBytes, i%q8kBlockBytes, got[i], want[i])
 				}
 			}
 		}
 	}
 }
 
-func TestRoundF16FastMatchesReference(t *testing.T) {
+func TestRoundF16ConvertersMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	x := simdFloats(rng, 1000, 3)
 	specials := []float32{0, float32(math.Copysign(0, -1)), 65504, 65520, 65519.99, 1e-8, -6e-8, 3e-5, float32(math.Inf(1)), float32(math.Inf(-1)), 1e30}
@@ -213,11 +216,13 @@ func TestRoundF16FastMatchesReference(t *testing.T) {
 	for i := 40; i < 200; i++ {
 		x[i] = float32(rng.NormFloat64() * 1e-5) // binary16 subnormal range
 	}
-	got := make([]float32, len(x))
-	roundActFast(F16, x, got)
-	for i, v := range x {
-		if want := RoundF16(v); math.Float32bits(got[i]) != math.Float32bits(want) {
-			t.Fatalf("x[%d]=%v: got %v want %v", i, v, got[i], want)
+	for _, isa := range simdISAs(t, F16) {
+		got := make([]float32, len(x))
+		simdKernel(isa, F16).round(F16, x, got)
+		for i, v := range x {
+			if want := RoundF16(v); math.Float32bits(got[i]) != math.Float32bits(want) {
+				t.Fatalf("%s x[%d]=%v: got %v want %v", isa, i, v, got[i], want)
+			}
 		}
 	}
 }

@@ -64,7 +64,8 @@ type variant struct {
 	op, name, desc string
 	prio           int // higher wins for the default among supported variants
 	needs          func(CPUFeatures) bool
-	mm             *matImpl // matmul ops only
+	mm             *matImpl                    // matmul ops only
+	bind           func(*kernelTable, CPUFeatures) // other ops: set the table's funcs for this op
 }
 
 func (v *variant) supported(f CPUFeatures) bool { return v.needs == nil || v.needs(f) }
@@ -119,25 +120,9 @@ func buildRegistry() []variant {
 		}
 	}
 	for _, op := range []string{OpRMSNorm, OpRoPE} {
-		vs = append(vs, variant{op: op, name: "go", prio: 10, desc: "plain Go (the engine's pass)"})
+		vs = append(vs, variant{op: op, name: "go", prio: 10, desc: "plain Go (the engine's pass)", bind: func(*kernelTable, CPUFeatures) {}})
 	}
-	avx512 := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }
-	vs = append(vs,
-		variant{op: OpAttention, name: "go", prio: 10,
-			desc: "ggml's -fa off attention in plain Go: K·Q and V·P in its order (AttnScores/AttnValues), softmax with its vector exp and glibc expf (bit-exact, slow)"},
-		variant{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
-			desc: "softmax with a 16-lane vector exp (AVX-512); K·Q and V·P follow the matmul ops"},
-		// Below "go" so that it is never the default: the default keeps
-		// the -fa off numerics.
-		variant{op: OpAttention, name: "flash", prio: 5,
-			desc: "tiled streaming softmax (FlashAttention-2 style): key blocks, running max and sum, no ctx×ctx scores; K·Q and V·P follow the matmul ops, vector exp where AVX-512"},
-		variant{op: OpHead, name: "go", prio: 10,
-			desc: "pick (max, argmax, Σ exp with libm exp) and heap top-k in plain Go (KernelSet.Pick/TopK); the LM head follows the matmul ops"},
-		variant{op: OpHead, name: "avx512", prio: 30, needs: avx512,
-			desc: "pick with vector max/argmax and a 16-lane vector exp (AVX-512), thresholded top-k; the LM head follows the matmul ops"},
-		variant{op: OpSwiGLU, name: "go", prio: 10, desc: "ggml's swiglu in plain Go: its vector silu on 16-element groups, glibc expf on the tail (bit-exact, slow)"},
-		variant{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
-			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)"})
+	vs = append(vs, elementwiseVariants()...)
 	slices.SortStableFunc(vs, func(a, b variant) int {
 		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(b.prio, a.prio))
 	})
@@ -197,13 +182,21 @@ type KernelSet struct {
 	t *kernelTable
 }
 
-// kernelTable is a resolved selection; immutable once built.
+// kernelTable is a resolved selection: for every op the function (or the
+// matmul implementation, or the attention mode) that runs, bound once when
+// the set is built. Immutable once built; nothing downstream looks at
+// variant names or CPU features again.
 type kernelTable struct {
-	choice      map[string]*variant // every op
-	mm          [64]*matImpl        // by weight type id
-	fastSoftmax bool                // attention=avx512
-	fastSwiGLU  bool                // swiglu=avx512
-	fastHead    bool                // head=avx512
+	choice map[string]*variant // every op: what ran, for the report
+	mm     [64]*matImpl        // by weight type id
+
+	softmax  func(s []float32, valid int, scale float32)         // attention (dense)
+	attn     AttnMode                                            // attention
+	expSum   func(s []float32, mx float32) float64               // attention (flash) and its tests
+	scaleMax func(s []float32, scale float32) float32            // attention (flash)
+	swiglu   func(g, u []float32)                                // swiglu
+	pick     func(row []float32) (float32, int32, float64)       // head: max, argmax, Σ exp; nil = Pick
+	topK     func(row []float32, k int, ids []int32, l []float32) // head
 }
 
 var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })
@@ -225,15 +218,15 @@ func resolve(explicit map[string]*variant, f CPUFeatures) *kernelTable {
 			v = best(op, f)
 		}
 		t.choice[op] = v
+		if v.bind != nil {
+			v.bind(t, f)
+		}
 	}
 	for _, typ := range matMulTypes() {
 		if v := t.choice[MatMulOp(typ)]; v != nil {
 			t.mm[typ] = v.mm
 		}
 	}
-	t.fastSoftmax = t.choice[OpAttention].name == "avx512"
-	t.fastSwiGLU = t.choice[OpSwiGLU].name == "avx512"
-	t.fastHead = t.choice[OpHead].name == "avx512"
 	return t
 }
 

@@ -273,3 +273,31 @@ func TestSIMDTokenInvariance(t *testing.T) {
 		}
 	}
 }
+
+// variantSets returns a KernelSet selecting each variant of op that this
+// CPU (as masked by PLEXBENCH_CPU) supports, in registry order, and logs
+// the ones it leaves out by name.
+func variantSets(t testing.TB, op string) []namedSet {
+	t.Helper()
+	var sets []namedSet
+	for _, v := range KernelVariants() {
+		if v.Op != op {
+			continue
+		}
+		if !v.Supported {
+			t.Logf("%s=%s: not supported on this CPU (%s), skipped", op, v.Name, CPU())
+			continue
+		}
+		ks, err := ParseKernels(op + "=" + v.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets = append(sets, namedSet{v.Name, ks})
+	}
+	return sets
+}
+
+type namedSet struct {
+	name string
+	ks   KernelSet
+}
