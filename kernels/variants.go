@@ -64,7 +64,7 @@ type variant struct {
 	op, name, desc string
 	prio           int // higher wins for the default among supported variants
 	needs          func(CPUFeatures) bool
-	mm             *matImpl                    // matmul ops only
+	mm             *matImpl                        // matmul ops only
 	bind           func(*kernelTable, CPUFeatures) // other ops: set the table's funcs for this op
 }
 
@@ -113,10 +113,12 @@ func buildRegistry() []variant {
 				needs: needs, desc: desc})
 		}
 		if k := simdKernel("gotile", t); k != nil {
-			// The kernels' Go twins behind the same driver: slow, for A/B
-			// of the tiling itself and for builds without assembly.
-			vs = append(vs, variant{op: op, name: "gotile", prio: 1, mm: &matImpl{kind: implSIMD, k: k},
-				desc: "Go twins of the SIMD kernels in the same tiles (slow; for checking)"})
+			// The kernels' Go twins behind the same driver: the default
+			// where no assembly runs (purego, arm64, PLEXBENCH_CPU=generic),
+			// above "go", so that every CPU level gives the same bits and
+			// no result depends on the pass plan.
+			vs = append(vs, variant{op: op, name: "gotile", prio: 15, mm: &matImpl{kind: implSIMD, k: k},
+				desc: "Go twins of the SIMD kernels in the same tiles: the same bits as avx2/avx512 (the default without assembly)"})
 		}
 	}
 	for _, op := range []string{OpRMSNorm, OpRoPE} {
@@ -190,12 +192,12 @@ type kernelTable struct {
 	choice map[string]*variant // every op: what ran, for the report
 	mm     [64]*matImpl        // by weight type id
 
-	softmax  func(s []float32, valid int, scale float32)         // attention (dense)
-	attn     AttnMode                                            // attention
-	expSum   func(s []float32, mx float32) float64               // attention (flash) and its tests
-	scaleMax func(s []float32, scale float32) float32            // attention (flash)
-	swiglu   func(g, u []float32)                                // swiglu
-	pick     func(row []float32) (float32, int32, float64)       // head: max, argmax, Σ exp; nil = Pick
+	softmax  func(s []float32, valid int, scale float32)          // attention (dense)
+	attn     AttnMode                                             // attention
+	expSum   func(s []float32, mx float32) float64                // attention (flash) and its tests
+	scaleMax func(s []float32, scale float32) float32             // attention (flash)
+	swiglu   func(g, u []float32)                                 // swiglu
+	pick     func(row []float32) (float32, int32, float64)        // head: max, argmax, Σ exp; nil = Pick
 	topK     func(row []float32, k int, ids []int32, l []float32) // head
 }
 
@@ -352,7 +354,7 @@ func simdKernel(isa string, t Type) *matKernel {
 			k.tokens, k.q, k.fmt = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}
 			k.actQ8, k.fast = quantActQ8Fast, true
 		case "avx2":
-			k.tokens, k.q = 4, q8PanelAVX2
+			k.tokens, k.q, k.actQ8 = 4, q8PanelAVX2, quantActQ8AVX2
 			if t == Q8_0 || t == IQ4_NL {
 				// Biased levels reach 255 and VPMADDUBSW's pair sums would
 				// saturate; keep them signed and use the sign trick.
@@ -378,7 +380,7 @@ func simdKernel(isa string, t Type) *matKernel {
 			}
 			k.actQ8K, k.fast = quantQ8KFast, true
 		case "avx2":
-			k.tokens, k.q = 4, kMinAVX2x32
+			k.tokens, k.q, k.actQ8K = 4, kMinAVX2x32, quantQ8KAVX2
 			if l.corr {
 				k.q = kCorrAVX2x16
 			}

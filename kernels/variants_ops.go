@@ -51,7 +51,7 @@ func elementwiseVariants() []variant {
 			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxTwin; bindStream(t, f) }},
 		{op: OpAttention, name: "avx2", prio: 20, needs: avx2,
 			desc: "K·Q and V·P through the matmul ops, softmax with an 8-lane vector exp (AVX2, FMA)",
-			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxTwin /*AVX2PLACEHOLDER*/; bindStream(t, f) }},
+			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxAVX2; bindStream(t, f) }},
 		{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
 			desc: "K·Q and V·P through the matmul ops, softmax with a 16-lane vector exp (AVX-512)",
 			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxFast; bindStream(t, f) }},
@@ -69,7 +69,7 @@ func elementwiseVariants() []variant {
 			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluTwin }},
 		{op: OpSwiGLU, name: "avx2", prio: 20, needs: avx2,
 			desc: "silu(g)·u with an 8-lane vector exp (AVX2, FMA)",
-			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluTwin /*AVX2PLACEHOLDER*/ }},
+			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluAVX2 }},
 		{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
 			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)",
 			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluFast }},
@@ -82,7 +82,7 @@ func elementwiseVariants() []variant {
 			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumTwin, topKFast }},
 		{op: OpHead, name: "avx2", prio: 20, needs: avx2,
 			desc: "pick with vector max/argmax and an 8-lane vector exp summed in float64 lanes (AVX2), thresholded top-k",
-			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumTwin /*AVX2PLACEHOLDER*/, topKFast }},
+			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumAVX2, topKFast }},
 		{op: OpHead, name: "avx512", prio: 30, needs: avx512,
 			desc: "pick with vector max/argmax and a 16-lane vector exp summed in float64 lanes (AVX-512), thresholded top-k",
 			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumFast, topKFast }},
@@ -96,7 +96,7 @@ func bindStream(t *kernelTable, f CPUFeatures) {
 	case haveAsm && f.AVX512:
 		t.expSum, t.scaleMax = expSumFast, scaleMaxFast
 	case haveAsm && f.hasAVX2():
-		t.expSum, t.scaleMax = expSumTwin, scaleMaxTwin /*AVX2PLACEHOLDER*/
+		t.expSum, t.scaleMax = expSumAVX2, scaleMaxAVX2
 	default:
 		t.expSum, t.scaleMax = expSumTwin, scaleMaxTwin
 	}
