@@ -53,5 +53,7 @@ type Config struct {
 	Threads               int               `json:"threads"`
 	Backend               string            `json:"backend"`
 	Kernels               map[string]string `json:"kernels,omitempty"` // op → variant that ran
+	CPUFeatures           string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
+	CPULevel              string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
 	Model                 ModelInfo         `json:"model"`
 }

@@ -269,6 +269,8 @@ func (m *Model) Config() Config {
 		Threads:               m.opt.Threads,
 		Backend:               "cpu",
 		Kernels:               m.kernelConfig(),
+		CPUFeatures:           kernels.CPU().String(),
+		CPULevel:              kernels.CPULevel(),
 		Model:                 m.info,
 	}
 }

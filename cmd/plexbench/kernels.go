@@ -15,7 +15,11 @@ func runKernels(args []string) int {
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	fmt.Printf("CPU: %s\n\n", kernels.CPU())
+	fmt.Printf("CPU: %s", kernels.CPU())
+	if lvl := kernels.CPULevel(); lvl != "native" {
+		fmt.Printf(" (%s=%s; detected: %s)", kernels.CPUEnv, lvl, kernels.CPUDetected())
+	}
+	fmt.Print("\n\n")
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "OP\tVARIANT\tSUPPORTED\tDEFAULT\tWHAT")
 	for _, v := range kernels.KernelVariants() {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"plexbench/kernels"
 )
 
 const usage = `plexbench — perplexity and KL divergence for LLM inference engines
@@ -32,9 +34,12 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	if len(args) == 0 {
-		return runTUI(nil)
+		args = []string{"tui"}
 	}
 	cmd, rest := args[0], args[1:]
+	if err := kernels.CPUError(); err != nil && cmd != "help" {
+		return fail(err)
+	}
 	switch cmd {
 	case "score":
 		return runScore(rest)
