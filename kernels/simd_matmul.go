@@ -35,13 +35,13 @@ type matKernel struct {
 	// famFloat: either dot-product tiles (f: 4 rows × fToks tokens, step
 	// elements at a time, the n%step tail added by the driver) or, when fp
 	// is set, the outer-product panel kernels for 12, 4 and 1 tokens, whose
-	// results do not depend on the token count (fpFast: repack full panels
-	// with gathers).
-	f      func(*fTile)
-	fToks  int
-	step   int
-	fp     [3]func(*fpTile)
-	fpFast bool
+	// results do not depend on the token count (fpRepack: the vector
+	// repack of full panels; false leaves a panel to repackFloat).
+	f        func(*fTile)
+	fToks    int
+	step     int
+	fp       [3]func(*fpTile)
+	fpRepack func(w *Matrix, r0 int, dst []float32) bool
 	// Activation converters: one row x into dst.
 	actQ8  func(x []float32, dst []byte, bias int32)
 	actQ8K func(x []float32, dst []byte)
@@ -202,7 +202,7 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 				t1 = t1 / fpToks * fpToks
 			}
 			if ru != cur {
-				if !(j.k.fpFast && repackFloatFast(j.w, ru*fpRows, s.workers[worker].fpanel)) {
+				if j.k.fpRepack == nil || !j.k.fpRepack(j.w, ru*fpRows, s.workers[worker].fpanel) {
 					repackFloat(j.w, ru*fpRows, s.workers[worker].fpanel)
 				}
 				cur = ru

@@ -396,11 +396,11 @@ func simdKernel(isa string, t Type) *matKernel {
 		switch isa {
 		case "avx512":
 			k.fp = [3]func(*fpTile){fPanelAVX512x12, fPanelAVX512x4, fPanelAVX512x1}
-			k.fpFast = true
+			k.fpRepack = repackFloatFast
 			k.round = roundActFast
 		case "avx2":
-			k.fToks, k.step = 2, 8
-			k.f = map[Type]func(*fTile){F32: fTileAVX2f32, F16: fTileAVX2f16, BF16: fTileAVX2bf16}[t]
+			k.fp = [3]func(*fpTile){fPanelAVX2x12, fPanelAVX2x4, fPanelAVX2x1}
+			k.fpRepack, k.round = repackFloatAVX2, roundActAVX2
 		case "gotile":
 			k.fp = [3]func(*fpTile){
 				func(ft *fpTile) { fPanelGo(ft, 12) },
