@@ -88,8 +88,64 @@ func q8Levels(t Type, blk []byte, q *[qk]int8) float32 {
 }
 
 // repackQ8 writes the panel of rows [r0, r0+16) of w into dst (nb blocks of
-// q8PanelBlock bytes); rows past the end get zero levels and scales.
+// q8PanelBlock bytes); rows past the end get zero levels and scales. Q8_0
+// and Q4_0 rows move four levels at a time (repackQ8Words); the other
+// types decode level by level (repackQ8Levels, the reference).
 func repackQ8(w *Matrix, r0 int, f q8Format, dst []byte) {
+	if (w.Type == Q8_0 || w.Type == Q4_0) && (f.signed || f.bias == q8Bias(w.Type)) {
+		repackQ8Words(w, r0, f, dst)
+		return
+	}
+	repackQ8Levels(w, r0, f, dst)
+}
+
+// repackQ8Words is repackQ8Levels for Q8_0 and Q4_0 with their own bias
+// (or signed Q8_0 levels), a 32-bit word of four levels at a time: Q8_0's
+// biased levels are its bytes XOR 0x80 (q + 128 for signed q), Q4_0's are
+// its nibbles (q + 8), low nibbles of bytes 4k..4k+3 for word k < 4 and
+// high nibbles for word k ≥ 4.
+func repackQ8Words(w *Matrix, r0 int, f q8Format, dst []byte) {
+	nb := w.Cols / qk
+	bb := w.Type.BlockBytes()
+	dst = dst[:nb*q8PanelBlock]
+	var flip uint32
+	if w.Type == Q8_0 && !f.signed {
+		flip = 0x80808080
+	}
+	for r := range panelRows {
+		if r0+r >= w.Rows {
+			for b := range nb {
+				p := dst[b*q8PanelBlock:]
+				for k := range 8 {
+					clear(p[64*k+4*r : 64*k+4*r+4])
+				}
+				clear(p[512+4*r : 516+4*r])
+			}
+			continue
+		}
+		row := w.Row(r0 + r)
+		for b := range nb {
+			blk := row[b*bb : (b+1)*bb]
+			p := dst[b*q8PanelBlock : (b+1)*q8PanelBlock]
+			d := F16ToF32(binary.LittleEndian.Uint16(blk))
+			if w.Type == Q8_0 {
+				for k := range 8 {
+					binary.LittleEndian.PutUint32(p[64*k+4*r:], binary.LittleEndian.Uint32(blk[2+4*k:])^flip)
+				}
+			} else {
+				for k := range 4 {
+					v := binary.LittleEndian.Uint32(blk[2+4*k:])
+					binary.LittleEndian.PutUint32(p[64*k+4*r:], v&0x0f0f0f0f)
+					binary.LittleEndian.PutUint32(p[64*(k+4)+4*r:], v>>4&0x0f0f0f0f)
+				}
+			}
+			binary.LittleEndian.PutUint32(p[512+4*r:], math.Float32bits(d))
+		}
+	}
+}
+
+// repackQ8Levels is repackQ8 through q8Levels, for every 32-block type.
+func repackQ8Levels(w *Matrix, r0 int, f q8Format, dst []byte) {
 	nb := w.Cols / qk
 	bb := w.Type.BlockBytes()
 	dst = dst[:nb*q8PanelBlock]

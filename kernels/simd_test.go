@@ -880,3 +880,42 @@ func TestFloatPanel(t *testing.T) {
 		}
 	}
 }
+
+// TestRepackQ8Words checks the word-at-a-time repack of Q8_0 and Q4_0
+// against the level-by-level reference, biased and signed, for full and
+// partial panels.
+func TestRepackQ8Words(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, wt := range []Type{Q8_0, Q4_0} {
+		formats := []q8Format{{bias: q8Bias(wt)}}
+		if wt == Q8_0 {
+			formats = append(formats, q8Format{signed: true})
+		}
+		for _, f := range formats {
+			for _, nb := range []int{1, 3, 32} {
+				w := simdMatrix(t, rng, wt, 37, nb*qk)
+				size := nb * q8PanelBlock
+				for _, r0 := range []int{0, 16, 21, 32} {
+					want, got := make([]byte, size), make([]byte, size)
+					for i := range got {
+						got[i] = 0xcc
+					}
+					repackQ8Levels(w, r0, f, want)
+					repackQ8Words(w, r0, f, got)
+					if i := firstDiff(got, want); i >= 0 {
+						t.Fatalf("%v %+v nb=%d r0=%d: byte %d = %#x, want %#x", wt, f, nb, r0, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
