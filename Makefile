@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/plexbench
 FUZZTIME ?= 10s
 
-.PHONY: all build demo test vet fmt bench fuzz oracle clean
+.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz oracle clean
 
 all: build
 
@@ -14,8 +14,20 @@ build:
 demo: build
 	@./$(BIN) score
 
+# The whole suite on this CPU, then the kernel-dependent packages again as
+# each lesser CPU level (PLEXBENCH_CPU=avx2|generic) this machine allows.
+TESTFLAGS ?= -timeout 40m
+
 test: vet
-	$(GO) test ./...
+	$(GO) test $(TESTFLAGS) ./...
+	@GO=$(GO) scripts/test-levels.sh $(TESTFLAGS)
+
+test-levels:
+	@GO=$(GO) scripts/test-levels.sh $(TESTFLAGS)
+
+# The arm64 build's kernels and engine tests, short mode, under qemu-user.
+test-arm64:
+	@GO=$(GO) scripts/test-arm64.sh
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -23,6 +35,11 @@ vet:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2x ./...
+
+# plexbench against llama.cpp on this machine: same models, text, ctx, batch,
+# threads (npm + gcc; RUNS, CHUNKS, TYPES; see the script).
+bench-llamacpp: build
+	GO=$(GO) scripts/bench-llamacpp.sh
 
 # A short run of every fuzz target (go test runs one fuzz target at a time).
 fuzz:

@@ -5,13 +5,12 @@ package engine
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	"plexbench/engine/gguf"
+	"plexbench/engine/synth"
 	"plexbench/kernels"
 )
 
@@ -19,10 +18,9 @@ import (
 // like Qwen3-0.6B (hidden 1024, 28 layers, 16/8 heads of 128, FFN 3072)
 // with random weights, at threads = cores, F16 KV, after one warm-up
 // window. Prefill excludes the LM head, so the vocabulary is cut to 1024
-// (tied) to keep the file small. Building the two models takes most of the
-// ~40 s a run needs; BENCH_LAYERS=n builds n layers instead and adds
-// "tok/s@28L", the rate scaled to 28 layers (it reads high: fewer layers'
-// weights stay warmer in cache).
+// (tied) to keep the file small. BENCH_LAYERS=n builds n layers instead
+// and adds "tok/s@28L", the rate scaled to 28 layers (it reads high: fewer
+// layers' weights stay warmer in cache).
 func BenchmarkPrefill(b *testing.B) {
 	layers := benchLayers(b, 28)
 	const ctx = 512
@@ -71,83 +69,20 @@ func benchLayers(b *testing.B, def int) int {
 	return n
 }
 
-// writeQwen3Shaped writes a random qwen3 model with Qwen3-0.6B's layer
-// shapes, layers blocks and vocab tokens (the real model has 151936; the
-// embedding is tied, so it is the LM head too). typeOf gives each matrix's
-// type by layer (−1 for token_embd) and name within the layer; norms are
-// F32. Values are drawn once from a seeded pool and reused across tensors.
+// writeQwen3Shaped writes synth's random Qwen3-0.6B-shaped model with
+// layers blocks and a placeholder vocabulary of vocab tokens (the real
+// model has 151936; the embedding is tied, so it is the LM head too) into
+// b.TempDir(). typeOf gives each matrix's type by layer (−1 for
+// token_embd) and name within the layer; norms are F32.
 func writeQwen3Shaped(b *testing.B, layers, vocab int, typeOf func(layer int, name string) kernels.Type) string {
 	b.Helper()
-	const (
-		embd, heads, kvHeads, hd, ff = 1024, 16, 8, 128, 3072
-	)
-	rng := rand.New(rand.NewPCG(1, 2))
-	pool := make([]float32, 1<<20+4096)
-	for i := range pool {
-		pool[i] = float32(rng.NormFloat64() * 0.03)
-	}
-	w := gguf.NewWriter()
-	w.Set("general.architecture", "qwen3")
-	w.Set("qwen3.context_length", uint32(40960))
-	w.Set("qwen3.embedding_length", uint32(embd))
-	w.Set("qwen3.block_count", uint32(layers))
-	w.Set("qwen3.feed_forward_length", uint32(ff))
-	w.Set("qwen3.attention.head_count", uint32(heads))
-	w.Set("qwen3.attention.head_count_kv", uint32(kvHeads))
-	w.Set("qwen3.attention.key_length", uint32(hd))
-	w.Set("qwen3.attention.value_length", uint32(hd))
-	w.Set("qwen3.rope.freq_base", float32(1e6))
-	w.Set("qwen3.attention.layer_norm_rms_epsilon", float32(1e-6))
-	toks, scores, types := spmVocab(min(vocab, 1024))
-	for i := len(toks); i < vocab; i++ { // spmVocab repeats pieces past ~1350
-		toks = append(toks, fmt.Sprintf("\u2581t%d", i))
-		scores = append(scores, -float32(i))
-		types = append(types, 1)
-	}
-	setSPMTokenizer(w, toks, scores, types)
-	off := 0
-	add := func(name string, typ kernels.Type, cols, rows int) {
-		data := make([]byte, typ.RowBytes(cols)*rows)
-		rb := typ.RowBytes(cols)
-		for r := range rows {
-			off = (off + 4099) % (len(pool) - cols)
-			if err := kernels.Quantize(typ, pool[off:off+cols], data[r*rb:(r+1)*rb]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		dims := []int64{int64(cols), int64(rows)}
-		if rows == 1 {
-			dims = dims[:1]
-		}
-		if err := w.AddTensor(name, typ, dims, data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	add("token_embd.weight", typeOf(-1, "token_embd.weight"), embd, vocab)
-	add("output_norm.weight", kernels.F32, embd, 1)
-	for l := range layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		mat := func(name string, cols, rows int) { add(p+name, typeOf(l, name), cols, rows) }
-		add(p+"attn_norm.weight", kernels.F32, embd, 1)
-		mat("attn_q.weight", embd, heads*hd)
-		mat("attn_k.weight", embd, kvHeads*hd)
-		mat("attn_v.weight", embd, kvHeads*hd)
-		add(p+"attn_q_norm.weight", kernels.F32, hd, 1)
-		add(p+"attn_k_norm.weight", kernels.F32, hd, 1)
-		mat("attn_output.weight", heads*hd, embd)
-		add(p+"ffn_norm.weight", kernels.F32, embd, 1)
-		mat("ffn_gate.weight", embd, ff)
-		mat("ffn_up.weight", embd, ff)
-		mat("ffn_down.weight", ff, embd)
-	}
 	path := filepath.Join(b.TempDir(), "qwen3-0.6b-shaped.gguf")
-	if err := w.WriteFile(path); err != nil {
+	cfg := synth.Config{Layers: layers, Types: typeOf, Vocab: synth.PlaceholderVocab(vocab)}
+	if err := synth.Write(path, cfg); err != nil {
 		b.Fatal(err)
 	}
 	return path
 }
 
 // allOf is a writeQwen3Shaped typeOf that stores every matrix as wt.
-func allOf(wt kernels.Type) func(int, string) kernels.Type {
-	return func(int, string) kernels.Type { return wt }
-}
+func allOf(wt kernels.Type) func(int, string) kernels.Type { return synth.AllOf(wt) }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"plexbench/engine/synth"
 	"plexbench/kernels"
 )
 
@@ -138,7 +139,7 @@ func BenchmarkPrefillKernels(b *testing.B) {
 	for _, mix := range []struct {
 		name   string
 		typeOf func(layer int, name string) kernels.Type
-	}{{"F16", allOf(kernels.F16)}, {"Q8_0", allOf(kernels.Q8_0)}, {"Q4_K_M", q4KM}} {
+	}{{"F16", allOf(kernels.F16)}, {"Q8_0", allOf(kernels.Q8_0)}, {"Q4_K_M", synth.Q4KM(28)}} {
 		b.Run(fmt.Sprintf("%s/ctx%d/layers%d", mix.name, ctx, layers), func(b *testing.B) {
 			path := writeQwen3Shaped(b, layers, 1024, mix.typeOf)
 			m, err := Load(path, Options{KVType: kernels.F16, KVLen: ctx, Kernels: ks})
@@ -164,19 +165,4 @@ func BenchmarkPrefillKernels(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
-}
-
-// q4KM is a writeQwen3Shaped typeOf for llama.cpp's Q4_K_M mix: Q4_K,
-// with Q6_K for the tied embedding and for attn_v and ffn_down on the
-// layers its use_more_bits(i, n) picks out of the real 28.
-func q4KM(layer int, name string) kernels.Type {
-	const n = 28
-	moreBits := layer < n/8 || layer >= 7*n/8 || (layer-n/8)%3 == 2
-	switch {
-	case layer < 0:
-		return kernels.Q6_K
-	case moreBits && (name == "attn_v.weight" || name == "ffn_down.weight"):
-		return kernels.Q6_K
-	}
-	return kernels.Q4_K
 }

@@ -28,8 +28,7 @@ import (
 // matmul and the reductions, and overhead-% = (head + reductions) /
 // prefill. Reading the base file is scoring's and is not included.
 // BENCH_LAYERS=n builds n layers instead of 28; BENCH_KERNELS adds
-// selections for the other ops. About a minute at -benchtime=1x, most of
-// it writing the model.
+// selections for the other ops.
 func BenchmarkScoreWindow(b *testing.B) {
 	layers := benchLayers(b, 28)
 	const (
