@@ -49,7 +49,8 @@ func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
 }
 
 // store rounds the pass's K and V rows (nkv heads per token) into layer l
-// at positions pos0.. with ggml's f32 → cache-type conversion.
+// at positions pos0.. with ggml's f32 → cache-type conversion (the set's:
+// vector f16/bf16 where the CPU has it, the same bytes).
 func (c *kvCache) store(l int, p *pass, nkv int) {
 	p.args = rowArgs{layer: l, heads: nkv}
 	p.m.pool.For(p.n, max(1, rowGrain/(nkv*c.hd)), p.storeFn)
@@ -57,15 +58,15 @@ func (c *kvCache) store(l int, p *pass, nkv int) {
 
 // storeRange stores the K and V rows of tokens [lo, hi) (see store).
 func (p *pass) storeRange(_, lo, hi int) {
-	c, l, nkv := p.m.kv, p.args.layer, p.args.heads
+	c, l, nkv, ks := p.m.kv, p.args.layer, p.args.heads, p.m.opt.Kernels
 	hd := c.hd
 	for t := lo; t < hi; t++ {
 		pos := p.pos0 + t
 		for g := range nkv {
 			src := (t*nkv + g) * hd
 			dst := (g*c.cap + pos) * c.rb
-			kernels.QuantizeActivation(c.typ, p.k[src:src+hd], c.k[l][dst:dst+c.rb])
-			kernels.QuantizeActivation(c.typ, p.v[src:src+hd], c.v[l][dst:dst+c.rb])
+			ks.QuantizeActivation(c.typ, p.k[src:src+hd], c.k[l][dst:dst+c.rb])
+			ks.QuantizeActivation(c.typ, p.v[src:src+hd], c.v[l][dst:dst+c.rb])
 		}
 	}
 }

@@ -45,27 +45,17 @@ func (p *pass) rope(x []float32, nHeads int, mode ropeMode) {
 	p.m.pool.For(p.n, max(1, rowGrain/(nHeads*p.m.hp.headDim)), p.ropeFn)
 }
 
-// ropeRange rotates the heads of tokens [lo, hi).
+// ropeRange rotates the heads of tokens [lo, hi) with the set's rotation
+// (kernels.KernelSet.RoPE: NORM pairs adjacent dims, NEOX the two halves
+// of n_rot; ggml's fused products).
 func (p *pass) ropeRange(_, lo, hi int) {
-	hp := p.m.hp
-	x, nHeads, mode := p.args.out, p.args.heads, p.args.mode
+	hp, ks := p.m.hp, p.m.opt.Kernels
+	x, nHeads, neox := p.args.out, p.args.heads, p.args.mode == ropeNeox
 	hd, half := hp.headDim, hp.nRot/2
+	if half == 0 {
+		return
+	}
 	for t := lo; t < hi; t++ {
-		cos, sin := p.cos[t*half:(t+1)*half], p.sin[t*half:(t+1)*half]
-		for h := range nHeads {
-			v := x[(t*nHeads+h)*hd : (t*nHeads+h+1)*hd]
-			for i := range half {
-				// NORM pairs adjacent dims, NEOX pairs the two halves of n_rot.
-				a, b := 2*i, 2*i+1
-				if mode == ropeNeox {
-					a, b = i, i+half
-				}
-				// ggml's C is compiled with contraction: the first product of
-				// each line is fused with the add, the second rounded alone.
-				x0, x1 := v[a], v[b]
-				v[a] = kernels.FMA32(x0, cos[i], -float32(x1*sin[i]))
-				v[b] = kernels.FMA32(x0, sin[i], float32(x1*cos[i]))
-			}
-		}
+		ks.RoPE(x[t*nHeads*hd:(t+1)*nHeads*hd], hd, p.cos[t*half:(t+1)*half], p.sin[t*half:(t+1)*half], neox)
 	}
 }

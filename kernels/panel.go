@@ -43,13 +43,14 @@ type qTile struct {
 // comment), then 16 float32 row scales.
 const (
 	q8PanelBlock = 8*64 + 64
-	q8ActBlock   = 40 // qs i8[32], d f32 (the f16-rounded scale), corr i32 = −β·Σqs
+	q8ActBlock   = 40 // qs i8[32], d f32 (the f16-rounded scale), corr i32 = −β·Σqs (min panels: s_a f32)
 )
 
 // q8Format says how a weight type's blocks become panel levels.
 type q8Format struct {
 	bias   int32 // level bias β (0 in signed mode)
 	signed bool  // levels stay signed bytes (AVX2 sign trick)
+	min    bool  // Q4_1/Q5_1: a per-row m after the scales, s_a in the activations (panel_min.go)
 }
 
 // q8Levels decodes block blk of a 32-element weight type to its signed

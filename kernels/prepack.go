@@ -62,7 +62,7 @@ func (ks KernelSet) PackedBytes(w *Matrix) int {
 // layout.
 func packedPanelLen(k *matKernel, cols int) int {
 	if k.fam == famQ8 {
-		return cols / qk * q8PanelBlock
+		return cols / qk * k.fmt.panelBlock()
 	}
 	return cols / qkK * k.layout.bytes
 }

@@ -102,7 +102,7 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	switch k.fam {
 	case famQ8:
 		j.arb = w.Cols / qk * q8ActBlock
-		j.panelLen = w.Cols / qk * q8PanelBlock
+		j.panelLen = w.Cols / qk * k.fmt.panelBlock()
 		rowUnits = (w.Rows + panelRows - 1) / panelRows
 	case famK:
 		j.arb = w.Cols / qkK * q8kBlockBytes
@@ -254,6 +254,8 @@ func (j *simdJob) workPacked(s *simdScratch, worker int) {
 func repackPanel(k *matKernel, w *Matrix, r0 int, dst []byte) {
 	switch {
 	case k.fast && repackFast(w, r0, k.fmt, dst):
+	case k.fmt.min:
+		repackQ8Min(w, r0, dst)
 	case k.fam == famQ8:
 		repackQ8(w, r0, k.fmt, dst)
 	default:

@@ -576,7 +576,7 @@ func BenchmarkSIMDMatMul(b *testing.B) {
 		shapes = append(shapes, shape{sh.name, sh.rows, sh.cols, 512})
 	}
 	shapes = append(shapes, shape(headShape))
-	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, F32} {
+	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, Q4_1, Q5_1, F32} {
 		for _, sh := range shapes {
 			nTok := sh.toks
 			var (

@@ -121,9 +121,6 @@ func buildRegistry() []variant {
 				desc: "Go twins of the SIMD kernels in the same tiles: the same bits as avx2/avx512 (the default without assembly)"})
 		}
 	}
-	for _, op := range []string{OpRMSNorm, OpRoPE} {
-		vs = append(vs, variant{op: op, name: "go", prio: 10, desc: "plain Go (the engine's pass)", bind: func(*kernelTable, CPUFeatures) {}})
-	}
 	vs = append(vs, elementwiseVariants()...)
 	slices.SortStableFunc(vs, func(a, b variant) int {
 		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(b.prio, a.prio))
@@ -192,13 +189,17 @@ type kernelTable struct {
 	choice map[string]*variant // every op: what ran, for the report
 	mm     [64]*matImpl        // by weight type id
 
-	softmax  func(s []float32, valid int, scale float32)          // attention (dense)
-	attn     AttnMode                                             // attention
-	expSum   func(s []float32, mx float32) float64                // attention (flash) and its tests
-	scaleMax func(s []float32, scale float32) float32             // attention (flash)
-	swiglu   func(g, u []float32)                                 // swiglu
-	pick     func(row []float32) (float32, int32, float64)        // head: max, argmax, Σ exp; nil = Pick
-	topK     func(row []float32, k int, ids []int32, l []float32) // head
+	softmax  func(s []float32, valid int, scale float32)              // attention (dense)
+	attn     AttnMode                                                 // attention
+	expSum   func(s []float32, mx float32) float64                    // attention (flash) and its tests
+	scaleMax func(s []float32, scale float32) float32                 // attention (flash)
+	swiglu   func(g, u []float32)                                     // swiglu
+	rmsNorm  func(out, in, w []float32, eps float32)                  // rmsnorm
+	rope     func(v []float32, hd int, cos, sin []float32, neox bool) // rope
+	rowF16   func(x []float32, dst []byte)                            // every op: f16 rows (QuantizeActivation)
+	rowBF16  func(x []float32, dst []byte)                            // every op: bf16 rows
+	pick     func(row []float32) (float32, int32, float64)            // head: max, argmax, Σ exp; nil = Pick
+	topK     func(row []float32, k int, ids []int32, l []float32)     // head
 }
 
 var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })
@@ -214,6 +215,7 @@ func (ks KernelSet) table() *kernelTable {
 // defaults for the rest.
 func resolve(explicit map[string]*variant, f CPUFeatures) *kernelTable {
 	t := &kernelTable{choice: map[string]*variant{}}
+	bindRowConv(t, f)
 	for _, op := range KernelOps() {
 		v := explicit[op]
 		if v == nil {
@@ -365,6 +367,18 @@ func simdKernel(isa string, t Type) *matKernel {
 		case "gotile":
 			k.tokens, k.fmt = 8, q8Format{bias: q8Bias(t)}
 			k.q = func(qt *qTile) { q8PanelGo(qt, 8) }
+		default:
+			return nil
+		}
+		return k
+	case Q4_1, Q5_1:
+		k := &matKernel{fam: famQ8, fmt: q8Format{min: true}, actQ8: quantActQ8_1Go}
+		switch isa {
+		case "avx2":
+			k.tokens, k.q = 4, q8PanelAVX2m
+		case "gotile":
+			k.tokens = 8
+			k.q = func(qt *qTile) { q8PanelGoMin(qt, 8) }
 		default:
 			return nil
 		}

@@ -1,7 +1,8 @@
 package kernels
 
 // This file owns the registry entries of the ops outside matmul
-// (attention, swiglu, head) and what each binds into a KernelSet's table.
+// (attention, swiglu, rmsnorm, rope, head) and what each binds into a
+// KernelSet's table.
 // The fast variants of one op give the same bits on every CPU level: the
 // avx2 and avx512 kernels and the "generic" Go twins all follow the twins'
 // arithmetic (expGo, the lane order of the float64 sums), so a result does
@@ -38,7 +39,8 @@ func (m AttnMode) PrefillAttention() string {
 	return "dense"
 }
 
-// elementwiseVariants lists the attention, swiglu and head variants.
+// elementwiseVariants lists the attention, swiglu, rmsnorm, rope and head
+// variants.
 func elementwiseVariants() []variant {
 	avx2 := func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() }
 	avx512 := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }
@@ -73,6 +75,31 @@ func elementwiseVariants() []variant {
 		{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
 			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)",
 			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluFast }},
+
+		// "go" stays the default: its order is ggml's own rms_norm on every
+		// CPU (not an emulation of one build), so the exact set
+		// matmul=go,attention=go,swiglu=go keeps llama.cpp's bits; the
+		// reordered sums below buy about 0.5% of a prefill and move last
+		// bits, which 8-bit activation rounding turns into PPL shifts.
+		{op: OpRMSNorm, name: "go", prio: 10,
+			desc: "ggml's rms_norm in plain Go: the squares summed in float64 in order (the default: llama.cpp's bits on every CPU)",
+			bind: func(t *kernelTable, _ CPUFeatures) { t.rmsNorm = rmsNormGo }},
+		{op: OpRMSNorm, name: "generic", prio: 4,
+			desc: "squares summed into 16 float64 lanes in plain Go (the vector kernel's twin: the same bits as avx2)",
+			bind: func(t *kernelTable, _ CPUFeatures) { t.rmsNorm = rmsNormTwin }},
+		{op: OpRMSNorm, name: "avx2", prio: 5, needs: avx2,
+			desc: "squares summed into 4×4 float64 lanes, the scale applied in 8-lane multiplies (AVX2)",
+			bind: func(t *kernelTable, _ CPUFeatures) { t.rmsNorm = rmsNormAVX2 }},
+
+		// One variant: the AVX2 rotation gives the plain Go loop's bits.
+		{op: OpRoPE, name: "go", prio: 10,
+			desc: "ggml's rotation, one fused multiply-add per output; 8 lanes (AVX2, FMA) where the CPU has them, the same bits as the plain Go loop",
+			bind: func(t *kernelTable, f CPUFeatures) {
+				t.rope = ropeGo
+				if avx2(f) {
+					t.rope = ropeAVX2
+				}
+			}},
 
 		{op: OpHead, name: "go", prio: 10,
 			desc: "pick (max, argmax, Σ exp with libm exp) and heap top-k in plain Go, the reference (Pick/TopK); the LM head follows the matmul ops",

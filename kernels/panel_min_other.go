@@ -1,0 +1,5 @@
+//go:build purego || !amd64
+
+package kernels
+
+func q8PanelAVX2m(*qTile) { noAsm() }
