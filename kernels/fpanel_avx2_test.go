@@ -13,13 +13,6 @@ import (
 	"unsafe"
 )
 
-func skipNoFPanelAVX2(t testing.TB) {
-	t.Helper()
-	if !haveAsm || !CPU().HasAVX2() {
-		t.Skipf("AVX2 float panels need the amd64 assembly and AVX2+FMA+F16C (build has asm: %v; CPU: %s)", haveAsm, CPU())
-	}
-}
-
 // fp2Guard is the bit pattern around every output slot.
 const fp2Guard = 0x7fc0beef
 
@@ -95,7 +88,7 @@ func (o *fp2Outs) check(t *testing.T, what string, nt int) {
 // fuses the multiply-add), so a NaN only has to meet a NaN there; the
 // kernel widths must still agree with each other bit for bit.
 func TestFPanelAVX2(t *testing.T) {
-	skipNoFPanelAVX2(t)
+	requireAVX2(t, "AVX2 float panels")
 	rng := rand.New(rand.NewPCG(71, 72))
 	var ns []int
 	for n := range 71 {
@@ -177,7 +170,7 @@ func fp2Matrix(rng *rand.Rand, wt Type, rows, cols int) *Matrix {
 // start mid-matrix, that nothing past the panel is written, and that
 // partial panels and other types are declined untouched.
 func TestRepackFloatAVX2(t *testing.T) {
-	skipNoFPanelAVX2(t)
+	requireAVX2(t, "AVX2 float panels")
 	rng := rand.New(rand.NewPCG(73, 74))
 	for _, wt := range simdFloatTypes {
 		for _, cols := range []int{1, 3, 7, 8, 9, 15, 16, 17, 33, 64, 100, 1024, 1030} {
@@ -245,7 +238,7 @@ func fp2RoundCases(rng *rand.Rand) []float32 {
 // RoundF16 and RoundBF16 bit for bit (NaN payloads included), directly
 // and through roundActAVX2 at lengths that leave a Go tail.
 func TestRoundActAVX2(t *testing.T) {
-	skipNoFPanelAVX2(t)
+	requireAVX2(t, "AVX2 float panels")
 	rng := rand.New(rand.NewPCG(75, 76))
 	x := fp2RoundCases(rng)
 	x = x[:len(x)&^7]
@@ -313,7 +306,7 @@ func fp2Weights(tb testing.TB, rng *rand.Rand, wt Type, rows, cols int) *Matrix 
 // with fPanelGo for 1-30 and 512 tokens, rows not a multiple of 32, on
 // two threads: the outputs must be identical.
 func TestMatMulFPanelAVX2(t *testing.T) {
-	skipNoFPanelAVX2(t)
+	requireAVX2(t, "AVX2 float panels")
 	rng := rand.New(rand.NewPCG(77, 78))
 	p := NewPool(2)
 	defer p.Close()
@@ -347,7 +340,7 @@ func TestMatMulFPanelAVX2(t *testing.T) {
 // multiply-add) per wall and per CPU second (steadier on a shared
 // machine); compare BenchmarkPanelKernel.
 func BenchmarkFPanelAVX2Kernel(b *testing.B) {
-	skipNoFPanelAVX2(b)
+	requireAVX2(b, "AVX2 float panels")
 	rng := rand.New(rand.NewPCG(79, 80))
 	const n = 1024
 	panel := fp2Floats(rng, n*fpRows, fp2Normal)
@@ -407,7 +400,7 @@ func BenchmarkFPanelAVX2Kernel(b *testing.B) {
 // BenchmarkRepackFloatAVX2 measures one 32-row panel repack (K=1024):
 // the Go repackFloat against repackFloatAVX2, in Gelem/s.
 func BenchmarkRepackFloatAVX2(b *testing.B) {
-	skipNoFPanelAVX2(b)
+	requireAVX2(b, "AVX2 float panels")
 	rng := rand.New(rand.NewPCG(81, 82))
 	const n = 1024
 	for _, wt := range simdFloatTypes {
@@ -433,7 +426,7 @@ func BenchmarkRepackFloatAVX2(b *testing.B) {
 // the AVX2 panels ("panel", with the driver's Go repack) against the AVX2
 // dot-product tiles ("dot"). GFLOP/cpu-s is per CPU second, so per core.
 func BenchmarkMatMulFPanelAVX2(b *testing.B) {
-	skipNoFPanelAVX2(b)
+	requireAVX2(b, "AVX2 float panels")
 	p := NewPool(0)
 	defer p.Close()
 	shapes := []struct {

@@ -134,39 +134,6 @@ func TestRMSNormLaneOrder(t *testing.T) {
 	}
 }
 
-// rmsNormSequential is engine/norm.go's loop before the op moved here: the
-// "go" variant must keep its bits.
-func rmsNormSequential(out, in, w []float32, eps float32) {
-	n := len(w)
-	for r := range len(in) / n {
-		x, y := in[r*n:(r+1)*n], out[r*n:(r+1)*n]
-		var ss float64
-		for _, v := range x {
-			ss += float64(float32(v * v))
-		}
-		mean := float32(ss / float64(n))
-		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-		for i, v := range x {
-			y[i] = float32(v*scale) * w[i]
-		}
-	}
-}
-
-func TestRMSNormGoIsSequential(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range normLengths() {
-		w := normWeights(rng, n)
-		in := append(normRow(rng, n, false), normRow(rng, n, true)...)
-		want := runNorm(t, rmsNormSequential, in, w, 1e-5, 0, false)
-		got := runNorm(t, rmsNormGo, in, w, 1e-5, 1, false)
-		for i := range want {
-			if !sameBits(got[i], want[i]) {
-				t.Fatalf("n=%d: y[%d] = %v, sequential %v", n, i, got[i], want[i])
-			}
-		}
-	}
-}
-
 // TestRMSNormVariantsMatchFloat64 holds every variant to the float64
 // result. Each rounding is relative (u = 2⁻²⁴) and nothing cancels: the
 // squares and the mean carry u each into the sum, +eps one more, sqrt

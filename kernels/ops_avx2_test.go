@@ -13,13 +13,6 @@ import (
 	"testing"
 )
 
-func skipNoOpsAVX2(tb testing.TB) {
-	tb.Helper()
-	if !haveAsm || !CPU().HasAVX2() {
-		tb.Skipf("AVX2 kernels need the amd64 assembly and AVX2+FMA+F16C (have asm %v, CPU %s)", haveAsm, CPU())
-	}
-}
-
 // opsAVX2Lengths are the row lengths every test runs.
 func opsAVX2Lengths() []int {
 	var ns []int
@@ -144,7 +137,7 @@ func opsAVX2Compare(t *testing.T, what string, in, got, want []float32) {
 
 // opsAVX2Cases runs f for every length and offset on fresh inputs.
 func opsAVX2Cases(t *testing.T, seed uint64, f func(rng *rand.Rand, n, off int)) {
-	skipNoOpsAVX2(t)
+	requireAVX2(t, "AVX2 elementwise kernels")
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	for _, n := range opsAVX2Lengths() {
 		for off := range 8 {
@@ -178,7 +171,7 @@ func TestOpsAVX2Exp(t *testing.T) {
 // float32 values of each of a few ranges: around the clamps, the denormal
 // edge, and the reduction's rounding boundaries near zero.
 func TestOpsAVX2ExpSweep(t *testing.T) {
-	skipNoOpsAVX2(t)
+	requireAVX2(t, "AVX2 elementwise kernels")
 	for _, r := range [][2]float32{{-104.5, -86}, {86, 89.5}, {0x1p-30, 2}, {-2, -0x1p-30}} {
 		// Same-sign ranges: the bit patterns are monotonic in the value.
 		lo, hi := math.Float32bits(r[0]), math.Float32bits(r[1])
@@ -319,7 +312,7 @@ func TestOpsAVX2PickMaxSum(t *testing.T) {
 
 // BenchmarkOpsAVX2 runs each AVX2 wrapper next to its Go twin.
 func BenchmarkOpsAVX2(b *testing.B) {
-	skipNoOpsAVX2(b)
+	requireAVX2(b, "AVX2 elementwise kernels")
 	rng := rand.New(rand.NewPCG(67, 68))
 	type impl struct {
 		name string

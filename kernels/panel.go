@@ -115,13 +115,7 @@ func repackQ8Words(w *Matrix, r0 int, f q8Format, dst []byte) {
 	}
 	for r := range panelRows {
 		if r0+r >= w.Rows {
-			for b := range nb {
-				p := dst[b*q8PanelBlock:]
-				for k := range 8 {
-					clear(p[64*k+4*r : 64*k+4*r+4])
-				}
-				clear(p[512+4*r : 516+4*r])
-			}
+			clearPanelRow(dst, nb, q8PanelBlock, r)
 			continue
 		}
 		row := w.Row(r0 + r)
@@ -145,6 +139,21 @@ func repackQ8Words(w *Matrix, r0 int, f q8Format, dst []byte) {
 	}
 }
 
+// clearPanelRow zeroes row r's levels and the words after them (scale,
+// and min where the block has one) in each of nb panel blocks of size
+// blk.
+func clearPanelRow(dst []byte, nb, blk, r int) {
+	for b := range nb {
+		p := dst[b*blk : (b+1)*blk]
+		for k := range 8 {
+			clear(p[64*k+4*r : 64*k+4*r+4])
+		}
+		for o := 512; o < blk; o += 64 {
+			clear(p[o+4*r : o+4*r+4])
+		}
+	}
+}
+
 // repackQ8Levels is repackQ8 through q8Levels, for every 32-block type.
 func repackQ8Levels(w *Matrix, r0 int, f q8Format, dst []byte) {
 	nb := w.Cols / qk
@@ -153,13 +162,7 @@ func repackQ8Levels(w *Matrix, r0 int, f q8Format, dst []byte) {
 	var q [qk]int8
 	for r := range panelRows {
 		if r0+r >= w.Rows {
-			for b := range nb {
-				p := dst[b*q8PanelBlock:]
-				for k := range 8 {
-					clear(p[64*k+4*r : 64*k+4*r+4])
-				}
-				clear(p[512+4*r : 516+4*r])
-			}
+			clearPanelRow(dst, nb, q8PanelBlock, r)
 			continue
 		}
 		row := w.Row(r0 + r)

@@ -53,14 +53,7 @@ func repackQ8Min(w *Matrix, r0 int, dst []byte) {
 	dst = dst[:nb*q8MinPanelBlock]
 	for r := range panelRows {
 		if r0+r >= w.Rows {
-			for b := range nb {
-				p := dst[b*q8MinPanelBlock:]
-				for k := range 8 {
-					clear(p[64*k+4*r : 64*k+4*r+4])
-				}
-				clear(p[512+4*r : 516+4*r])
-				clear(p[576+4*r : 580+4*r])
-			}
+			clearPanelRow(dst, nb, q8MinPanelBlock, r)
 			continue
 		}
 		row := w.Row(r0 + r)

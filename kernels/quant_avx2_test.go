@@ -11,13 +11,6 @@ import (
 	"testing"
 )
 
-func skipUnlessQuantAVX2(tb testing.TB) {
-	tb.Helper()
-	if !haveAsm || !CPU().HasAVX2() {
-		tb.Skipf("AVX2 quantizers need amd64 assembly (haveAsm=%v) and AVX2+FMA+F16C (CPU: %s)", haveAsm, CPU())
-	}
-}
-
 // quantBlockKinds fill one block (32 or 256 floats) with a kind of input
 // the converters must agree on. Each kind is a name and a filler.
 var quantBlockKinds = []struct {
@@ -180,7 +173,7 @@ func goQuantBytes(n int, conv func(dst []byte)) []byte {
 }
 
 func TestQuantActQ8AVX2MatchesGo(t *testing.T) {
-	skipUnlessQuantAVX2(t)
+	requireAVX2(t, "AVX2 quantizers")
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, nb := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 32, 96} {
 		names, rows := quantTestRows(r, nb, qk)
@@ -195,7 +188,7 @@ func TestQuantActQ8AVX2MatchesGo(t *testing.T) {
 }
 
 func TestQuantQ8KAVX2MatchesGo(t *testing.T) {
-	skipUnlessQuantAVX2(t)
+	requireAVX2(t, "AVX2 quantizers")
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, nb := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 12} {
 		names, rows := quantTestRows(r, nb, qkK)
@@ -210,7 +203,7 @@ func TestQuantQ8KAVX2MatchesGo(t *testing.T) {
 // TestQuantQ8KAVX2FirstMax checks the tie rule on its own: of equal
 // magnitudes the first element sets the sign of the scale.
 func TestQuantQ8KAVX2FirstMax(t *testing.T) {
-	skipUnlessQuantAVX2(t)
+	requireAVX2(t, "AVX2 quantizers")
 	r := rand.New(rand.NewPCG(15, 16))
 	x := make([]float32, qkK)
 	for range 200 {
@@ -227,7 +220,7 @@ func TestQuantQ8KAVX2FirstMax(t *testing.T) {
 // TestQuantAVX2IgnoresTail checks that a partial last block is skipped,
 // as the Go twins skip it, and that rows shorter than a block write nothing.
 func TestQuantAVX2IgnoresTail(t *testing.T) {
-	skipUnlessQuantAVX2(t)
+	requireAVX2(t, "AVX2 quantizers")
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, tail := range []int{0, 1, 31, 255} {
 		x := make([]float32, 2*qkK+tail)
@@ -269,7 +262,7 @@ func BenchmarkQuantActQ8AVX2(b *testing.B) {
 		}{{"go", quantActQ8Go, false}, {"avx2", quantActQ8AVX2, true}} {
 			b.Run(fmt.Sprintf("%s/n=%d", v.name, n), func(b *testing.B) {
 				if v.asm {
-					skipUnlessQuantAVX2(b)
+					requireAVX2(b, "AVX2 quantizers")
 				}
 				b.ReportAllocs()
 				for b.Loop() {
@@ -292,7 +285,7 @@ func BenchmarkQuantQ8KAVX2(b *testing.B) {
 		}{{"go", quantizeQ8K, false}, {"avx2", quantQ8KAVX2, true}} {
 			b.Run(fmt.Sprintf("%s/n=%d", v.name, n), func(b *testing.B) {
 				if v.asm {
-					skipUnlessQuantAVX2(b)
+					requireAVX2(b, "AVX2 quantizers")
 				}
 				b.ReportAllocs()
 				for b.Loop() {

@@ -25,9 +25,7 @@ func ropeTables(rng *rand.Rand, half int, guards bool) (cos, sin []float32) {
 }
 
 func TestRoPEAVX2MatchesGo(t *testing.T) {
-	if !haveAsm || !CPU().HasAVX2() {
-		t.Skipf("the AVX2 rotation needs the amd64 assembly and AVX2+FMA+F16C (asm %v, CPU %s)", haveAsm, CPU())
-	}
+	requireAVX2(t, "the AVX2 rotation")
 	rng := rand.New(rand.NewPCG(21, 22))
 	halves := []int{64}
 	for h := 1; h <= 40; h++ {

@@ -29,9 +29,7 @@ func rowConvSweep() []float32 {
 }
 
 func TestQuantizeActivationAVX2Bytes(t *testing.T) {
-	if !haveAsm || !CPU().HasAVX2() {
-		t.Skipf("the AVX2 row converters need the amd64 assembly and AVX2+FMA+F16C (asm %v, CPU %s)", haveAsm, CPU())
-	}
+	requireAVX2(t, "the AVX2 row converters")
 	sweep := rowConvSweep()
 	for _, c := range []struct {
 		typ       Type

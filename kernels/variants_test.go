@@ -301,3 +301,12 @@ type namedSet struct {
 	name string
 	ks   KernelSet
 }
+
+// requireAVX2 skips tb, naming what, unless the amd64 assembly is built in
+// and this CPU (as PLEXBENCH_CPU masks it) has AVX2+FMA+F16C.
+func requireAVX2(tb testing.TB, what string) {
+	tb.Helper()
+	if !haveAsm || !CPU().HasAVX2() {
+		tb.Skipf("%s need the amd64 assembly and AVX2+FMA+F16C (asm %v, CPU %s)", what, haveAsm, CPU())
+	}
+}
