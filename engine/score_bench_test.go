@@ -37,7 +37,7 @@ func BenchmarkScoreWindow(b *testing.B) {
 	)
 	path := writeQwen3Shaped(b, layers, vocab, allOf(kernels.Q8_0))
 	tokens := randomTokens(ctx, vocab, 1)
-	for _, head := range []string{"go", "avx512"} {
+	for _, head := range []string{"go", "avx2", "avx512"} {
 		spec := strings.Trim(os.Getenv("BENCH_KERNELS")+",head="+head, ",")
 		ks, err := kernels.ParseKernels(spec)
 		if err != nil {
