@@ -350,30 +350,6 @@ func BenchmarkFPanelAVX2Kernel(b *testing.B) {
 	for i := range fpToks {
 		ft.out[i] = unsafe.Pointer(&out[i])
 	}
-	// The AVX2 dot-product tile for F16 as BenchmarkPanelKernel runs it
-	// (4 rows × 2 tokens), for comparison.
-	dot := simdKernel("avx2", F16)
-	w16 := make([]byte, 4*F16.RowBytes(n))
-	if err := Quantize(F16, panel[:4*n], w16); err != nil {
-		b.Fatal(err)
-	}
-	var res [5][4]float32
-	dt := &fTile{n: n, out: unsafe.Pointer(&res)}
-	for r := range 4 {
-		dt.w[r] = unsafe.Pointer(&w16[r*F16.RowBytes(n)])
-	}
-	for i := range 5 {
-		dt.a[i] = unsafe.Pointer(&act[i*n])
-	}
-	b.Run("F16dot", func(b *testing.B) {
-		cpu0 := cpuSeconds()
-		for b.Loop() {
-			dot.f(dt)
-		}
-		flop := 2 * float64(4*dot.fToks*n) * float64(b.N)
-		b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		b.ReportMetric(flop/(cpuSeconds()-cpu0)/1e9, "GFLOP/cpu-s")
-	})
 	// K=3072 (Qwen3's down projection): the panel is 384 KiB, in L2.
 	const n3 = 3072
 	panel3 := fp2Floats(rng, n3*fpRows, fp2Normal)

@@ -363,104 +363,6 @@ func kAVX2(s kSpec) {
 	p("RET")
 }
 
-// Float tiles: R weight rows × T activation rows, vectors along the row,
-// one horizontal sum per output at the end (panel.go: fTileGo). Rows in
-// R8..R11, tokens in R12, R13, AX, BX, R14; DX is the element index.
-var fRowReg = [4]string{"R8", "R9", "R10", "R11"}
-var fTokReg = [5]string{"R12", "R13", "AX", "BX", "R14"}
-
-// fReduce4 sums the four xmm registers a..d lane-wise into one xmm
-// [Σa Σb Σc Σd] with EVEX-encodable unpacks (VHADDPS is VEX-only and cannot
-// reach X16-X31): (x0+x2)+(x1+x3) per register. t0..t2 are temporaries;
-// the result lands in t2.
-func fReduce4(a, b, c, d, t0, t1, t2 string) {
-	p("VUNPCKLPS %s, %s, %s", b, a, t0)
-	p("VUNPCKHPS %s, %s, %s", b, a, t1)
-	p("VADDPS %s, %s, %s", t1, t0, t0) // [a0+a2 b0+b2 a1+a3 b1+b3]
-	p("VUNPCKLPS %s, %s, %s", d, c, t1)
-	p("VUNPCKHPS %s, %s, %s", d, c, t2)
-	p("VADDPS %s, %s, %s", t2, t1, t1) // [c0+c2 d0+d2 c1+c3 d1+d3]
-	p("VUNPCKLPD %s, %s, %s", t1, t0, t2)
-	p("VUNPCKHPD %s, %s, %s", t1, t0, t0)
-	p("VADDPS %s, %s, %s", t0, t2, t2)
-}
-
-func fHeader(name string, nr, nt, step int) {
-	fmt.Fprintf(&b, "TEXT ·%s(SB), NOSPLIT, $0-8\n", name)
-	p("MOVQ t+0(FP), DI")
-	for r := range nr {
-		p("MOVQ fTile_w+%d(DI), %s", 8*r, fRowReg[r])
-	}
-	for t := range nt {
-		p("MOVQ fTile_a+%d(DI), %s", 8*t, fTokReg[t])
-	}
-	p("MOVQ fTile_n(DI), CX")
-	p("XORQ DX, DX")
-	p("SHRQ $%d, CX", map[int]int{8: 3, 16: 4}[step])
-}
-
-// loadW loads step weights of row register rr at element DX into vector
-// v; mask is "" or a zeroing k-mask suffix for the tail (",K1" style:
-// ".Z" op with K1).
-func loadW(wf, rr, v string, masked bool) {
-	z, k := "", ""
-	if masked {
-		z, k = ".Z", " K1,"
-	}
-	switch wf {
-	case "f32":
-		p("VMOVUPS%s (%s)(DX*4),%s %s", z, rr, k, v)
-	case "f16":
-		p("VCVTPH2PS%s (%s)(DX*2),%s %s", z, rr, k, v)
-	case "bf16":
-		p("VPMOVZXWD%s (%s)(DX*2),%s %s", z, rr, k, v)
-		p("VPSLLD $16, %s, %s", v, v)
-	}
-}
-
-// fAVX2: R=4 rows, T=2 tokens, 8 elements a step (the n%8 tail is left to
-// the caller); Y0-7 accumulators (row r,
-// token t at 2r+t), Y8-11 weights, Y12-13 activations, Y12-15 reduction
-// temporaries.
-func fAVX2(wf string) {
-	const nr, nt = 4, 2
-	name := "fTileAVX2" + wf
-	comment(fmt.Sprintf("func %s(t *fTile): %s weight rows · f32 activations, AVX2, 4 rows × 2 tokens, 8 elements a step.", name, wf))
-	fHeader(name, nr, nt, 8)
-	for i := range nr * nt {
-		p("VPXOR Y%d, Y%d, Y%d", i, i, i)
-	}
-	p("TESTQ CX, CX")
-	p("JZ %s_tail", name)
-	label(name + "_loop")
-	for r := range nr {
-		loadW(wf, fRowReg[r], fmt.Sprintf("Y%d", 8+r), false)
-	}
-	for t := range nt {
-		p("VMOVUPS (%s)(DX*4), Y%d", fTokReg[t], 12+t)
-	}
-	for r := range nr {
-		for t := range nt {
-			p("VFMADD231PS Y%d, Y%d, Y%d", 12+t, 8+r, nt*r+t)
-		}
-	}
-	p("ADDQ $8, DX")
-	p("DECQ CX")
-	p("JNZ %s_loop", name)
-	label(name + "_tail") // the caller adds the last n%8 elements
-	p("MOVQ fTile_out(DI), DX")
-	for i := range nr * nt {
-		p("VEXTRACTF128 $1, Y%d, X12", i)
-		p("VADDPS X12, X%d, X%d", i, i)
-	}
-	for t := range nt {
-		fReduce4(fmt.Sprintf("X%d", t), fmt.Sprintf("X%d", nt+t), fmt.Sprintf("X%d", 2*nt+t), fmt.Sprintf("X%d", 3*nt+t), "X12", "X13", "X14")
-		p("VMOVUPS X14, %d(DX)", 16*t)
-	}
-	p("VZEROUPPER")
-	p("RET")
-}
-
 // ---- Panel repacking (AVX-512 gathers) ----
 //
 // func name(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
@@ -797,9 +699,6 @@ func main() {
 	q4k.name, q6k.name = "kMinAVX2x32", "kCorrAVX2x16"
 	kAVX2(q4k)
 	kAVX2(q6k)
-	for _, wf := range []string{"f32", "f16", "bf16"} {
-		fAVX2(wf)
-	}
 	rpQ8_0()
 	rpQ4_0()
 	rpQ45K(false)

@@ -15,8 +15,8 @@ package kernels
 // bias β makes them so, and the activation side carries −β·Σa per block
 // to undo it. The activation rows are quantized once per call.
 //
-// Float weights are not repacked: a float tile is R rows × T tokens of
-// whole-row dot products in vector lanes, reduced once at the end.
+// Float weights are repacked as [K][32] float32 panels (rows in the
+// lanes) and multiplied as outer products with broadcast activations.
 
 import (
 	"encoding/binary"
@@ -403,51 +403,6 @@ func kPanelGo(l kLayout) func(t *qTile, ntok int) {
 				}
 			}
 			*out = acc
-		}
-	}
-}
-
-// ---- float rows ----
-
-// fTile is one call of a float tile kernel: 4 weight rows against up to 5
-// activation rows over n elements (a multiple of the kernel's step).
-type fTile struct {
-	w   [4]unsafe.Pointer // weight rows (F32, F16 or BF16)
-	a   [5]unsafe.Pointer // activation rows, float32
-	n   int
-	out unsafe.Pointer // *[5][4]float32: token-major results
-}
-
-// fTileGo is the twin of the float tile kernels with the given lane count
-// (16 for AVX-512, 8 for AVX2): lane l of each (row, token) accumulator
-// takes elements ≡ l (mod lanes) with fused multiply-adds; the lanes are
-// then folded in halves down to four, and those summed as (x0+x2)+(x1+x3).
-func fTileGo(wt Type, lanes, nr, nt int) func(t *fTile) {
-	return func(t *fTile) {
-		out := (*[5][4]float32)(t.out)
-		for r := range nr {
-			var w []float32
-			switch wt {
-			case F32:
-				w = unsafe.Slice((*float32)(t.w[r]), t.n)
-			default:
-				raw := unsafe.Slice((*byte)(t.w[r]), 2*t.n)
-				w = make([]float32, t.n)
-				typeTraits[wt].dequant(raw, w)
-			}
-			for i := range nt {
-				a := unsafe.Slice((*float32)(t.a[i]), t.n)
-				var acc [16]float32
-				for e := range t.n {
-					acc[e%lanes] = fma32(w[e], a[e], acc[e%lanes])
-				}
-				for h := lanes / 2; h >= 4; h /= 2 {
-					for l := range h {
-						acc[l] += acc[l+h]
-					}
-				}
-				out[i][r] = (acc[0] + acc[2]) + (acc[1] + acc[3])
-			}
 		}
 	}
 }

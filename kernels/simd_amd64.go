@@ -35,15 +35,6 @@ func kMinAVX2x32(t *qTile)
 func kCorrAVX2x16(t *qTile)
 
 //go:noescape
-func fTileAVX2f32(t *fTile)
-
-//go:noescape
-func fTileAVX2f16(t *fTile)
-
-//go:noescape
-func fTileAVX2bf16(t *fTile)
-
-//go:noescape
 func quantQ8AVX512(x *float32, nb int, dst *byte, bias int32)
 
 //go:noescape

@@ -9,9 +9,7 @@ package kernels
 // instead. Nothing is allocated per call once the scratch has grown.
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"sync/atomic"
 	"unsafe"
 )
@@ -32,14 +30,9 @@ type matKernel struct {
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
 	fast   bool         // famQ8/famK: repack full panels with the AVX-512 gathers where the type has one
-	// famFloat: either dot-product tiles (f: 4 rows × fToks tokens, step
-	// elements at a time, the n%step tail added by the driver) or, when fp
-	// is set, the outer-product panel kernels for 12, 4 and 1 tokens, whose
-	// results do not depend on the token count (fpRepack: the vector
+	// famFloat: the outer-product panel kernels for 12, 4 and 1 tokens,
+	// whose results do not depend on the token count (fpRepack: the vector
 	// repack of full panels; false leaves a panel to repackFloat).
-	f        func(*fTile)
-	fToks    int
-	step     int
 	fp       [3]func(*fpTile)
 	fpRepack func(w *Matrix, r0 int, dst []float32) bool
 	// Activation converters: one row x into dst.
@@ -67,8 +60,6 @@ type simdWorker struct {
 	panel []byte                // one repacked panel
 	tile  [8][panelRows]float32 // results of partial panels and padding tokens
 	qt    qTile
-	ft    fTile
-	res   [5][4]float32
 	// The float panel path's panel ([K][32]), results of partial panels
 	// and padding tokens, and kernel argument.
 	fpanel []float32
@@ -82,7 +73,7 @@ type simdJob struct {
 	out, x   []float32
 	nTok     int
 	arb      int  // activation row bytes (quantized) or floats (float)
-	outer    bool // famFloat: the outer-product panel path
+	float    bool // famFloat: the outer-product panel path
 	units    int
 	tokParts int
 	panelLen int
@@ -109,25 +100,16 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 		j.panelLen = w.Cols / qkK * k.layout.bytes
 		rowUnits = (w.Rows + panelRows - 1) / panelRows
 	case famFloat:
-		j.arb = w.Cols
-		rowUnits = (w.Rows + fChunkRows - 1) / fChunkRows
-		j.outer = k.fp[0] != nil
-		if j.outer {
-			rowUnits = (w.Rows + fpRows - 1) / fpRows
-		}
+		j.arb, j.float = w.Cols, true
+		rowUnits = (w.Rows + fpRows - 1) / fpRows
 	}
-	switch {
-	case j.outer:
+	if j.float {
 		// Whole groups of fpToks rows, the padding rows zero, so a group
 		// never reads past the buffer.
 		pad := (nTok + fpToks - 1) / fpToks * fpToks
 		s.actF = grow(s.actF, pad*w.Cols)
 		clear(s.actF[nTok*w.Cols:])
-	case k.fam == famFloat:
-		if w.Type != F32 {
-			s.actF = grow(s.actF, nTok*w.Cols)
-		}
-	default:
+	} else {
 		s.act = grow(s.act, nTok*j.arb)
 	}
 	for len(s.workers) < threads {
@@ -135,21 +117,19 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	}
 	for _, wk := range s.workers[:threads] {
 		switch {
-		case j.outer:
+		case j.float:
 			wk.fpanel = grow(wk.fpanel, w.Cols*fpRows)
 		case s.packed == nil:
 			wk.panel = grow(wk.panel, j.panelLen)
 		}
 	}
-	if k.fam != famFloat || w.Type != F32 || j.outer {
-		p.For(nTok, 1, s.conv)
-	}
+	p.For(nTok, 1, s.conv)
 	// Split tokens too when there are too few row units to keep every
 	// worker busy to the end.
 	j.tokParts = 1
 	if want := 4 * threads; threads > 1 && rowUnits < want {
 		j.tokParts = min((want+rowUnits-1)/rowUnits, max(1, nTok/8))
-		if j.outer {
+		if j.float {
 			j.tokParts = min(j.tokParts, max(1, nTok/fpToks))
 		}
 	}
@@ -158,9 +138,6 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	p.For(threads, 1, s.run)
 	s.job = simdJob{}
 }
-
-// fChunkRows is the number of weight rows in one float work unit.
-const fChunkRows = 32
 
 func (j *simdJob) convert(s *simdScratch, lo, hi int) {
 	n := j.w.Cols
@@ -195,7 +172,7 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 		}
 		ru, tp := u/j.tokParts, u%j.tokParts
 		t0, t1 := tp*j.nTok/j.tokParts, (tp+1)*j.nTok/j.tokParts
-		if j.outer {
+		if j.float {
 			// Token parts start on group boundaries.
 			t0 = t0 / fpToks * fpToks
 			if tp+1 < j.tokParts {
@@ -208,10 +185,6 @@ func (j *simdJob) work(s *simdScratch, worker int) {
 				cur = ru
 			}
 			j.floatPanelUnit(s, worker, ru*fpRows, t0, t1)
-			continue
-		}
-		if j.k.fam == famFloat {
-			j.floatUnit(s, worker, ru, t0, t1)
 			continue
 		}
 		panel := s.workers[worker].panel
@@ -343,70 +316,6 @@ func (j *simdJob) floatPanelUnit(s *simdScratch, worker, r0, t0, t1 int) {
 		}
 		tb += nt
 	}
-}
-
-// floatUnit runs the float kernel for rows [ru·fChunkRows, …) over tokens
-// [t0, t1): token groups outside, row quads inside, so a group's
-// activations stay in L1 while the chunk's rows stream from L2.
-func (j *simdJob) floatUnit(s *simdScratch, worker, ru, t0, t1 int) {
-	k, w := j.k, j.w
-	n := w.Cols
-	nv := n &^ (k.step - 1) // the kernel's part; the tail is added here
-	xf := j.x
-	if w.Type != F32 {
-		xf = s.actF
-	}
-	rb := w.RowBytes()
-	r0, r1 := ru*fChunkRows, min((ru+1)*fChunkRows, w.Rows)
-	wk := s.workers[worker]
-	res, ft := &wk.res, &wk.ft
-	ft.n = nv
-	ft.out = unsafe.Pointer(res)
-	for tb := t0; tb < t1; tb += k.fToks {
-		nt := min(k.fToks, t1-tb)
-		for i := range 5 {
-			ft.a[i] = unsafe.Pointer(&xf[(tb+min(i, nt-1))*n])
-		}
-		for rq := r0; rq < r1; rq += 4 {
-			nr := min(4, r1-rq)
-			for i := range 4 {
-				ft.w[i] = unsafe.Pointer(&w.Data[(rq+min(i, nr-1))*rb])
-			}
-			if nv > 0 {
-				k.f(ft)
-			} else {
-				*res = [5][4]float32{}
-			}
-			for t := range nt {
-				o := j.out[(tb+t)*w.Rows+rq:]
-				for r := range nr {
-					v := res[t][r]
-					if nv < n {
-						v = floatTail(w.Type, w.Data[(rq+r)*rb:(rq+r+1)*rb], xf[(tb+t)*n:(tb+t+1)*n], nv, v)
-					}
-					o[r] = v
-				}
-			}
-		}
-	}
-}
-
-// floatTail adds the products of elements [from, len(a)) of the weight row
-// (raw bytes of type wt) and activation row a to acc, in float32.
-func floatTail(wt Type, row []byte, a []float32, from int, acc float32) float32 {
-	for e := from; e < len(a); e++ {
-		var v float32
-		switch wt {
-		case F32:
-			v = math.Float32frombits(binary.LittleEndian.Uint32(row[4*e:]))
-		case F16:
-			v = F16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
-		case BF16:
-			v = BF16ToF32(binary.LittleEndian.Uint16(row[2*e:]))
-		}
-		acc += float32(v * a[e])
-	}
-	return acc
 }
 
 // roundActGo rounds activations to the weights' 16-bit float format.

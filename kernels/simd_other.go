@@ -10,16 +10,13 @@ const haveAsm = false
 
 func noAsm() { panic("kernels: assembly kernel called in a build without assembly") }
 
-func q8PanelVNNI(*qTile)   { noAsm() }
-func q8PanelAVX2(*qTile)   { noAsm() }
-func q8PanelAVX2s(*qTile)  { noAsm() }
-func kMinVNNI32(*qTile)    { noAsm() }
-func kCorrVNNI16(*qTile)   { noAsm() }
-func kMinAVX2x32(*qTile)   { noAsm() }
-func kCorrAVX2x16(*qTile)  { noAsm() }
-func fTileAVX2f32(*fTile)  { noAsm() }
-func fTileAVX2f16(*fTile)  { noAsm() }
-func fTileAVX2bf16(*fTile) { noAsm() }
+func q8PanelVNNI(*qTile)  { noAsm() }
+func q8PanelAVX2(*qTile)  { noAsm() }
+func q8PanelAVX2s(*qTile) { noAsm() }
+func kMinVNNI32(*qTile)   { noAsm() }
+func kCorrVNNI16(*qTile)  { noAsm() }
+func kMinAVX2x32(*qTile)  { noAsm() }
+func kCorrAVX2x16(*qTile) { noAsm() }
 
 func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
 func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }

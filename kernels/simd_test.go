@@ -466,79 +466,6 @@ func writeUnitActivation(fam matFamily, bias int32, lv []int64, dst []byte) {
 	}
 }
 
-func TestFloatTiles(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, wt := range simdFloatTypes {
-		for _, isa := range simdISAs(t, wt) {
-			k := simdKernel(isa, wt)
-			if k.f == nil {
-				continue // panel kernels: TestFloatPanel
-			}
-			lanes := k.step
-			twin := fTileGo(wt, lanes, 4, 5)
-			for _, n := range []int{8, 16, 40, 48, 1040} {
-				t.Run(fmt.Sprintf("%v/%s/n%d", wt, isa, n), func(t *testing.T) {
-					w := simdMatrix(t, rng, wt, 4, n)
-					rb := w.RowBytes()
-					// Unaligned copies of the rows and activations.
-					wb := simdUnaligned(len(w.Data), 2)
-					copy(wb, w.Data)
-					xs := make([][]float32, 5)
-					for i := range xs {
-						xs[i] = simdFloats(rng, n, 1)
-						if wt != F32 {
-							roundActGo(wt, xs[i], xs[i])
-						}
-					}
-					var got, want [5][4]float32
-					mk := func(out *[5][4]float32) *fTile {
-						ft := &fTile{n: n, out: unsafe.Pointer(out)}
-						for r := range 4 {
-							ft.w[r] = unsafe.Pointer(&wb[r*rb])
-						}
-						for i := range 5 {
-							ft.a[i] = unsafe.Pointer(&xs[i][0])
-						}
-						return ft
-					}
-					k.f(mk(&got))
-					twin(mk(&want))
-					wf := make([]float32, n)
-					for r := range 4 {
-						DequantizeRow(w, r, wf)
-						for i := range k.fToks {
-							if math.Float32bits(got[i][r]) != math.Float32bits(lanesTwin(wf, xs[i], lanes)) {
-								t.Fatalf("row %d token %d: kernel %v, %d-lane twin %v", r, i, got[i][r], lanes, lanesTwin(wf, xs[i], lanes))
-							}
-							if lanes == 16 && math.Float32bits(got[i][r]) != math.Float32bits(want[i][r]) {
-								t.Fatalf("row %d token %d: kernel %v, twin %v", r, i, got[i][r], want[i][r])
-							}
-							exact, abs := simdRefDot(wf, xs[i])
-							if d := math.Abs(float64(got[i][r]) - exact); d > simdTol(n, abs) {
-								t.Fatalf("row %d token %d: %v vs float64 %v", r, i, got[i][r], exact)
-							}
-						}
-					}
-				})
-			}
-		}
-	}
-}
-
-// lanesTwin is one output of fTileGo for a given lane count.
-func lanesTwin(w, a []float32, lanes int) float32 {
-	var acc [16]float32
-	for e := range w {
-		acc[e%lanes] = fma32(w[e], a[e], acc[e%lanes])
-	}
-	for h := lanes / 2; h >= 4; h /= 2 {
-		for l := range h {
-			acc[l] += acc[l+h]
-		}
-	}
-	return (acc[0] + acc[2]) + (acc[1] + acc[3])
-}
-
 // qwenShapes are the Qwen3-0.6B projections as (rows = outputs, cols =
 // inputs): q, k/v, o, gate/up, down.
 var qwenShapes = []struct {
@@ -669,34 +596,20 @@ func BenchmarkPanelKernel(b *testing.B) {
 			var macs float64
 			switch k.fam {
 			case famFloat:
-				if k.fp[0] != nil {
-					w32 := &Matrix{Type: wt, Rows: fpRows, Cols: cols, Data: make([]byte, fpRows*wt.RowBytes(cols))}
-					for r := range fpRows {
-						copy(w32.Row(r), w.Row(r%panelRows))
-					}
-					panel := make([]float32, cols*fpRows)
-					repackFloat(w32, 0, panel)
-					xs := simdFloats(rng, fpToks*cols, 1)
-					var out [fpToks][fpRows]float32
-					ft := &fpTile{w: unsafe.Pointer(&panel[0]), a: unsafe.Pointer(&xs[0]), stride: 4 * cols, n: cols}
-					for i := range fpToks {
-						ft.out[i] = unsafe.Pointer(&out[i])
-					}
-					call = func() { k.fp[0](ft) }
-					macs = float64(fpRows * fpToks * cols)
-					break
+				w32 := &Matrix{Type: wt, Rows: fpRows, Cols: cols, Data: make([]byte, fpRows*wt.RowBytes(cols))}
+				for r := range fpRows {
+					copy(w32.Row(r), w.Row(r%panelRows))
 				}
-				xs := simdFloats(rng, 5*cols, 1)
-				var res [5][4]float32
-				ft := &fTile{n: cols, out: unsafe.Pointer(&res)}
-				for r := range 4 {
-					ft.w[r] = unsafe.Pointer(&w.Row(r)[0])
+				panel := make([]float32, cols*fpRows)
+				repackFloat(w32, 0, panel)
+				xs := simdFloats(rng, fpToks*cols, 1)
+				var out [fpToks][fpRows]float32
+				ft := &fpTile{w: unsafe.Pointer(&panel[0]), a: unsafe.Pointer(&xs[0]), stride: 4 * cols, n: cols}
+				for i := range fpToks {
+					ft.out[i] = unsafe.Pointer(&out[i])
 				}
-				for i := range 5 {
-					ft.a[i] = unsafe.Pointer(&xs[i*cols])
-				}
-				call = func() { k.f(ft) }
-				macs = float64(4 * k.fToks * cols)
+				call = func() { k.fp[0](ft) }
+				macs = float64(fpRows * fpToks * cols)
 			default:
 				var panel []byte
 				var arb int
