@@ -122,6 +122,7 @@ func buildRegistry() []variant {
 		}
 	}
 	vs = append(vs, elementwiseVariants()...)
+	vs = append(vs, gdnVariants()...)
 	slices.SortStableFunc(vs, func(a, b variant) int {
 		return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(b.prio, a.prio))
 	})
@@ -200,6 +201,7 @@ type kernelTable struct {
 	rowBF16  func(x []float32, dst []byte)                            // every op: bf16 rows
 	pick     func(row []float32) (float32, int32, float64)            // head: max, argmax, Σ exp; nil = Pick
 	topK     func(row []float32, k int, ids []int32, l []float32)     // head
+	gdn      func(h *DeltaHead)                                       // gdn
 }
 
 var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })
