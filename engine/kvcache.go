@@ -35,6 +35,9 @@ func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
 	c := &kvCache{typ: typ, cap: (kvLen + kvPad - 1) / kvPad * kvPad, hd: hp.headDim, rb: typ.RowBytes(hp.headDim)}
 	total := 0
 	for l := range hp.nLayer {
+		if !hp.attnLayer(l) {
+			continue // a GDN layer keeps a recurrent state instead (gdn.go)
+		}
 		total += 2 * hp.nHeadKV[l] * c.cap * c.rb
 		if total > maxKVBytes {
 			return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB", ErrInput, kvLen, maxKVBytes>>30)
@@ -42,6 +45,9 @@ func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
 	}
 	c.k, c.v = make([][]byte, hp.nLayer), make([][]byte, hp.nLayer)
 	for l := range hp.nLayer {
+		if !hp.attnLayer(l) {
+			continue
+		}
 		c.k[l] = make([]byte, hp.nHeadKV[l]*c.cap*c.rb)
 		c.v[l] = make([]byte, hp.nHeadKV[l]*c.cap*c.rb)
 	}

@@ -80,6 +80,7 @@ type Model struct {
 
 	pool *kernels.Pool
 	kv   *kvCache
+	rs   *recurrentState // the GDN layers' conv and SSM states (hybrid archs), beside the KV cache
 	p    *pass
 	head headState
 }
@@ -142,6 +143,9 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		m.layers = loadQwen2(ld, hp)
 	case "qwen3":
 		m.layers = loadQwen3(ld, hp)
+	case "qwen35", "qwen35moe", "qwen3next":
+		m.layers = loadQwen35(ld, hp)
+		m.rs = newRecurrentState(hp)
 	}
 	if ld.err != nil {
 		return nil, ld.err

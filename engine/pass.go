@@ -61,6 +61,7 @@ func newPass(m *Model) *pass {
 		maxKV = max(maxKV, hp.nHeadKV[l]*hp.headDim)
 		maxFF = max(maxFF, hp.nFF[l])
 	}
+	maxFF = max(maxFF, hp.moe.ffShared) // the shared expert runs through swiglu
 	p := &pass{
 		m:      m,
 		x:      make([]float32, ub*hp.nEmbd),
@@ -83,7 +84,7 @@ func newPass(m *Model) *pass {
 
 // linear computes out = W·in (+ bias) for the pass's tokens.
 func (p *pass) linear(out []float32, w *kernels.Matrix, bias []float32, in []float32) {
-	p.m.opt.Kernels.MatMul(p.m.pool, out, w, in, p.n, &p.ms)
+	p.matmul(out, w, in, p.n)
 	if bias != nil {
 		for t := range p.n {
 			row := out[t*w.Rows : (t+1)*w.Rows]
@@ -92,6 +93,11 @@ func (p *pass) linear(out []float32, w *kernels.Matrix, bias []float32, in []flo
 			}
 		}
 	}
+}
+
+// matmul computes out = W·in for n rows of in (n ≤ the pass size).
+func (p *pass) matmul(out []float32, w *kernels.Matrix, in []float32, n int) {
+	p.m.opt.Kernels.MatMul(p.m.pool, out, w, in, n, &p.ms)
 }
 
 // addTo adds y into the residual stream x row by row (f32).
@@ -125,6 +131,9 @@ func (m *Model) run(ctx context.Context, tokens []int32, pos0 int, after func(p 
 		}
 		p.tokens = tokens[start:min(start+m.ub, len(tokens))]
 		p.n, p.pos0 = len(p.tokens), pos0+start
+		if p.pos0 == 0 && m.rs != nil {
+			m.rs.reset() // a new sequence: the GDN layers start from zero
+		}
 		p.ropeTable()
 		p.embed()
 		m.layers.forward(p)

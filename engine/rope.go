@@ -13,7 +13,8 @@ import (
 // ropeTable fills p.cos/p.sin for the pass's positions: pair i of position
 // pos rotates by theta_i = freq_scale · (pos · base^(-2i/n_rot)) / ff_i,
 // where the power is the running f32 product theta *= theta_scale, not a
-// pow per index. ff is rope_freqs.weight when the model has one.
+// pow per index. ff is rope_freqs.weight when the model has one; the
+// IMROPE pairs of hp.ropeStill rotate by position 0, that is not at all.
 func (p *pass) ropeTable() {
 	hp := p.m.hp
 	half := hp.nRot / 2
@@ -33,6 +34,9 @@ func (p *pass) ropeTable() {
 			a = hp.ropeScale * a
 			cos[i] = kernels.CosfC(a)
 			sin[i] = kernels.SinfC(a)
+			if hp.ropeStill != nil && hp.ropeStill[i] {
+				cos[i], sin[i] = 1, 0 // IMROPE stream e: position 0
+			}
 			theta = theta * thetaScale
 		}
 	}

@@ -40,6 +40,9 @@ func (ld *loader) tensor(name string, required bool, want ...int) *gguf.TensorIn
 	for len(dims) > len(want) && dims[len(dims)-1] == 1 {
 		dims = dims[:len(dims)-1]
 	}
+	for len(want) > len(dims) && want[len(want)-1] == 1 {
+		want = want[:len(want)-1]
+	}
 	same := len(dims) == len(want)
 	for i := 0; same && i < len(want); i++ {
 		same = dims[i] == int64(want[i])
@@ -79,14 +82,55 @@ func (ld *loader) mat(name string, required bool, cols, rows int) *kernels.Matri
 	return w
 }
 
-// vector loads a 1-D weight (norm, bias) as float32.
-func (ld *loader) vector(name string, n int) []float32 { return ld.vec(name, true, n) }
+// experts loads a 3-D expert weight of ggml shape {cols, rows, n}: n
+// matrices of rows outputs of cols inputs, one after another in the file.
+func (ld *loader) experts(name string, cols, rows, n int) []*kernels.Matrix {
+	t := ld.tensor(name, true, cols, rows, n)
+	if t == nil {
+		return nil
+	}
+	if !kernels.CanMatMul(t.Type) {
+		ld.fail(fmt.Errorf("%w: tensor %q has type %v, which has no matrix multiply", ErrUnsupported, name, t.Type))
+		return nil
+	}
+	data := ld.f.TensorData(t)
+	size := len(data) / n
+	ms := make([]*kernels.Matrix, n)
+	for e := range ms {
+		ms[e] = &kernels.Matrix{Type: t.Type, Rows: rows, Cols: cols, Data: data[e*size : (e+1)*size]}
+		if err := ms[e].Validate(); err != nil {
+			ld.fail(fmt.Errorf("%w: tensor %q: expert %d: %v", ErrModel, name, e, err))
+			return nil
+		}
+	}
+	return ms
+}
 
-// optVector is vector for a tensor that may be absent (nil then).
-func (ld *loader) optVector(name string, n int) []float32 { return ld.vec(name, false, n) }
+// rows splits w into the row ranges [0, r0), [r0, r0+r1), … (views of the
+// same data): a fused projection's parts.
+func splitRows(w *kernels.Matrix, rows ...int) []*kernels.Matrix {
+	if w == nil {
+		return make([]*kernels.Matrix, len(rows))
+	}
+	rb, at := w.RowBytes(), 0
+	out := make([]*kernels.Matrix, len(rows))
+	for i, r := range rows {
+		out[i] = &kernels.Matrix{Type: w.Type, Rows: r, Cols: w.Cols, Data: w.Data[at*rb : (at+r)*rb]}
+		at += r
+	}
+	return out
+}
 
-func (ld *loader) vec(name string, required bool, n int) []float32 {
-	t := ld.tensor(name, required, n)
+// floats loads a small weight of any shape (norms, biases, conv taps) as
+// float32, in the file's element order.
+func (ld *loader) floats(name string, dims ...int) []float32 { return ld.load(name, true, dims...) }
+
+func (ld *loader) load(name string, required bool, dims ...int) []float32 {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	t := ld.tensor(name, required, dims...)
 	if t == nil {
 		return nil
 	}
@@ -98,17 +142,24 @@ func (ld *loader) vec(name string, required bool, n int) []float32 {
 	return out
 }
 
+// vector loads a 1-D weight (norm, bias) as float32.
+func (ld *loader) vector(name string, n int) []float32 { return ld.vec(name, true, n) }
+
+// optVector is vector for a tensor that may be absent (nil then).
+func (ld *loader) optVector(name string, n int) []float32 { return ld.vec(name, false, n) }
+
+func (ld *loader) vec(name string, required bool, n int) []float32 {
+	return ld.load(name, required, n)
+}
+
 // qkv loads layer l's attention projections: separate attn_q/k/v with
 // optional biases, or one fused attn_qkv whose output rows are [Q | K | V],
 // split into three row ranges of the same mapping.
 func (ld *loader) qkv(l, nEmbd, nq, nk int) (q, k, v *kernels.Matrix, bq, bk, bv []float32) {
 	pre := fmt.Sprintf("blk.%d.", l)
 	if fused := ld.optMatrix(pre+"attn_qkv.weight", nEmbd, nq+2*nk); fused != nil {
-		rb := fused.RowBytes()
-		split := func(r0, r1 int) *kernels.Matrix {
-			return &kernels.Matrix{Type: fused.Type, Rows: r1 - r0, Cols: nEmbd, Data: fused.Data[r0*rb : r1*rb]}
-		}
-		q, k, v = split(0, nq), split(nq, nq+nk), split(nq+nk, nq+2*nk)
+		parts := splitRows(fused, nq, nk, nk)
+		q, k, v = parts[0], parts[1], parts[2]
 		if b := ld.optVector(pre+"attn_qkv.bias", nq+2*nk); b != nil {
 			bq, bk, bv = b[:nq], b[nq:nq+nk], b[nq+nk:]
 		}

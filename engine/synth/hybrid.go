@@ -1,0 +1,273 @@
+package synth
+
+// This file writes random Gated DeltaNet hybrids (qwen35, qwen35moe,
+// qwen3next) of any shape, as the HF→GGUF converter lays them out
+// (architectures.md §5): for the engine's tests, which compare them with
+// a float64 forward pass and with llama.cpp, and for benchmarks.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"plexbench/engine/gguf"
+	"plexbench/kernels"
+)
+
+// Hybrid is the shape of a hybrid model. Zero fields take the defaults
+// noted; Types nil stores every matrix as F32.
+type Hybrid struct {
+	Arch                    string // "qwen35", "qwen35moe" or "qwen3next"
+	Embd, Layers            int
+	Heads, KVHeads, HeadDim int    // the full-attention layers
+	Rot                     int    // rope.dimension_count (default HeadDim/4)
+	FF                      int    // dense FFN width (qwen35)
+	ConvKernel              int    // ssm.conv_kernel (default 4)
+	StateSize               int    // d_k = d_v
+	KeyHeads, ValueHeads    int    // H_k, H_v
+	Interval                int    // full_attention_interval (default 4; written only when not 4)
+	Recurrent               []bool // attention.recurrent_layers, overriding Interval when set
+	NextN                   int    // MTP blocks appended to block_count (written as junk, never run)
+	Experts, ExpertsUsed    int    // the MoE archs
+	ExpertFF, SharedFF      int    // expert and shared-expert widths (SharedFF 0: no shared expert)
+	FusedGateUp             bool   // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
+	Sections                [4]int // rope.dimension_sections (qwen35*; default [11,11,10,0] scaled to Rot/2)
+	Types                   func(layer int, name string) kernels.Type
+	Vocab                   Vocab
+	Seed                    uint64
+}
+
+// IsRecurrent reports whether trunk layer l of h is a GDN layer.
+func (h *Hybrid) IsRecurrent(l int) bool {
+	if h.Recurrent != nil {
+		return h.Recurrent[l]
+	}
+	iv := h.Interval
+	if iv == 0 {
+		iv = 4
+	}
+	return (l+1)%iv != 0
+}
+
+// WriteHybrid writes the model h describes to path. Matrices are
+// N(0, 1/cols) (one seeded pool, rows reused rotated as in Write), norms
+// 1 ± 0.1, and the GDN's gates drawn so that the decay exp(g) spreads
+// over (0, 1): the states matter from token to token.
+func WriteHybrid(path string, h Hybrid) error {
+	if h.Rot == 0 {
+		h.Rot = h.HeadDim / 4
+	}
+	if h.ConvKernel == 0 {
+		h.ConvKernel = 4
+	}
+	if h.Sections == [4]int{} {
+		// Every pair on t, h or w, as the converter's [11, 11, 10, 0] for 32.
+		half := h.Rot / 2
+		h.Sections = [4]int{(half + 2) / 3, (half + 1) / 3, half / 3, 0}
+	}
+	types := h.Types
+	if types == nil {
+		types = AllOf(kernels.F32)
+	}
+	switch {
+	case h.Layers < 1 || h.Vocab.Size < 1:
+		return fmt.Errorf("synth: %d layers, %d tokens", h.Layers, h.Vocab.Size)
+	case h.ValueHeads%h.KeyHeads != 0:
+		return fmt.Errorf("synth: %d value heads are not a multiple of %d key heads", h.ValueHeads, h.KeyHeads)
+	}
+	moe := h.Arch == "qwen35moe" || h.Arch == "qwen3next"
+	rng := rand.New(rand.NewPCG(h.Seed, 3))
+	pool := make([]float32, 1<<18+4096)
+	for i := range pool {
+		pool[i] = float32(rng.NormFloat64())
+	}
+
+	w := gguf.NewWriter()
+	a := h.Arch + "."
+	w.Set("general.architecture", h.Arch)
+	w.Set("general.name", fmt.Sprintf("%s-random-%dL-%d", h.Arch, h.Layers, h.Embd))
+	w.Set(a+"context_length", uint32(262144))
+	w.Set(a+"embedding_length", uint32(h.Embd))
+	w.Set(a+"block_count", uint32(h.Layers+h.NextN))
+	if h.FF > 0 {
+		w.Set(a+"feed_forward_length", uint32(h.FF))
+	}
+	w.Set(a+"attention.head_count", uint32(h.Heads))
+	w.Set(a+"attention.head_count_kv", uint32(h.KVHeads))
+	w.Set(a+"attention.key_length", uint32(h.HeadDim))
+	w.Set(a+"attention.value_length", uint32(h.HeadDim))
+	w.Set(a+"attention.layer_norm_rms_epsilon", float32(1e-6))
+	w.Set(a+"rope.freq_base", float32(1e7))
+	w.Set(a+"rope.dimension_count", uint32(h.Rot))
+	if h.Arch != "qwen3next" {
+		sec := make([]int32, 4)
+		for i, s := range h.Sections {
+			sec[i] = int32(s)
+		}
+		w.Set(a+"rope.dimension_sections", sec)
+	}
+	w.Set(a+"ssm.conv_kernel", uint32(h.ConvKernel))
+	w.Set(a+"ssm.state_size", uint32(h.StateSize))
+	w.Set(a+"ssm.group_count", uint32(h.KeyHeads))
+	w.Set(a+"ssm.time_step_rank", uint32(h.ValueHeads))
+	w.Set(a+"ssm.inner_size", uint32(h.StateSize*h.ValueHeads))
+	if h.Interval != 0 && h.Interval != 4 {
+		w.Set(a+"full_attention_interval", uint32(h.Interval))
+	}
+	if h.Recurrent != nil {
+		marks := make([]int32, h.Layers+h.NextN) // MTP blocks are not recurrent
+		for l, r := range h.Recurrent {
+			if r {
+				marks[l] = 1
+			}
+		}
+		w.Set(a+"attention.recurrent_layers", marks)
+	}
+	if h.NextN > 0 {
+		w.Set(a+"nextn_predict_layers", uint32(h.NextN))
+	}
+	if moe {
+		w.Set(a+"expert_count", uint32(h.Experts))
+		w.Set(a+"expert_used_count", uint32(h.ExpertsUsed))
+		w.Set(a+"expert_feed_forward_length", uint32(h.ExpertFF))
+		if h.SharedFF > 0 {
+			w.Set(a+"expert_shared_feed_forward_length", uint32(h.SharedFF))
+		}
+	}
+	for _, kv := range h.Vocab.KVs {
+		w.Set(kv.Key, kv.Value.Interface())
+	}
+
+	var err error
+	rows := map[[2]int]*rowSource{}
+	put := func(name string, typ kernels.Type, data []byte, dims ...int) {
+		if err != nil {
+			return
+		}
+		d := make([]int64, len(dims))
+		for i, x := range dims {
+			d[i] = int64(x)
+		}
+		err = w.AddTensor(name, typ, d, data)
+	}
+	// mat adds a matrix of n experts (n = 1: a plain matrix) of rows × cols.
+	mat := func(layer int, name string, cols, nrows, n int) {
+		if err != nil {
+			return
+		}
+		typ := types(layer, name)
+		if name == "ffn_gate_inp.weight" || name == "ffn_gate_inp_shexp.weight" {
+			typ = kernels.F32 // llama.cpp keeps the routers in F32
+		}
+		key := [2]int{int(typ), cols}
+		src := rows[key]
+		if src == nil {
+			scaled := make([]float32, len(pool))
+			for i, v := range pool {
+				scaled[i] = v / float32(math.Sqrt(float64(cols)))
+			}
+			if src, err = newRowSource(typ, cols, scaled); err != nil {
+				err = fmt.Errorf("synth: tensor %q: %w", name, err)
+				return
+			}
+			rows[key] = src
+		}
+		data := make([]byte, src.rowBytes*nrows*n)
+		for r := range nrows * n {
+			src.next(data[r*src.rowBytes : (r+1)*src.rowBytes])
+		}
+		full := name
+		if layer >= 0 {
+			full = fmt.Sprintf("blk.%d.%s", layer, name)
+		}
+		dims := []int{cols, nrows}
+		switch {
+		case n > 1:
+			dims = append(dims, n)
+		case nrows == 1:
+			dims = dims[:1]
+		}
+		put(full, typ, data, dims...)
+	}
+	// vec adds an F32 tensor of the given dims drawn from gen.
+	vec := func(name string, gen func() float64, dims ...int) {
+		n := 1
+		for _, d := range dims {
+			n *= d
+		}
+		data := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(gen())))
+		}
+		put(name, kernels.F32, data, dims...)
+	}
+	norm := func() float64 { return 1 + 0.1*(2*rng.Float64()-1) }
+	uniform := func(lo, hi float64) func() float64 {
+		return func() float64 { return lo + (hi-lo)*rng.Float64() }
+	}
+
+	e, hd := h.Embd, h.HeadDim
+	kd, vd := h.KeyHeads*h.StateSize, h.ValueHeads*h.StateSize
+	mat(-1, "token_embd.weight", e, h.Vocab.Size, 1)
+	vec("output_norm.weight", norm, e)
+	for l := range h.Layers + h.NextN {
+		p := fmt.Sprintf("blk.%d.", l)
+		vec(p+"attn_norm.weight", norm, e)
+		vec(p+"post_attention_norm.weight", norm, e)
+		if l < h.Layers && h.IsRecurrent(l) {
+			mat(l, "attn_qkv.weight", e, 2*kd+vd, 1)
+			mat(l, "attn_gate.weight", e, vd, 1)
+			if h.Arch == "qwen3next" {
+				mat(l, "ssm_ba.weight", e, 2*h.ValueHeads, 1)
+			} else {
+				mat(l, "ssm_beta.weight", e, h.ValueHeads, 1)
+				mat(l, "ssm_alpha.weight", e, h.ValueHeads, 1)
+			}
+			vec(p+"ssm_conv1d.weight", uniform(-0.5, 0.5), h.ConvKernel, 2*kd+vd)
+			vec(p+"ssm_dt.bias", uniform(-4, 0), h.ValueHeads)
+			vec(p+"ssm_a", func() float64 { return -math.Exp(uniform(0, math.Log(16))()) }, h.ValueHeads)
+			vec(p+"ssm_norm.weight", norm, h.StateSize)
+			mat(l, "ssm_out.weight", vd, e, 1)
+		} else {
+			mat(l, "attn_q.weight", e, 2*h.Heads*hd, 1)
+			mat(l, "attn_k.weight", e, h.KVHeads*hd, 1)
+			mat(l, "attn_v.weight", e, h.KVHeads*hd, 1)
+			vec(p+"attn_q_norm.weight", norm, hd)
+			vec(p+"attn_k_norm.weight", norm, hd)
+			mat(l, "attn_output.weight", h.Heads*hd, e, 1)
+		}
+		if !moe {
+			mat(l, "ffn_gate.weight", e, h.FF, 1)
+			mat(l, "ffn_up.weight", e, h.FF, 1)
+			mat(l, "ffn_down.weight", h.FF, e, 1)
+		} else {
+			mat(l, "ffn_gate_inp.weight", e, h.Experts, 1)
+			if h.FusedGateUp {
+				mat(l, "ffn_gate_up_exps.weight", e, 2*h.ExpertFF, h.Experts)
+			} else {
+				mat(l, "ffn_gate_exps.weight", e, h.ExpertFF, h.Experts)
+				mat(l, "ffn_up_exps.weight", e, h.ExpertFF, h.Experts)
+			}
+			mat(l, "ffn_down_exps.weight", h.ExpertFF, e, h.Experts)
+			if h.SharedFF > 0 {
+				mat(l, "ffn_gate_inp_shexp.weight", e, 1, 1)
+				mat(l, "ffn_gate_shexp.weight", e, h.SharedFF, 1)
+				mat(l, "ffn_up_shexp.weight", e, h.SharedFF, 1)
+				mat(l, "ffn_down_shexp.weight", h.SharedFF, e, 1)
+			}
+		}
+		if l >= h.Layers {
+			mat(l, "nextn.eh_proj.weight", 2*e, e, 1)
+			vec(p+"nextn.enorm.weight", norm, e)
+			vec(p+"nextn.hnorm.weight", norm, e)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}
