@@ -185,6 +185,7 @@ type kSpec struct {
 	name   string
 	sb     int  // elements per scale sub-block: 16 or 32
 	corr   bool // integer correction −(Σ pair·bsum)<<shift (Q6_K) instead of a dmin term (Q4_K)
+	signed bool // signed levels (IQ4_XS) through the sign trick: no pairs, no dmin (kAVX2 only)
 	panel  int  // panel bytes per super-block
 	scOff  int  // int32 scale vectors
 	prOff  int  // int16 pair vectors (mins, or scales for the correction)
@@ -272,11 +273,16 @@ func kVNNI(s kSpec) {
 // kAVX2: the super-block kernels on 256-bit vectors, two halves of 8 rows,
 // 4 tokens. Y0-3 integer sums, Y4-7 sub-block / pair sums, Y8-11 float
 // accumulators, Y12 weights, Y13 temporary, Y14 ones (int16), Y15
-// temporary (X15 also carries the shift count once the sums are done).
+// temporary (X15 also carries the shift count once the sums are done;
+// signed kernels keep |weights| in it, as q8AVX2 does in Y9).
 func kAVX2(s kSpec) {
 	const nt = 4
 	name := s.name
-	header(name, fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX2, 16 rows × 4 tokens.", name, s.sb, s.corr))
+	doc := fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX2, 16 rows × 4 tokens.", name, s.sb, s.corr)
+	if s.signed {
+		doc = fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, signed levels), AVX2, 16 rows × 4 tokens.", name, s.sb)
+	}
+	header(name, doc)
 	loadTokens(nt)
 	p("MOVQ SI, R12")
 	p("MOVQ CX, R14")
@@ -305,9 +311,17 @@ func kAVX2(s kSpec) {
 			}
 			for k := range kPer {
 				p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+				if s.signed {
+					p("VPABSB Y12, Y15")
+				}
 				for t := range nt {
 					p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
-					p("VPMADDUBSW Y13, Y12, Y13")
+					if s.signed {
+						p("VPSIGNB Y12, Y13, Y13")
+						p("VPMADDUBSW Y13, Y15, Y13")
+					} else {
+						p("VPMADDUBSW Y13, Y12, Y13")
+					}
 					p("VPMADDWD Y14, Y13, Y13")
 					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
 				}
@@ -317,18 +331,28 @@ func kAVX2(s kSpec) {
 				p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
 			}
 		}
-		for t := range nt {
-			p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
-		}
-		for q := range 8 {
-			p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
+		if !s.signed {
 			for t := range nt {
-				p("VPBROADCASTD %s, Y13", act(260+4*q, t))
-				p("VPMADDWD Y13, Y12, Y13")
-				p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+				p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+			}
+			for q := range 8 {
+				p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
+				for t := range nt {
+					p("VPBROADCASTD %s, Y13", act(260+4*q, t))
+					p("VPMADDWD Y13, Y12, Y13")
+					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+				}
 			}
 		}
-		if s.corr {
+		switch {
+		case s.signed:
+			for t := range nt {
+				p("VCVTDQ2PS Y%d, Y%d", t, t)
+				p("VBROADCASTSS %s, Y13", act(0, t))
+				p("VMULPS %d(SI), Y13, Y13", s.dOff)
+				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+			}
+		case s.corr:
 			p("MOVQ qTile_shift(DI), R13")
 			p("VMOVQ R13, X15")
 			for t := range nt {
@@ -339,7 +363,7 @@ func kAVX2(s kSpec) {
 				p("VMULPS %d(SI), Y13, Y13", s.dOff)
 				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
 			}
-		} else {
+		default:
 			for t := range nt {
 				p("VBROADCASTSS %s, Y15", act(0, t))
 				p("VMULPS %d(SI), Y15, Y13", s.dOff)
@@ -699,6 +723,9 @@ func main() {
 	q4k.name, q6k.name = "kMinAVX2x32", "kCorrAVX2x16"
 	kAVX2(q4k)
 	kAVX2(q6k)
+	// Q2_K (mins per 16) and IQ4_XS; Q3_K runs kCorrAVX2x16 with shift 2.
+	kAVX2(kSpec{name: "kMinAVX2x16", sb: 16, panel: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dmOff: 5696, actLen: 292})
+	kAVX2(kSpec{name: "kSgnAVX2x32", sb: 32, signed: true, panel: 4672, scOff: 4096, dOff: 4608, actLen: 292})
 	rpQ8_0()
 	rpQ4_0()
 	rpQ45K(false)

@@ -244,10 +244,13 @@ func q8PanelGoSigned(t *qTile, ntok int) {
 // kPanel layout per super-block: 64 level vectors (4096 bytes), one int32
 // scale vector per scale sub-block, 8 vectors of int16 pairs that a
 // VPDPWSSD multiplies with the activation's bsum pairs, then 16 float32 d
-// and (min kernels) 16 float32 dmin.
+// and (min kernels) 16 float32 dmin. Signed layouts (IQ4_XS) keep signed
+// levels, which the AVX2 kernel multiplies with the sign trick, and have
+// neither pairs nor dmin: their sums need no correction.
 type kLayout struct {
 	sb        int  // elements per scale sub-block (16 or 32)
-	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K), else pairs are mins
+	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K, Q3_K), else pairs are mins
+	signed    bool // levels are int8, no pairs, no dmin
 	shift     int  // correction: level bias 1<<shift
 	bytes     int  // panel bytes per super-block
 	scOff     int
@@ -259,29 +262,77 @@ type kLayout struct {
 
 var (
 	kLayoutMin32 = kLayout{sb: 32, bytes: 5248, scOff: 4096, prOff: 4608, dOff: 5120, dminOff: 5184}
+	kLayoutMin16 = kLayout{sb: 16, bytes: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dminOff: 5696}
 	kLayoutCorr  = kLayout{sb: 16, corr: true, shift: 5, bytes: 5696, scOff: 4096, prOff: 5120, dOff: 5632}
+	kLayoutSgn32 = kLayout{sb: 32, signed: true, bytes: 4672, scOff: 4096, dOff: 4608}
 )
 
 // kLayoutFor returns the panel layout of a super-block weight type.
 func kLayoutFor(t Type) (kLayout, bool) {
+	var l kLayout
 	switch t {
 	case Q4_K, Q5_K:
-		l := kLayoutMin32
-		l.blockSize = t.BlockBytes()
-		return l, true
+		l = kLayoutMin32
+	case Q2_K:
+		l = kLayoutMin16
 	case Q6_K:
-		l := kLayoutCorr
-		l.blockSize = t.BlockBytes()
-		return l, true
+		l = kLayoutCorr
+	case Q3_K:
+		l = kLayoutCorr
+		l.shift = 2 // levels −4..3 biased to 0..7
+	case IQ4_XS:
+		l = kLayoutSgn32
+	default:
+		return kLayout{}, false
 	}
-	return kLayout{}, false
+	l.blockSize = t.BlockBytes()
+	return l, true
 }
 
 // kLevels decodes one super-block to unsigned levels (biased for
-// correction layouts), per-sub-block scales, the pair vector entries, d and
-// dmin.
+// correction layouts; int8 bytes for signed layouts), per-sub-block scales,
+// the pair vector entries (none for signed layouts), d and dmin.
 func kLevels(t Type, blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
 	switch t {
+	case Q2_K:
+		for n := range 2 {
+			qs := (*[32]byte)(blk[16+32*n:])
+			for j := range 4 {
+				for l, v := range qs {
+					u[128*n+32*j+l] = v >> (2 * j) & 3
+				}
+			}
+		}
+		for s := range 16 {
+			sc[s] = int32(blk[s] & 0xf)
+			pr[s] = int16(blk[s] >> 4)
+		}
+		return f16At(blk[80:]), f16At(blk[82:])
+	case Q3_K:
+		hm := (*[32]byte)(blk[0:])
+		for n := range 2 {
+			qs := (*[32]byte)(blk[32+32*n:])
+			for j := range 4 {
+				for l, v := range qs {
+					u[128*n+32*j+l] = v>>(2*j)&3 | (hm[l]>>(4*n+j)&1)<<2 // q + 4
+				}
+			}
+		}
+		s := q3kScales((*[12]byte)(blk[96:]))
+		for j, v := range s {
+			sc[j], pr[j] = v, int16(v)
+		}
+		return f16At(blk[108:]), 0
+	case IQ4_XS:
+		for j := range 8 {
+			qs := (*[16]byte)(blk[8+16*j:])
+			for l, v := range qs {
+				u[32*j+l], u[32*j+16+l] = uint8(kvIQ4NL[v&0xf]), uint8(kvIQ4NL[v>>4])
+			}
+			sc[j] = iq4xsScale(blk, j)
+		}
+		*pr = [16]int16{}
+		return f16At(blk), 0
 	case Q4_K, Q5_K:
 		scales := (*[12]byte)(blk[4:])
 		qs, qh := blk[16:144], []byte(nil)
@@ -351,12 +402,14 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 			for j := range nsub {
 				binary.LittleEndian.PutUint32(p[l.scOff+64*j+4*r:], uint32(sc[j]))
 			}
-			for q := range 8 {
-				binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r:], uint16(pr[2*q]))
-				binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r+2:], uint16(pr[2*q+1]))
+			if !l.signed {
+				for q := range 8 {
+					binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r:], uint16(pr[2*q]))
+					binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r+2:], uint16(pr[2*q+1]))
+				}
 			}
 			binary.LittleEndian.PutUint32(p[l.dOff+4*r:], math.Float32bits(d))
-			if !l.corr {
+			if !l.corr && !l.signed {
 				binary.LittleEndian.PutUint32(p[l.dminOff+4*r:], math.Float32bits(dmin))
 			}
 		}
@@ -365,7 +418,8 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 
 // kPanelGo is the twin of the super-block kernels: per super-block and row
 // the exact isum = Σ_sub sc·Σ u·a and pair sum X = Σ pair·bsum pair; then
-// correction layouts do acc += (d_a·d)·(isum − X<<shift), min layouts
+// correction layouts do acc += (d_a·d)·(isum − X<<shift), signed layouts
+// (levels int8, no pairs) acc += (d_a·d)·isum, min layouts
 // acc += (d_a·d)·isum and acc −= (d_a·dmin)·X, each with one rounding.
 func kPanelGo(l kLayout) func(t *qTile, ntok int) {
 	return func(t *qTile, ntok int) {
@@ -384,15 +438,23 @@ func kPanelGo(l kLayout) func(t *qTile, ntok int) {
 					for j := range qkK / l.sb {
 						var s int32
 						for e := j * l.sb; e < (j+1)*l.sb; e++ {
-							s += int32(p[64*(e>>2)+4*r+e&3]) * int32(int8(aq[e]))
+							u := int32(p[64*(e>>2)+4*r+e&3])
+							if l.signed {
+								u = int32(int8(u))
+							}
+							s += u * int32(int8(aq[e]))
 						}
 						isum += s * int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+					}
+					d := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
+					if l.signed {
+						acc[r] = fma32(float32(da*d), float32(isum), acc[r])
+						continue
 					}
 					for q := range 8 {
 						x += int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r:])))*q8kBsum(ab, 2*q) +
 							int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r+2:])))*q8kBsum(ab, 2*q+1)
 					}
-					d := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
 					if l.corr {
 						acc[r] = fma32(float32(da*d), float32(isum-x<<t.shift), acc[r])
 						continue

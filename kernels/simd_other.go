@@ -17,6 +17,8 @@ func kMinVNNI32(*qTile)   { noAsm() }
 func kCorrVNNI16(*qTile)  { noAsm() }
 func kMinAVX2x32(*qTile)  { noAsm() }
 func kCorrAVX2x16(*qTile) { noAsm() }
+func kMinAVX2x16(*qTile)  { noAsm() }
+func kSgnAVX2x32(*qTile)  { noAsm() }
 
 func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
 func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }
