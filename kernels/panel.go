@@ -251,6 +251,7 @@ type kLayout struct {
 	sb        int  // elements per scale sub-block (16 or 32)
 	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K, Q3_K), else pairs are mins
 	signed    bool // levels are int8, no pairs, no dmin
+	words     bool // scales are int16 (scale, scale) pairs, not int32 (the AVX2 word-sum kernels)
 	shift     int  // correction: level bias 1<<shift
 	bytes     int  // panel bytes per super-block
 	scOff     int
@@ -262,9 +263,9 @@ type kLayout struct {
 
 var (
 	kLayoutMin32 = kLayout{sb: 32, bytes: 5248, scOff: 4096, prOff: 4608, dOff: 5120, dminOff: 5184}
-	kLayoutMin16 = kLayout{sb: 16, bytes: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dminOff: 5696}
+	kLayoutMin16 = kLayout{sb: 16, words: true, bytes: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dminOff: 5696}
 	kLayoutCorr  = kLayout{sb: 16, corr: true, shift: 5, bytes: 5696, scOff: 4096, prOff: 5120, dOff: 5632}
-	kLayoutSgn32 = kLayout{sb: 32, signed: true, bytes: 4672, scOff: 4096, dOff: 4608}
+	kLayoutSgn32 = kLayout{sb: 32, signed: true, words: true, bytes: 4672, scOff: 4096, dOff: 4608}
 )
 
 // kLayoutFor returns the panel layout of a super-block weight type.
@@ -279,7 +280,7 @@ func kLayoutFor(t Type) (kLayout, bool) {
 		l = kLayoutCorr
 	case Q3_K:
 		l = kLayoutCorr
-		l.shift = 2 // levels −4..3 biased to 0..7
+		l.shift, l.words = 2, true // levels −4..3 biased to 0..7
 	case IQ4_XS:
 		l = kLayoutSgn32
 	default:
@@ -400,7 +401,11 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 				p[64*(e>>2)+4*r+e&3] = v
 			}
 			for j := range nsub {
-				binary.LittleEndian.PutUint32(p[l.scOff+64*j+4*r:], uint32(sc[j]))
+				v := uint32(sc[j])
+				if l.words {
+					v = uint32(uint16(sc[j])) * 0x10001
+				}
+				binary.LittleEndian.PutUint32(p[l.scOff+64*j+4*r:], v)
 			}
 			if !l.signed {
 				for q := range 8 {
@@ -444,7 +449,11 @@ func kPanelGo(l kLayout) func(t *qTile, ntok int) {
 							}
 							s += u * int32(int8(aq[e]))
 						}
-						isum += s * int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+						sc := int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+						if l.words {
+							sc = int32(int16(sc))
+						}
+						isum += s * sc
 					}
 					d := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
 					if l.signed {

@@ -584,7 +584,7 @@ func cpuSeconds() float64 {
 func BenchmarkPanelKernel(b *testing.B) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	const cols = 1024
-	for _, wt := range []Type{Q8_0, Q4_0, Q4_K, Q6_K, F16, F32} {
+	for _, wt := range []Type{Q8_0, Q4_0, Q4_K, Q6_K, F16, F32, IQ4_XS, Q3_K, Q2_K} {
 		w := &Matrix{Type: wt, Rows: panelRows, Cols: cols, Data: make([]byte, panelRows*wt.RowBytes(cols))}
 		for r := range panelRows {
 			if err := Quantize(wt, simdFloats(rng, cols, 0.05), w.Row(r)); err != nil {

@@ -415,11 +415,11 @@ func simdKernel(isa string, t Type) *matKernel {
 			k.tokens, k.actQ8K = 4, quantQ8KAVX2
 			switch t {
 			case Q2_K:
-				k.q = kMinAVX2x16
+				k.q = kMinAVX2x16w
 			case Q3_K:
-				k.q = kCorrAVX2x16
+				k.q = kCorrAVX2x16w
 			case IQ4_XS:
-				k.q = kSgnAVX2x32
+				k.q = kSgnAVX2x32w
 			}
 		case "gotile":
 			twin := kPanelGo(l)
