@@ -397,8 +397,8 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 				u, sc, pr = [qkK]uint8{}, [16]int32{}, [16]int16{}
 			}
 			p := dst[b*l.bytes:]
-			for e, v := range u {
-				p[64*(e>>2)+4*r+e&3] = v
+			for k := range qkK / 4 { // levels 4k..4k+3 are one word of vector k
+				binary.LittleEndian.PutUint32(p[64*k+4*r:], binary.LittleEndian.Uint32(u[4*k:]))
 			}
 			for j := range nsub {
 				v := uint32(sc[j])
