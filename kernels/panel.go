@@ -426,54 +426,99 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 // correction layouts do acc += (d_a·d)·(isum − X<<shift), signed layouts
 // (levels int8, no pairs) acc += (d_a·d)·isum, min layouts
 // acc += (d_a·d)·isum and acc −= (d_a·dmin)·X, each with one rounding.
+// Each super-block's panel is decoded once for all tokens (kTwinBlock).
 func kPanelGo(l kLayout) func(t *qTile, ntok int) {
 	return func(t *qTile, ntok int) {
 		panel := unsafe.Slice((*byte)(t.w), t.nb*l.bytes)
-		for i := range ntok {
-			a := unsafe.Slice((*byte)(t.a[i]), t.nb*q8kBlockBytes)
-			out := (*[panelRows]float32)(t.out[i])
-			var acc [panelRows]float32
-			for b := range t.nb {
-				p := panel[b*l.bytes:]
-				ab := a[b*q8kBlockBytes:]
-				aq := q8kQs(ab)
+		var (
+			acc [8][panelRows]float32
+			blk kTwinBlock
+			av  [qkK]int32
+		)
+		nsub := qkK / l.sb
+		for b := range t.nb {
+			blk.decode(l, panel[b*l.bytes:])
+			for i := range ntok {
+				ab := unsafe.Slice((*byte)(t.a[i]), t.nb*q8kBlockBytes)[b*q8kBlockBytes:]
+				for e, v := range q8kQs(ab) {
+					av[e] = int32(int8(v))
+				}
 				da := q8kD(ab)
+				var bs [16]int32
+				for g := range bs {
+					bs[g] = q8kBsum(ab, g)
+				}
 				for r := range panelRows {
+					lv, sc := &blk.lv[r], &blk.sc[r]
 					var isum, x int32
-					for j := range qkK / l.sb {
+					for j := range nsub {
 						var s int32
 						for e := j * l.sb; e < (j+1)*l.sb; e++ {
-							u := int32(p[64*(e>>2)+4*r+e&3])
-							if l.signed {
-								u = int32(int8(u))
-							}
-							s += u * int32(int8(aq[e]))
+							s += lv[e] * av[e]
 						}
-						sc := int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
-						if l.words {
-							sc = int32(int16(sc))
-						}
-						isum += s * sc
+						isum += s * sc[j]
 					}
-					d := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
+					d := blk.d[r]
 					if l.signed {
-						acc[r] = fma32(float32(da*d), float32(isum), acc[r])
+						acc[i][r] = fma32(float32(da*d), float32(isum), acc[i][r])
 						continue
 					}
-					for q := range 8 {
-						x += int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r:])))*q8kBsum(ab, 2*q) +
-							int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r+2:])))*q8kBsum(ab, 2*q+1)
+					for g, v := range bs {
+						x += blk.pr[r][g] * v
 					}
 					if l.corr {
-						acc[r] = fma32(float32(da*d), float32(isum-x<<t.shift), acc[r])
+						acc[i][r] = fma32(float32(da*d), float32(isum-x<<t.shift), acc[i][r])
 						continue
 					}
-					dmin := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dminOff+4*r:]))
-					acc[r] = fma32(float32(da*d), float32(isum), acc[r])
-					acc[r] = fma32(-float32(da*dmin), float32(x), acc[r])
+					acc[i][r] = fma32(float32(da*d), float32(isum), acc[i][r])
+					acc[i][r] = fma32(-float32(da*blk.dmin[r]), float32(x), acc[i][r])
 				}
 			}
-			*out = acc
+		}
+		for i := range ntok {
+			*(*[panelRows]float32)(t.out[i]) = acc[i]
+		}
+	}
+}
+
+// kTwinBlock is one super-block of a kPanel, per row: the levels as
+// integers (signed layouts sign-extended), scales, pair entries, d and
+// dmin.
+type kTwinBlock struct {
+	lv      [panelRows][qkK]int32
+	sc, pr  [panelRows][16]int32
+	d, dmin [panelRows]float32
+}
+
+func (k *kTwinBlock) decode(l kLayout, p []byte) {
+	for e := range qkK {
+		base := 64*(e>>2) + e&3
+		for r := range panelRows {
+			u := int32(p[base+4*r])
+			if l.signed {
+				u = int32(int8(u))
+			}
+			k.lv[r][e] = u
+		}
+	}
+	for r := range panelRows {
+		for j := range qkK / l.sb {
+			sc := int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+			if l.words {
+				sc = int32(int16(sc))
+			}
+			k.sc[r][j] = sc
+		}
+		k.d[r] = math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
+		if l.signed {
+			continue
+		}
+		for q := range 8 {
+			k.pr[r][2*q] = int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r:])))
+			k.pr[r][2*q+1] = int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r+2:])))
+		}
+		if !l.corr {
+			k.dmin[r] = math.Float32frombits(binary.LittleEndian.Uint32(p[l.dminOff+4*r:]))
 		}
 	}
 }
