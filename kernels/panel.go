@@ -242,11 +242,14 @@ func q8PanelGoSigned(t *qTile, ntok int) {
 // ---- 256-element super-blocks against Q8_K activations ----
 
 // kPanel layout per super-block: 64 level vectors (4096 bytes), one int32
-// scale vector per scale sub-block, 8 vectors of int16 pairs that a
-// VPDPWSSD multiplies with the activation's bsum pairs, then 16 float32 d
-// and (min kernels) 16 float32 dmin. Signed layouts (IQ4_XS) keep signed
-// levels, which the AVX2 kernel multiplies with the sign trick, and have
-// neither pairs nor dmin: their sums need no correction.
+// scale vector per scale sub-block (word layouts: the scale as an int16
+// pair (s, s) in each row's dword, for VPMADDWD), 8 vectors of int16 pairs
+// that a VPDPWSSD multiplies with the activation's bsum pairs, then 16
+// float32 d and (min kernels) 16 float32 dmin. Signed layouts (IQ4_XS)
+// keep signed levels, which the AVX2 kernel multiplies with the sign
+// trick, and have neither pairs nor dmin: their sums need no correction.
+// The layouts of Q2_K, Q3_K and IQ4_XS are read by AVX2 kernels and the
+// twins only.
 type kLayout struct {
 	sb        int  // elements per scale sub-block (16 or 32)
 	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K, Q3_K), else pairs are mins
