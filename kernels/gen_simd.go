@@ -185,7 +185,7 @@ type kSpec struct {
 	name   string
 	sb     int  // elements per scale sub-block: 16 or 32
 	corr   bool // integer correction −(Σ pair·bsum)<<shift (Q6_K) instead of a dmin term (Q4_K)
-	signed bool // signed levels (IQ4_XS) through the sign trick: no pairs, no dmin (kAVX2 only)
+	signed bool // signed levels (IQ4_XS) through the sign trick: no pairs, no dmin (kAVX2, with words)
 	words  bool // int16 (scale, scale) pairs, multiplied in by VPMADDWD (kAVX2 only)
 	panel  int  // panel bytes per super-block
 	scOff  int  // int32 scale vectors
@@ -312,7 +312,7 @@ func kAVX2(s kSpec) {
 			p("VPXOR Y%d, Y%d, Y%d", t, t, t)
 		}
 		for j := range nsub {
-			if s.words && s.signed {
+			if s.signed {
 				p("VMOVDQU %d(SI), Y4", s.scOff+64*j)
 				for k := range kPer {
 					p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
@@ -352,17 +352,9 @@ func kAVX2(s kSpec) {
 			}
 			for k := range kPer {
 				p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
-				if s.signed {
-					p("VPABSB Y12, Y15")
-				}
 				for t := range nt {
 					p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
-					if s.signed {
-						p("VPSIGNB Y12, Y13, Y13")
-						p("VPMADDUBSW Y13, Y15, Y13")
-					} else {
-						p("VPMADDUBSW Y13, Y12, Y13")
-					}
+					p("VPMADDUBSW Y13, Y12, Y13")
 					p("VPMADDWD Y14, Y13, Y13")
 					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
 				}
