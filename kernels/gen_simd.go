@@ -185,6 +185,8 @@ type kSpec struct {
 	name   string
 	sb     int  // elements per scale sub-block: 16 or 32
 	corr   bool // integer correction −(Σ pair·bsum)<<shift (Q6_K) instead of a dmin term (Q4_K)
+	signed bool // signed levels (IQ4_XS) through the sign trick: no pairs, no dmin (kAVX2, with words)
+	words  bool // int16 (scale, scale) pairs, multiplied in by VPMADDWD (kAVX2 only)
 	panel  int  // panel bytes per super-block
 	scOff  int  // int32 scale vectors
 	prOff  int  // int16 pair vectors (mins, or scales for the correction)
@@ -272,11 +274,21 @@ func kVNNI(s kSpec) {
 // kAVX2: the super-block kernels on 256-bit vectors, two halves of 8 rows,
 // 4 tokens. Y0-3 integer sums, Y4-7 sub-block / pair sums, Y8-11 float
 // accumulators, Y12 weights, Y13 temporary, Y14 ones (int16), Y15
-// temporary (X15 also carries the shift count once the sums are done).
+// temporary (X15 also carries the shift count once the sums are done;
+// signed kernels keep |weights| in it, as q8AVX2 does in Y9). Word
+// kernels multiply by (scale, scale) int16 pairs with VPMADDWD in place of
+// VPMADDWD by ones and VPMULLD: unsigned ones (levels ≤ 7) add a
+// sub-block's VPMADDUBSW pairs as int16 first (at most 4·2·7·128 in
+// magnitude), signed ones (pairs up to 2·127·127) scale each VPMADDUBSW
+// result, with the scale vector in Y4.
 func kAVX2(s kSpec) {
 	const nt = 4
 	name := s.name
-	header(name, fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX2, 16 rows × 4 tokens.", name, s.sb, s.corr))
+	doc := fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX2, 16 rows × 4 tokens.", name, s.sb, s.corr)
+	if s.signed {
+		doc = fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, signed levels), AVX2, 16 rows × 4 tokens.", name, s.sb)
+	}
+	header(name, doc)
 	loadTokens(nt)
 	p("MOVQ SI, R12")
 	p("MOVQ CX, R14")
@@ -300,6 +312,41 @@ func kAVX2(s kSpec) {
 			p("VPXOR Y%d, Y%d, Y%d", t, t, t)
 		}
 		for j := range nsub {
+			if s.signed {
+				p("VMOVDQU %d(SI), Y4", s.scOff+64*j)
+				for k := range kPer {
+					p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+					p("VPABSB Y12, Y15")
+					for t := range nt {
+						p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
+						p("VPSIGNB Y12, Y13, Y13")
+						p("VPMADDUBSW Y13, Y15, Y13")
+						p("VPMADDWD Y4, Y13, Y13")
+						p("VPADDD Y13, Y%d, Y%d", t, t)
+					}
+				}
+				continue
+			}
+			if s.words {
+				for k := range kPer {
+					p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+					for t := range nt {
+						if k == 0 {
+							p("VPBROADCASTD %s, Y%d", act(4+s.sb*j+4*k, t), 4+t)
+							p("VPMADDUBSW Y%d, Y12, Y%d", 4+t, 4+t)
+							continue
+						}
+						p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
+						p("VPMADDUBSW Y13, Y12, Y13")
+						p("VPADDW Y13, Y%d, Y%d", 4+t, 4+t)
+					}
+				}
+				for t := range nt {
+					p("VPMADDWD %d(SI), Y%d, Y%d", s.scOff+64*j, 4+t, 4+t)
+					p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
+				}
+				continue
+			}
 			for t := range nt {
 				p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
 			}
@@ -317,18 +364,28 @@ func kAVX2(s kSpec) {
 				p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
 			}
 		}
-		for t := range nt {
-			p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
-		}
-		for q := range 8 {
-			p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
+		if !s.signed {
 			for t := range nt {
-				p("VPBROADCASTD %s, Y13", act(260+4*q, t))
-				p("VPMADDWD Y13, Y12, Y13")
-				p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+				p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+			}
+			for q := range 8 {
+				p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
+				for t := range nt {
+					p("VPBROADCASTD %s, Y13", act(260+4*q, t))
+					p("VPMADDWD Y13, Y12, Y13")
+					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+				}
 			}
 		}
-		if s.corr {
+		switch {
+		case s.signed:
+			for t := range nt {
+				p("VCVTDQ2PS Y%d, Y%d", t, t)
+				p("VBROADCASTSS %s, Y13", act(0, t))
+				p("VMULPS %d(SI), Y13, Y13", s.dOff)
+				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+			}
+		case s.corr:
 			p("MOVQ qTile_shift(DI), R13")
 			p("VMOVQ R13, X15")
 			for t := range nt {
@@ -339,7 +396,7 @@ func kAVX2(s kSpec) {
 				p("VMULPS %d(SI), Y13, Y13", s.dOff)
 				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
 			}
-		} else {
+		default:
 			for t := range nt {
 				p("VBROADCASTSS %s, Y15", act(0, t))
 				p("VMULPS %d(SI), Y15, Y13", s.dOff)
@@ -699,6 +756,11 @@ func main() {
 	q4k.name, q6k.name = "kMinAVX2x32", "kCorrAVX2x16"
 	kAVX2(q4k)
 	kAVX2(q6k)
+	// Q2_K (mins per 16), Q3_K (Q6_K's correction with shift 2), IQ4_XS.
+	kAVX2(kSpec{name: "kMinAVX2x16w", sb: 16, words: true, panel: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dmOff: 5696, actLen: 292})
+	q6k.name, q6k.words = "kCorrAVX2x16w", true
+	kAVX2(q6k)
+	kAVX2(kSpec{name: "kSgnAVX2x32w", sb: 32, signed: true, words: true, panel: 4672, scOff: 4096, dOff: 4608, actLen: 292})
 	rpQ8_0()
 	rpQ4_0()
 	rpQ45K(false)

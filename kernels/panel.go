@@ -242,12 +242,19 @@ func q8PanelGoSigned(t *qTile, ntok int) {
 // ---- 256-element super-blocks against Q8_K activations ----
 
 // kPanel layout per super-block: 64 level vectors (4096 bytes), one int32
-// scale vector per scale sub-block, 8 vectors of int16 pairs that a
-// VPDPWSSD multiplies with the activation's bsum pairs, then 16 float32 d
-// and (min kernels) 16 float32 dmin.
+// scale vector per scale sub-block (word layouts: the scale as an int16
+// pair (s, s) in each row's dword, for VPMADDWD), 8 vectors of int16 pairs
+// that a VPDPWSSD multiplies with the activation's bsum pairs, then 16
+// float32 d and (min kernels) 16 float32 dmin. Signed layouts (IQ4_XS)
+// keep signed levels, which the AVX2 kernel multiplies with the sign
+// trick, and have neither pairs nor dmin: their sums need no correction.
+// The layouts of Q2_K, Q3_K and IQ4_XS are read by AVX2 kernels and the
+// twins only.
 type kLayout struct {
 	sb        int  // elements per scale sub-block (16 or 32)
-	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K), else pairs are mins
+	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K, Q3_K), else pairs are mins
+	signed    bool // levels are int8, no pairs, no dmin
+	words     bool // scales are int16 (scale, scale) pairs, not int32 (the AVX2 word-sum kernels)
 	shift     int  // correction: level bias 1<<shift
 	bytes     int  // panel bytes per super-block
 	scOff     int
@@ -259,29 +266,77 @@ type kLayout struct {
 
 var (
 	kLayoutMin32 = kLayout{sb: 32, bytes: 5248, scOff: 4096, prOff: 4608, dOff: 5120, dminOff: 5184}
+	kLayoutMin16 = kLayout{sb: 16, words: true, bytes: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dminOff: 5696}
 	kLayoutCorr  = kLayout{sb: 16, corr: true, shift: 5, bytes: 5696, scOff: 4096, prOff: 5120, dOff: 5632}
+	kLayoutSgn32 = kLayout{sb: 32, signed: true, words: true, bytes: 4672, scOff: 4096, dOff: 4608}
 )
 
 // kLayoutFor returns the panel layout of a super-block weight type.
 func kLayoutFor(t Type) (kLayout, bool) {
+	var l kLayout
 	switch t {
 	case Q4_K, Q5_K:
-		l := kLayoutMin32
-		l.blockSize = t.BlockBytes()
-		return l, true
+		l = kLayoutMin32
+	case Q2_K:
+		l = kLayoutMin16
 	case Q6_K:
-		l := kLayoutCorr
-		l.blockSize = t.BlockBytes()
-		return l, true
+		l = kLayoutCorr
+	case Q3_K:
+		l = kLayoutCorr
+		l.shift, l.words = 2, true // levels −4..3 biased to 0..7
+	case IQ4_XS:
+		l = kLayoutSgn32
+	default:
+		return kLayout{}, false
 	}
-	return kLayout{}, false
+	l.blockSize = t.BlockBytes()
+	return l, true
 }
 
 // kLevels decodes one super-block to unsigned levels (biased for
-// correction layouts), per-sub-block scales, the pair vector entries, d and
-// dmin.
+// correction layouts; int8 bytes for signed layouts), per-sub-block scales,
+// the pair vector entries (none for signed layouts), d and dmin.
 func kLevels(t Type, blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
 	switch t {
+	case Q2_K:
+		for n := range 2 {
+			qs := (*[32]byte)(blk[16+32*n:])
+			for j := range 4 {
+				for l, v := range qs {
+					u[128*n+32*j+l] = v >> (2 * j) & 3
+				}
+			}
+		}
+		for s := range 16 {
+			sc[s] = int32(blk[s] & 0xf)
+			pr[s] = int16(blk[s] >> 4)
+		}
+		return f16At(blk[80:]), f16At(blk[82:])
+	case Q3_K:
+		hm := (*[32]byte)(blk[0:])
+		for n := range 2 {
+			qs := (*[32]byte)(blk[32+32*n:])
+			for j := range 4 {
+				for l, v := range qs {
+					u[128*n+32*j+l] = v>>(2*j)&3 | (hm[l]>>(4*n+j)&1)<<2 // q + 4
+				}
+			}
+		}
+		s := q3kScales((*[12]byte)(blk[96:]))
+		for j, v := range s {
+			sc[j], pr[j] = v, int16(v)
+		}
+		return f16At(blk[108:]), 0
+	case IQ4_XS:
+		for j := range 8 {
+			qs := (*[16]byte)(blk[8+16*j:])
+			for l, v := range qs {
+				u[32*j+l], u[32*j+16+l] = uint8(kvIQ4NL[v&0xf]), uint8(kvIQ4NL[v>>4])
+			}
+			sc[j] = iq4xsScale(blk, j)
+		}
+		*pr = [16]int16{}
+		return f16At(blk), 0
 	case Q4_K, Q5_K:
 		scales := (*[12]byte)(blk[4:])
 		qs, qh := blk[16:144], []byte(nil)
@@ -345,18 +400,24 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 				u, sc, pr = [qkK]uint8{}, [16]int32{}, [16]int16{}
 			}
 			p := dst[b*l.bytes:]
-			for e, v := range u {
-				p[64*(e>>2)+4*r+e&3] = v
+			for k := range qkK / 4 { // levels 4k..4k+3 are one word of vector k
+				binary.LittleEndian.PutUint32(p[64*k+4*r:], binary.LittleEndian.Uint32(u[4*k:]))
 			}
 			for j := range nsub {
-				binary.LittleEndian.PutUint32(p[l.scOff+64*j+4*r:], uint32(sc[j]))
+				v := uint32(sc[j])
+				if l.words {
+					v = uint32(uint16(sc[j])) * 0x10001
+				}
+				binary.LittleEndian.PutUint32(p[l.scOff+64*j+4*r:], v)
 			}
-			for q := range 8 {
-				binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r:], uint16(pr[2*q]))
-				binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r+2:], uint16(pr[2*q+1]))
+			if !l.signed {
+				for q := range 8 {
+					binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r:], uint16(pr[2*q]))
+					binary.LittleEndian.PutUint16(p[l.prOff+64*q+4*r+2:], uint16(pr[2*q+1]))
+				}
 			}
 			binary.LittleEndian.PutUint32(p[l.dOff+4*r:], math.Float32bits(d))
-			if !l.corr {
+			if !l.corr && !l.signed {
 				binary.LittleEndian.PutUint32(p[l.dminOff+4*r:], math.Float32bits(dmin))
 			}
 		}
@@ -365,44 +426,102 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 
 // kPanelGo is the twin of the super-block kernels: per super-block and row
 // the exact isum = Σ_sub sc·Σ u·a and pair sum X = Σ pair·bsum pair; then
-// correction layouts do acc += (d_a·d)·(isum − X<<shift), min layouts
+// correction layouts do acc += (d_a·d)·(isum − X<<shift), signed layouts
+// (levels int8, no pairs) acc += (d_a·d)·isum, min layouts
 // acc += (d_a·d)·isum and acc −= (d_a·dmin)·X, each with one rounding.
+// Each super-block's panel is decoded once for all tokens (kTwinBlock).
 func kPanelGo(l kLayout) func(t *qTile, ntok int) {
 	return func(t *qTile, ntok int) {
 		panel := unsafe.Slice((*byte)(t.w), t.nb*l.bytes)
-		for i := range ntok {
-			a := unsafe.Slice((*byte)(t.a[i]), t.nb*q8kBlockBytes)
-			out := (*[panelRows]float32)(t.out[i])
-			var acc [panelRows]float32
-			for b := range t.nb {
-				p := panel[b*l.bytes:]
-				ab := a[b*q8kBlockBytes:]
-				aq := q8kQs(ab)
+		var (
+			acc [8][panelRows]float32
+			blk kTwinBlock
+			av  [qkK]int32
+		)
+		nsub := qkK / l.sb
+		for b := range t.nb {
+			blk.decode(l, panel[b*l.bytes:])
+			for i := range ntok {
+				ab := unsafe.Slice((*byte)(t.a[i]), t.nb*q8kBlockBytes)[b*q8kBlockBytes:]
+				for e, v := range q8kQs(ab) {
+					av[e] = int32(int8(v))
+				}
 				da := q8kD(ab)
+				var bs [16]int32
+				for g := range bs {
+					bs[g] = q8kBsum(ab, g)
+				}
 				for r := range panelRows {
+					lv, sc := &blk.lv[r], &blk.sc[r]
 					var isum, x int32
-					for j := range qkK / l.sb {
+					for j := range nsub {
 						var s int32
 						for e := j * l.sb; e < (j+1)*l.sb; e++ {
-							s += int32(p[64*(e>>2)+4*r+e&3]) * int32(int8(aq[e]))
+							s += lv[e] * av[e]
 						}
-						isum += s * int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+						isum += s * sc[j]
 					}
-					for q := range 8 {
-						x += int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r:])))*q8kBsum(ab, 2*q) +
-							int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r+2:])))*q8kBsum(ab, 2*q+1)
-					}
-					d := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
-					if l.corr {
-						acc[r] = fma32(float32(da*d), float32(isum-x<<t.shift), acc[r])
+					d := blk.d[r]
+					if l.signed {
+						acc[i][r] = fma32(float32(da*d), float32(isum), acc[i][r])
 						continue
 					}
-					dmin := math.Float32frombits(binary.LittleEndian.Uint32(p[l.dminOff+4*r:]))
-					acc[r] = fma32(float32(da*d), float32(isum), acc[r])
-					acc[r] = fma32(-float32(da*dmin), float32(x), acc[r])
+					for g, v := range bs {
+						x += blk.pr[r][g] * v
+					}
+					if l.corr {
+						acc[i][r] = fma32(float32(da*d), float32(isum-x<<t.shift), acc[i][r])
+						continue
+					}
+					acc[i][r] = fma32(float32(da*d), float32(isum), acc[i][r])
+					acc[i][r] = fma32(-float32(da*blk.dmin[r]), float32(x), acc[i][r])
 				}
 			}
-			*out = acc
+		}
+		for i := range ntok {
+			*(*[panelRows]float32)(t.out[i]) = acc[i]
+		}
+	}
+}
+
+// kTwinBlock is one super-block of a kPanel, per row: the levels as
+// integers (signed layouts sign-extended), scales, pair entries, d and
+// dmin.
+type kTwinBlock struct {
+	lv      [panelRows][qkK]int32
+	sc, pr  [panelRows][16]int32
+	d, dmin [panelRows]float32
+}
+
+func (k *kTwinBlock) decode(l kLayout, p []byte) {
+	for e := range qkK {
+		base := 64*(e>>2) + e&3
+		for r := range panelRows {
+			u := int32(p[base+4*r])
+			if l.signed {
+				u = int32(int8(u))
+			}
+			k.lv[r][e] = u
+		}
+	}
+	for r := range panelRows {
+		for j := range qkK / l.sb {
+			sc := int32(binary.LittleEndian.Uint32(p[l.scOff+64*j+4*r:]))
+			if l.words {
+				sc = int32(int16(sc))
+			}
+			k.sc[r][j] = sc
+		}
+		k.d[r] = math.Float32frombits(binary.LittleEndian.Uint32(p[l.dOff+4*r:]))
+		if l.signed {
+			continue
+		}
+		for q := range 8 {
+			k.pr[r][2*q] = int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r:])))
+			k.pr[r][2*q+1] = int32(int16(binary.LittleEndian.Uint16(p[l.prOff+64*q+4*r+2:])))
+		}
+		if !l.corr {
+			k.dmin[r] = math.Float32frombits(binary.LittleEndian.Uint32(p[l.dminOff+4*r:]))
 		}
 	}
 }

@@ -35,6 +35,15 @@ func kMinAVX2x32(t *qTile)
 func kCorrAVX2x16(t *qTile)
 
 //go:noescape
+func kMinAVX2x16w(t *qTile)
+
+//go:noescape
+func kCorrAVX2x16w(t *qTile)
+
+//go:noescape
+func kSgnAVX2x32w(t *qTile)
+
+//go:noescape
 func quantQ8AVX512(x *float32, nb int, dst *byte, bias int32)
 
 //go:noescape

@@ -16,7 +16,7 @@ import (
 )
 
 var simdQ8Types = []Type{Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4}
-var simdKTypes = []Type{Q4_K, Q5_K, Q6_K}
+var simdKTypes = []Type{Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_XS}
 var simdFloatTypes = []Type{F32, F16, BF16}
 
 // simdISAs lists the SIMD variants this machine can run for weight type t,
@@ -368,6 +368,11 @@ func TestPanelIntegerExact(t *testing.T) {
 							row[b] = 128 // 2^(128−128) = 1
 						case Q6_K:
 							binary.LittleEndian.PutUint16(row[b+208:], one16)
+						case Q3_K:
+							binary.LittleEndian.PutUint16(row[b+108:], one16)
+						case Q2_K:
+							binary.LittleEndian.PutUint16(row[b+80:], one16)
+							binary.LittleEndian.PutUint16(row[b+82:], one16)
 						case Q4_K, Q5_K:
 							binary.LittleEndian.PutUint16(row[b:], one16)
 							binary.LittleEndian.PutUint16(row[b+2:], one16)
@@ -503,7 +508,7 @@ func BenchmarkSIMDMatMul(b *testing.B) {
 		shapes = append(shapes, shape{sh.name, sh.rows, sh.cols, 512})
 	}
 	shapes = append(shapes, shape(headShape))
-	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, Q4_1, Q5_1, F32} {
+	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, Q4_1, Q5_1, F32, IQ4_XS, Q3_K, Q2_K} {
 		for _, sh := range shapes {
 			nTok := sh.toks
 			var (
@@ -579,7 +584,7 @@ func cpuSeconds() float64 {
 func BenchmarkPanelKernel(b *testing.B) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	const cols = 1024
-	for _, wt := range []Type{Q8_0, Q4_0, Q4_K, Q6_K, F16, F32} {
+	for _, wt := range []Type{Q8_0, Q4_0, Q4_K, Q6_K, F16, F32, IQ4_XS, Q3_K, Q2_K} {
 		w := &Matrix{Type: wt, Rows: panelRows, Cols: cols, Data: make([]byte, panelRows*wt.RowBytes(cols))}
 		for r := range panelRows {
 			if err := Quantize(wt, simdFloats(rng, cols, 0.05), w.Row(r)); err != nil {

@@ -407,6 +407,29 @@ func simdKernel(isa string, t Type) *matKernel {
 			return nil
 		}
 		return k
+	case Q2_K, Q3_K, IQ4_XS:
+		// AVX2 only: no AVX-512 kernel has been run on these layouts yet,
+		// so AVX-512 machines take the avx2 variant.
+		l, _ := kLayoutFor(t)
+		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
+		switch isa {
+		case "avx2":
+			k.tokens, k.actQ8K = 4, quantQ8KAVX2
+			switch t {
+			case Q2_K:
+				k.q = kMinAVX2x16w
+			case Q3_K:
+				k.q = kCorrAVX2x16w
+			case IQ4_XS:
+				k.q = kSgnAVX2x32w
+			}
+		case "gotile":
+			twin := kPanelGo(l)
+			k.tokens, k.q = 8, func(qt *qTile) { twin(qt, 8) }
+		default:
+			return nil
+		}
+		return k
 	case F32, F16, BF16:
 		k := &matKernel{fam: famFloat, round: roundActGo}
 		switch isa {

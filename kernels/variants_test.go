@@ -62,8 +62,15 @@ func TestDefaultIsFastestSupported(t *testing.T) {
 			t.Errorf("default %v: %s, want %s on %s", wt, got, want, f)
 		}
 	}
-	if got := ks.Variant(MatMulOp(Q2_K)); got != "go" {
-		t.Errorf("default Q2_K: %s, want go (no SIMD kernel)", got)
+	// These have no AVX-512 kernel: AVX-512 machines run the avx2 one.
+	want = "gotile"
+	if haveAsm && f.hasAVX2() {
+		want = "avx2"
+	}
+	for _, wt := range []Type{Q2_K, Q3_K, IQ4_XS} {
+		if got := ks.Variant(MatMulOp(wt)); got != want {
+			t.Errorf("default %v: %s, want %s on %s", wt, got, want, f)
+		}
 	}
 }
 
@@ -88,14 +95,24 @@ func TestParseKernels(t *testing.T) {
 	if ks.Variant("matmul.f16") != (KernelSet{}).Variant("matmul.f16") {
 		t.Fatalf("default not restored: %s", ks.Variant("matmul.f16"))
 	}
-	// A group choice applies only where the variant exists.
 	if CPU().hasAVX2() && haveAsm {
 		ks, err = ParseKernels("matmul=avx2")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ks.Variant("matmul.q8_0") != "avx2" || ks.Variant("matmul.q2_k") != (KernelSet{}).Variant("matmul.q2_k") {
+		if ks.Variant("matmul.q8_0") != "avx2" || ks.Variant("matmul.q2_k") != "avx2" {
 			t.Fatalf("group avx2: %s", ks)
+		}
+	}
+	// A group choice applies only where the variant exists (Q2_K has no
+	// avx512 variant).
+	if v := lookup("matmul.q8_0", "avx512"); v != nil && v.supported(CPU()) {
+		ks, err = ParseKernels("matmul=avx512")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Variant("matmul.q8_0") != "avx512" || ks.Variant("matmul.q2_k") != (KernelSet{}).Variant("matmul.q2_k") {
+			t.Fatalf("group avx512: %s", ks)
 		}
 	}
 	for _, bad := range []string{"matmul", "nope=go", "matmul.q8_0=fast", "matmul=fast", "=go", "attention="} {
@@ -192,7 +209,7 @@ func TestKernelSetMatMul(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	const rows, cols, nTok = 48, 512, 11
-	for _, wt := range []Type{Q8_0, Q4_K, Q6_K, F16, Q2_K} {
+	for _, wt := range []Type{Q8_0, Q4_K, Q6_K, F16, Q2_K, Q3_K, IQ4_XS} {
 		w := simdMatrix(t, rng, wt, rows, cols)
 		x := simdFloats(rng, nTok*cols, 1)
 		ref, plain := make([]float32, nTok*rows), make([]float32, nTok*rows)
