@@ -27,30 +27,11 @@ func BenchmarkPrefill(b *testing.B) {
 	for _, wt := range []kernels.Type{kernels.F16, kernels.Q8_0} {
 		b.Run(fmt.Sprintf("%v/ctx%d/layers%d", wt, ctx, layers), func(b *testing.B) {
 			path := writeQwen3Shaped(b, layers, 1024, allOf(wt))
-			m, err := Load(path, Options{KVType: kernels.F16, KVLen: ctx})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			tokens := randomTokens(ctx, m.hp.nVocab, 1)
-			nop := func(int, []float32, int) error { return nil }
-			// Warm up: fault the weight mapping and the KV cache in and grow
-			// the scratch buffers, so the loop measures steady-state passes.
-			if err := m.Prefill(b.Context(), tokens, ctx, nop); err != nil {
-				b.Fatal(err)
-			}
 			b.ReportAllocs()
-			for b.Loop() {
-				if err := m.Prefill(b.Context(), tokens, ctx, nop); err != nil {
-					b.Fatal(err)
-				}
-			}
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			b.ReportMetric(ctx/sec, "tok/s")
+			sec := benchPrefillWindow(b, path, ctx, "")
 			if layers != 28 {
 				b.ReportMetric(ctx/sec*float64(layers)/28, "tok/s@28L")
 			}
-			b.ReportMetric(0, "ns/op")
 		})
 	}
 }

@@ -19,19 +19,15 @@ import (
 	"plexbench/kernels"
 )
 
-// tinyHybrid is a small hybrid of arch: 6 layers with attention at 2 and
-// 5 (interval 3), partial RoPE (8 of 32 dims), 2 key heads and 4 value
-// heads (r = 2, so tiled and grouped orders differ), and for the MoE
-// archs 6 experts of which 2 run, with a shared expert.
+// tinyHybrid is synth's tiny preset of arch (6 layers, attention at 2
+// and 5, partial RoPE, r = 2 value heads per key head, 6 experts of which
+// 2 run plus a shared one) with a placeholder vocabulary.
 func tinyHybrid(arch string) synth.Hybrid {
-	h := synth.Hybrid{Arch: arch, Embd: 64, Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 32, Rot: 8,
-		StateSize: 16, KeyHeads: 2, ValueHeads: 4, Interval: 3,
-		Vocab: synth.PlaceholderVocab(96), Seed: 9}
-	if arch == "qwen35" {
-		h.FF = 96
-	} else {
-		h.Experts, h.ExpertsUsed, h.ExpertFF, h.SharedFF = 6, 2, 48, 64
+	h, err := synth.HybridPreset(arch + "-tiny")
+	if err != nil {
+		panic(err)
 	}
+	h.Vocab, h.Seed = synth.PlaceholderVocab(96), 9
 	return h
 }
 
@@ -534,5 +530,34 @@ func TestHybridBadInput(t *testing.T) {
 				t.Errorf("error %q: want one line naming %q and the file", msg, c.want)
 			}
 		})
+	}
+}
+
+func TestLayerPattern(t *testing.T) {
+	a, g := "attention", "GDN"
+	for _, c := range []struct {
+		kinds []string
+		want  string
+	}{
+		{[]string{g, g, g, a, g, g, g, a}, "3×GDN + 1×attention, repeated 2×"},
+		{[]string{a, a, a}, "1×attention, repeated 3×"},
+		{[]string{g, g, a, g, g, a, g}, "2×GDN + 1×attention + 2×GDN + 1×attention + 1×GDN"},
+		{[]string{a}, "1×attention"},
+	} {
+		if got := layerPattern(c.kinds); got != c.want {
+			t.Errorf("%v: %q, want %q", c.kinds, got, c.want)
+		}
+	}
+	f, err := gguf.Open(writeHybrid(t, tinyHybrid("qwen35moe")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lay, err := ReadLayout(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lay.Pattern != "2×GDN + 1×attention, repeated 2×" || lay.Experts != 6 || lay.ExpertsUsed != 2 || !lay.SharedExpert {
+		t.Errorf("layout %+v", lay)
 	}
 }

@@ -1,42 +1,74 @@
-// Command benchmodel writes synth's random Qwen3-0.6B-shaped model with
-// Qwen3's real tokenizer, so that text tokenizes as with the real model:
-// the file `make bench-llamacpp` gives both plexbench and llama.cpp.
+// Command benchmodel writes synth's random models with a real tokenizer,
+// so that text tokenizes as with the real model: the files `make
+// bench-llamacpp` gives both plexbench and llama.cpp, and the hybrid
+// models the llama.cpp oracle scores.
 //
 //	go run ./cmd/benchmodel -type q8_0 -layers 28 -o /tmp/x.gguf
+//	go run ./cmd/benchmodel -arch qwen35-0.8b -type q8_0 -o /tmp/q35.gguf
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"plexbench/engine/synth"
+	"plexbench/kernels"
 )
 
 func main() {
-	typ := flag.String("type", "q8_0", "matrix types: f16 | q8_0 | q4_k_m (llama.cpp's mix)")
-	layers := flag.Int("layers", synth.Layers, "transformer blocks")
+	arch := flag.String("arch", "qwen3-0.6b", "shape: qwen3-0.6b, or a hybrid preset ("+strings.Join(synth.HybridPresets, ", ")+")")
+	typ := flag.String("type", "q8_0", "matrix types: f32 (hybrids) | f16 | q8_0 | q4_k_m (llama.cpp's mix)")
+	layers := flag.Int("layers", 0, "transformer blocks (0: the shape's own)")
 	vocab := flag.String("vocab", "../shared/data/vocab/qwen3-vocab.gguf", "GGUF file whose tokenizer.* metadata the model gets")
+	seed := flag.Uint64("seed", 1, "weights seed (hybrids)")
 	out := flag.String("o", "", "output GGUF file (required)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchmodel [-type f16|q8_0|q4_k_m] [-layers N] [-vocab V.gguf] -o OUT.gguf")
+		fmt.Fprintln(os.Stderr, "usage: benchmodel [-arch SHAPE] [-type f32|f16|q8_0|q4_k_m] [-layers N] [-vocab V.gguf] [-seed S] -o OUT.gguf")
 		os.Exit(2)
 	}
-	if err := run(*typ, *layers, *vocab, *out); err != nil {
+	if err := run(*arch, *typ, *layers, *vocab, *seed, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmodel:", err)
 		os.Exit(1)
 	}
 }
 
-func run(typ string, layers int, vocabPath, out string) error {
-	types, err := synth.Mix(typ, layers)
-	if err != nil {
-		return err
-	}
+func run(arch, typ string, layers int, vocabPath string, seed uint64, out string) error {
 	v, err := synth.LoadVocab(vocabPath)
 	if err != nil {
 		return err
 	}
-	return synth.Write(out, synth.Config{Layers: layers, Types: types, Vocab: v})
+	if arch == "qwen3-0.6b" {
+		if layers == 0 {
+			layers = synth.Layers
+		}
+		types, err := synth.Mix(typ, layers)
+		if err != nil {
+			return err
+		}
+		return synth.Write(out, synth.Config{Layers: layers, Types: types, Vocab: v})
+	}
+	h, err := synth.HybridPreset(arch)
+	if err != nil {
+		return err
+	}
+	if layers > 0 {
+		h.Layers = layers
+	}
+	if h.Types, err = hybridMix(typ, h.Layers); err != nil {
+		return err
+	}
+	h.Vocab, h.Seed = v, seed
+	return synth.WriteHybrid(out, h)
+}
+
+// hybridMix is synth.Mix plus f32; the GDN's small projections (β, α)
+// keep the matrix type as llama.cpp's quantizer does for 2-D weights.
+func hybridMix(typ string, layers int) (func(int, string) kernels.Type, error) {
+	if strings.EqualFold(typ, "f32") {
+		return synth.AllOf(kernels.F32), nil
+	}
+	return synth.Mix(typ, layers)
 }

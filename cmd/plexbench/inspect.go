@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"plexbench/engine"
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
 )
@@ -25,6 +26,8 @@ type modelSummary struct {
 	TensorBytes     int64          `json:"tensor_bytes"`
 	BitsPerWeight   float64        `json:"bits_per_weight"`
 	TypeHistogram   map[string]int `json:"type_histogram"`
+	Layout          *engine.Layout `json:"layout,omitempty"`
+	LayoutError     string         `json:"layout_error,omitempty"`
 	HyperParameters map[string]any `json:"hyper_parameters"`
 	Tokenizer       *tokSummary    `json:"tokenizer,omitempty"`
 	TokenizerError  string         `json:"tokenizer_error,omitempty"`
@@ -97,6 +100,11 @@ func summarize(f *gguf.File) modelSummary {
 			s.HyperParameters[strings.TrimPrefix(kv.Key, prefix)] = hyperValue(f, kv.Key)
 		}
 	}
+	if lay, err := engine.ReadLayout(f); err != nil {
+		s.LayoutError = err.Error()
+	} else {
+		s.Layout = &lay
+	}
 	if tok, err := tokenizer.FromGGUF(f); err != nil {
 		s.TokenizerError = err.Error()
 	} else {
@@ -149,6 +157,22 @@ func printSummary(s modelSummary) {
 	fmt.Fprintf(w, "parameters\t%s (%d tensors)\n", humanCount(s.Parameters), s.Tensors)
 	if s.Parameters > 0 {
 		fmt.Fprintf(w, "bits per weight\t%.3f (%s of tensor data)\n", s.BitsPerWeight, humanBytes(s.TensorBytes))
+	}
+	if l := s.Layout; l != nil {
+		line := fmt.Sprintf("%d: %s", l.Layers, l.Pattern)
+		if l.MTPLayers > 0 {
+			line += fmt.Sprintf(" (+%d MTP, not run)", l.MTPLayers)
+		}
+		fmt.Fprintf(w, "layers\t%s\n", line)
+		if l.Experts > 0 {
+			shared := ""
+			if l.SharedExpert {
+				shared = " + a shared expert"
+			}
+			fmt.Fprintf(w, "experts\t%d, %d used per token%s\n", l.Experts, l.ExpertsUsed, shared)
+		}
+	} else if s.LayoutError != "" {
+		fmt.Fprintf(w, "layers\tunavailable: %s\n", s.LayoutError)
 	}
 	if len(s.TypeHistogram) > 0 {
 		var types []string

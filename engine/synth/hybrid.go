@@ -271,3 +271,42 @@ func WriteHybrid(path string, h Hybrid) error {
 	}
 	return nil
 }
+
+// HybridPresets names the shapes HybridPreset knows.
+var HybridPresets = []string{"qwen35-tiny", "qwen35moe-tiny", "qwen3next-tiny", "qwen35-0.8b", "qwen35moe-small"}
+
+// HybridPreset returns a named hybrid shape (vocabulary, types and seed
+// left to the caller):
+//
+//   - "qwen35-tiny", "qwen35moe-tiny", "qwen3next-tiny": 6 layers of
+//     width 64, attention at layers 2 and 5, 4 heads of 32 (2 KV) with 8
+//     rotated dims, 2 key and 4 value heads of 16 (so the tiled and
+//     grouped head orders differ); the MoE archs 6 experts of 48, 2 used,
+//     and a shared expert of 64. The test and llama.cpp-oracle models.
+//   - "qwen35-0.8b": Qwen3.5-0.8B's trunk: 24 layers of 1024, attention
+//     every 4th (8 heads of 256, 2 KV, 64 rotated dims), FFN 3584, 16 key
+//     and 16 value heads of 128, conv 4.
+//   - "qwen35moe-small": a small qwen35moe of our own: 8 layers of 1024,
+//     attention as qwen35-0.8b, 64 experts of 256 with 8 used and a
+//     shared expert of 512.
+func HybridPreset(name string) (Hybrid, error) {
+	switch name {
+	case "qwen35-tiny", "qwen35moe-tiny", "qwen3next-tiny":
+		h := Hybrid{Arch: name[:len(name)-len("-tiny")], Embd: 64, Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 32, Rot: 8,
+			ConvKernel: 4, StateSize: 16, KeyHeads: 2, ValueHeads: 4, Interval: 3}
+		if h.Arch == "qwen35" {
+			h.FF = 96
+		} else {
+			h.Experts, h.ExpertsUsed, h.ExpertFF, h.SharedFF = 6, 2, 48, 64
+		}
+		return h, nil
+	case "qwen35-0.8b":
+		return Hybrid{Arch: "qwen35", Embd: 1024, Layers: 24, Heads: 8, KVHeads: 2, HeadDim: 256, Rot: 64, FF: 3584,
+			ConvKernel: 4, StateSize: 128, KeyHeads: 16, ValueHeads: 16, Interval: 4}, nil
+	case "qwen35moe-small":
+		return Hybrid{Arch: "qwen35moe", Embd: 1024, Layers: 8, Heads: 8, KVHeads: 2, HeadDim: 256, Rot: 64,
+			ConvKernel: 4, StateSize: 128, KeyHeads: 16, ValueHeads: 16, Interval: 4,
+			Experts: 64, ExpertsUsed: 8, ExpertFF: 256, SharedFF: 512}, nil
+	}
+	return Hybrid{}, fmt.Errorf("synth: unknown hybrid preset %q (have %v)", name, HybridPresets)
+}
