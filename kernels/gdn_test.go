@@ -9,7 +9,7 @@ import (
 // gdnCase is one random head: inputs laid out with strides and guard
 // values around every output, and a float64 reference of the recurrence.
 type gdnCase struct {
-	dk, dv, n, qks, vs, os int
+	dk, dv, n, qks, vs, os   int
 	s0, q, k, v, decay, beta []float32
 }
 
