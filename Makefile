@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/plexbench
 FUZZTIME ?= 10s
 
-.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz oracle clean
+.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz oracle oracle-hybrid clean
 
 all: build
 
@@ -54,6 +54,11 @@ fuzz:
 # Re-measure llama.cpp's own perplexities (npm package + gcc; see its README).
 oracle:
 	cmd/plexbench/testdata/oracle/run.sh
+
+# Re-measure llama.cpp on the tiny qwen35/qwen35moe/qwen3next models
+# (every CPU build of the npm package this machine runs; npm + gcc).
+oracle-hybrid:
+	cmd/plexbench/testdata/oracle/run-hybrid.sh
 
 clean:
 	rm -rf bin

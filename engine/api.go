@@ -11,7 +11,8 @@ type ModelInfo struct {
 	Path         string         `json:"path"`
 	Size         int64          `json:"size"`
 	Architecture string         `json:"architecture"`
-	TypeCounts   map[string]int `json:"type_histogram"` // tensor type name → tensor count
+	LayerPattern string         `json:"layer_pattern,omitempty"` // e.g. "3×GDN + 1×attention, repeated 6×"
+	TypeCounts   map[string]int `json:"type_histogram"`          // tensor type name → tensor count
 	VocabSize    int            `json:"vocab_size"`
 	HiddenSize   int            `json:"hidden_size"`
 	AddBOS       bool           `json:"add_bos"`

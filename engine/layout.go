@@ -30,6 +30,10 @@ func ReadLayout(f *gguf.File) (Layout, error) {
 	if err != nil {
 		return Layout{}, fmt.Errorf("engine: %s: %w", f.Path, err)
 	}
+	return hp.layout(f), nil
+}
+
+func (hp *hparams) layout(f *gguf.File) Layout {
 	kinds := make([]string, hp.nLayer)
 	for l := range kinds {
 		kinds[l] = "attention"
@@ -42,7 +46,7 @@ func ReadLayout(f *gguf.File) (Layout, error) {
 	if hp.moe.nExpert > 0 {
 		_, lay.SharedExpert = f.Tensor("blk.0.ffn_up_shexp.weight")
 	}
-	return lay, nil
+	return lay
 }
 
 // layerPattern compresses a sequence of layer kinds to its shortest

@@ -158,6 +158,7 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		Path:         f.Path,
 		Size:         f.FileSize,
 		Architecture: hp.arch,
+		LayerPattern: hp.layout(f).Pattern,
 		TypeCounts:   typeCounts(f),
 		VocabSize:    hp.nVocab,
 		HiddenSize:   hp.nEmbd,
