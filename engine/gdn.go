@@ -7,6 +7,7 @@ package engine
 // a window run as several ubatches gives the logits of one pass.
 
 import (
+	"fmt"
 	"math"
 
 	"plexbench/kernels"
@@ -29,6 +30,13 @@ type gdnLayer struct {
 
 func loadGDN(ld *loader, hp *hparams, pre string) *gdnLayer {
 	s, e := hp.ssm, hp.nEmbd
+	if _, legacy := ld.f.Tensor(pre + "ssm_in.weight"); legacy {
+		if _, ok := ld.f.Tensor(pre + "attn_qkv.weight"); !ok {
+			ld.fail(fmt.Errorf("%w: tensor %q is qwen3next's legacy fused [q|k|v|z] projection; reconvert the model with a current llama.cpp (attn_qkv + attn_gate)",
+				ErrUnsupported, pre+"ssm_in.weight"))
+			return nil
+		}
+	}
 	g := &gdnLayer{
 		qkv:  ld.matrix(pre+"attn_qkv.weight", e, s.convDim()),
 		z:    ld.matrix(pre+"attn_gate.weight", e, s.valueDim()),

@@ -517,10 +517,19 @@ func TestHybridBadInput(t *testing.T) {
 			e.setKey("qwen35.ssm.time_step_rank", uint32(3))
 			e.setKey("qwen35.ssm.inner_size", uint32(48))
 		}, "not a multiple of ssm.group_count"},
+		{"qwen3next legacy ssm_in", func(e *editor) {
+			e.renameTensor("blk.0.attn_qkv.weight", "blk.0.ssm_in.weight")
+		}, `"blk.0.ssm_in.weight" is qwen3next's legacy fused`},
+		{"qwen3next no ssm_ba", func(e *editor) { e.dropTensor("blk.1.ssm_ba.weight") }, `"blk.1.ssm_ba.weight" is missing`},
 	}
+	next := writeHybrid(t, tinyHybrid("qwen3next"))
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			bad := rewrite(t, path, c.edit)
+			src := path
+			if strings.HasPrefix(c.name, "qwen3next") {
+				src = next
+			}
+			bad := rewrite(t, src, c.edit)
 			_, err := Load(bad, Options{Threads: 1, KVType: kernels.F32})
 			if err == nil {
 				t.Fatal("loaded")

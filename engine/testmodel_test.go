@@ -430,6 +430,19 @@ func randomTokens(n, vocab int, seed uint64) []int32 {
 type editor struct {
 	kvs     []gguf.KV
 	tensors []gguf.TensorInfo
+	from    map[string]string // renamed tensor → its name in the original
+}
+
+func (e *editor) renameTensor(old, name string) {
+	for i := range e.tensors {
+		if e.tensors[i].Name == old {
+			e.tensors[i].Name = name
+			if e.from == nil {
+				e.from = map[string]string{}
+			}
+			e.from[name] = old
+		}
+	}
 }
 
 func (e *editor) dropKey(key string) {
@@ -488,7 +501,11 @@ func rewrite(t testing.TB, path string, edit func(*editor)) string {
 	}
 	for i := range e.tensors {
 		ti := &e.tensors[i]
-		orig, _ := f.Tensor(ti.Name)
+		src := ti.Name
+		if old, ok := e.from[src]; ok {
+			src = old
+		}
+		orig, _ := f.Tensor(src)
 		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, f.TensorData(orig)); err != nil {
 			t.Fatal(err)
 		}
