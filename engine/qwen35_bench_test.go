@@ -19,6 +19,7 @@ import (
 // plain Go (gdn=go) and with the default (the vectorised recurrence where
 // the CPU has AVX2). BENCH_LAYERS=n builds n layers.
 func BenchmarkHybridPrefill(b *testing.B) {
+	dir := b.TempDir() // the models outlive each sub-benchmark
 	for _, preset := range []string{"qwen35-0.8b", "qwen35moe-small"} {
 		h, err := synth.HybridPreset(preset)
 		if err != nil {
@@ -31,7 +32,7 @@ func BenchmarkHybridPrefill(b *testing.B) {
 			for _, gdn := range []string{"go", "default"} {
 				b.Run(fmt.Sprintf("%s/q8_0/ctx%d/gdn=%s", preset, ctx, gdn), func(b *testing.B) {
 					if path == "" {
-						path = filepath.Join(b.TempDir(), preset+".gguf")
+						path = filepath.Join(dir, preset+".gguf")
 						if err := synth.WriteHybrid(path, h); err != nil {
 							b.Fatal(err)
 						}
