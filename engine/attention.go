@@ -25,6 +25,8 @@ type attnJob struct {
 	l, nh, nkv, grp int
 	tileT, tiles    int
 	mode            kernels.AttnMode // exact products, dense, or streaming (attention_flash.go)
+	fp              fpJob            // FlashPrefill's selection (attention_flashprefill.go)
+	sparse          bool             // this layer runs FlashPrefill
 	next            atomic.Int64
 	workers         []attnWorker
 	run             func(worker, lo, hi int) // bound once: no closure per layer
@@ -50,6 +52,7 @@ func (j *attnJob) init(p *pass) {
 	j.workers = make([]attnWorker, p.m.pool.Threads())
 	j.run = j.work
 	j.mode = p.m.opt.Kernels.Attention()
+	j.initFlashPrefill()
 }
 
 // attention caches the pass's K and V for layer l (nh query heads, nkv KV
@@ -60,6 +63,9 @@ func (p *pass) attention(l, nh, nkv int) {
 	j.l, j.nh, j.nkv, j.grp = l, nh, nkv, nh/nkv
 	j.tileT = max(1, attnRows/j.grp)
 	j.tiles = (p.n + j.tileT - 1) / j.tileT
+	if j.sparse = j.flashPrefillOn(); j.sparse {
+		j.selectBlocks()
+	}
 	j.next.Store(0)
 	p.m.pool.For(p.m.pool.Threads(), 1, j.run)
 }
@@ -74,10 +80,14 @@ func (j *attnJob) work(worker, _, _ int) {
 		if u >= int(units) {
 			return
 		}
-		if j.mode == kernels.AttnFlash {
-			j.flashUnit(w, u%j.nkv, j.tiles-1-u/j.nkv)
-		} else {
-			j.unit(w, u%j.nkv, j.tiles-1-u/j.nkv)
+		g, tile := u%j.nkv, j.tiles-1-u/j.nkv
+		switch {
+		case j.sparse && !j.fullUnit(g, tile*j.tileT, min((tile+1)*j.tileT, j.p.n)):
+			j.sparseUnit(w, g, tile)
+		case j.mode == kernels.AttnFlash:
+			j.flashUnit(w, g, tile)
+		default:
+			j.unit(w, g, tile)
 		}
 	}
 }

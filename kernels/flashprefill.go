@@ -20,12 +20,12 @@ var ErrFlashPrefill = errors.New("flashprefill")
 
 // FlashPrefill holds FlashPrefill V2's parameters (flashprefill.md §6).
 type FlashPrefill struct {
-	BlockSize  int     // tokens per query and key block, and the key-pooling window; a power of two
-	Alpha      float64 // keep a block whose score is at least Alpha × the row's best, in [0, 1]
-	SinkBlocks int     // leading key blocks always kept
-	Window     int     // local blocks kept: 0 ≤ qb − kb < Window (≥ 1: the diagonal block)
-	LastNFull  int     // final query blocks computed densely
-	MinBudget  int     // the top-MinBudget blocks by score are kept too (0: off)
+	BlockSize  int     `json:"block_size"`  // tokens per query and key block, and the key-pooling window; a power of two
+	Alpha      float64 `json:"alpha"`       // keep a block whose score is at least Alpha × the row's best, in [0, 1]
+	SinkBlocks int     `json:"sink_blocks"` // leading key blocks always kept
+	Window     int     `json:"window"`      // local blocks kept: 0 ≤ qb − kb < Window (≥ 1: the diagonal block)
+	LastNFull  int     `json:"last_n_full"` // final query blocks computed densely
+	MinBudget  int     `json:"min_budget"`  // the top-MinBudget blocks by score are kept too (0: off)
 }
 
 // DefaultFlashPrefill is the official code's configuration with the given
