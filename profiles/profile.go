@@ -352,18 +352,22 @@ func (p Profile) Validate() error {
 	return err
 }
 
-// validateFlashPrefill checks the [flashprefill] table: the ranges always,
-// and against the windows and passes when prefill_attention asks for it.
+// validateFlashPrefill checks the [flashprefill] table when
+// prefill_attention asks for FlashPrefill (a dense profile's table is
+// unused: profiles saved before the table existed leave it zero).
 func (p Profile) validateFlashPrefill(bad func(key, format string, args ...any)) {
+	if p.PrefillAttention != FlashPrefillV2 {
+		return
+	}
 	fp := p.FlashPrefill
-	on := p.PrefillAttention == FlashPrefillV2
+	ub := min(p.BatchSize, p.UBatchSize)
 	switch b := fp.BlockSize; {
 	case b < 1 || b > maxCtx || b&(b-1) != 0:
 		bad("flashprefill.block_size", "%d is not a power of two up to %d", b, maxCtx)
-	case on && b > p.Ctx:
+	case b > p.Ctx:
 		bad("flashprefill.block_size", "%d exceeds the ctx %d", b, p.Ctx)
-	case on && min(p.BatchSize, p.UBatchSize)%b != 0 && min(p.BatchSize, p.UBatchSize) < p.Ctx:
-		bad("flashprefill.block_size", "%d does not divide the %d tokens per pass (min of batch_size and ubatch_size): FlashPrefill passes must hold whole blocks", b, min(p.BatchSize, p.UBatchSize))
+	case ub%b != 0 && ub < p.Ctx:
+		bad("flashprefill.block_size", "%d does not divide the %d tokens per pass (min of batch_size and ubatch_size): FlashPrefill passes must hold whole blocks", b, ub)
 	}
 	if a := fp.Alpha; a != nil && !(*a >= 0 && *a <= 1) {
 		bad("flashprefill.alpha", "%g is outside [0, 1]", *a)
@@ -379,7 +383,7 @@ func (p Profile) validateFlashPrefill(bad func(key, format string, args ...any))
 			bad("flashprefill."+c.key, "%d is outside 0..%d", c.v, maxCtx)
 		}
 	}
-	if on && p.Backend != "cpu" {
+	if p.Backend != "cpu" {
 		bad("prefill_attention", "%s runs on the cpu backend only, not %q", FlashPrefillV2, p.Backend)
 	}
 }

@@ -522,15 +522,21 @@ func TestFlashPrefillSettings(t *testing.T) {
 		"prefill_attention":        func(p *Profile) { p.PrefillAttention, p.Backend = FlashPrefillV2, "hip" },
 	} {
 		p := Default()
+		p.PrefillAttention, p.Ctx = FlashPrefillV2, 4096
 		change(&p)
 		name := strings.TrimRight(key, ":;")
 		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), name+":") {
 			t.Errorf("%s: Validate = %v", key, err)
 		}
 	}
-	// A block larger than a dense run's ctx is no error: it is unused.
+	// A dense run's table is unused: a block over its ctx, or a zero
+	// table (profiles saved before it existed), is no error.
 	p = Default()
 	p.Ctx = 64
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+	p.FlashPrefill = FlashPrefill{}
 	if err := p.Validate(); err != nil {
 		t.Error(err)
 	}
