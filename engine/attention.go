@@ -65,6 +65,7 @@ func (p *pass) attention(l, nh, nkv int) {
 	j.tiles = (p.n + j.tileT - 1) / j.tileT
 	if j.sparse = j.flashPrefillOn(); j.sparse {
 		j.selectBlocks()
+		j.tiles = j.fp.nqb // FlashPrefill's units are query blocks
 	}
 	j.next.Store(0)
 	p.m.pool.For(p.m.pool.Threads(), 1, j.run)
@@ -81,23 +82,31 @@ func (j *attnJob) work(worker, _, _ int) {
 			return
 		}
 		g, tile := u%j.nkv, j.tiles-1-u/j.nkv
-		switch {
-		case j.sparse && !j.fullUnit(g, tile*j.tileT, min((tile+1)*j.tileT, j.p.n)):
-			j.sparseUnit(w, g, tile)
-		case j.mode == kernels.AttnFlash:
-			j.flashUnit(w, g, tile)
-		default:
-			j.unit(w, g, tile)
+		if j.sparse {
+			j.blockUnit(w, g, tile)
+			continue
 		}
+		t0 := tile * j.tileT
+		j.denseUnit(w, g, t0, min(t0+j.tileT, j.p.n))
 	}
 }
 
-// unit attends the query heads of KV head g over the tokens of one tile.
-func (j *attnJob) unit(w *attnWorker, g, tile int) {
+// denseUnit attends the query heads of KV head g over the pass's tokens
+// [t0, t1) with the set's attention: the streaming softmax for
+// attention=flash, whole score rows otherwise.
+func (j *attnJob) denseUnit(w *attnWorker, g, t0, t1 int) {
+	if j.mode == kernels.AttnFlash {
+		j.flashUnit(w, g, t0, t1)
+	} else {
+		j.unit(w, g, t0, t1)
+	}
+}
+
+// unit attends the query heads of KV head g over the tokens [t0, t1) of
+// one tile.
+func (j *attnJob) unit(w *attnWorker, g, t0, t1 int) {
 	p, kv := j.p, j.p.m.kv
 	hd := kv.hd
-	t0 := tile * j.tileT
-	t1 := min(t0+j.tileT, p.n)
 	nt := t1 - t0
 	rows := j.grp * nt
 	nk := p.pos0 + t1 // keys any row of the tile may see

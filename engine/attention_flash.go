@@ -44,11 +44,9 @@ func (f *flashScratch) grow(rows, hd int) {
 	f.v = growTo(f.v, 4*flashBlock*hd)
 }
 
-// flashUnit attends the query heads of KV head g over the tokens of one
-// tile, as unit does, with the streaming softmax over all keys.
-func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
-	t0 := tile * j.tileT
-	t1 := min(t0+j.tileT, j.p.n)
+// flashUnit attends the query heads of KV head g over the tokens [t0, t1)
+// of one tile, as unit does, with the streaming softmax over all keys.
+func (j *attnJob) flashUnit(w *attnWorker, g, t0, t1 int) {
 	nk := j.p.pos0 + t1 // keys any row of the tile may see
 	ch := w.fl.chunks[:0]
 	for k0 := 0; k0 < nk; k0 += flashBlock {

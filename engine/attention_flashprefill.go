@@ -171,53 +171,45 @@ func (j *attnJob) selectWork(worker, _, _ int) {
 	}
 }
 
-// fullUnit says whether every row of the unit (KV head g, tokens [t0, t1)
-// of the pass) keeps every causal block.
-func (j *attnJob) fullUnit(g, t0, t1 int) bool {
-	fp, b := &j.fp, j.fp.f.BlockSize
-	for hi := range j.grp {
-		h := g*j.grp + hi
-		for qb := (j.p.pos0 + t0) / b; qb <= (j.p.pos0+t1-1)/b; qb++ {
-			if !fp.full[h*fp.nqb+qb-fp.qb0] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// sparseUnit attends the unit's rows head by head and query block by query
-// block over their selected key blocks, with the streaming softmax.
-func (j *attnJob) sparseUnit(w *attnWorker, g, tile int) {
+// blockUnit attends the query heads of KV head g over the pass's query
+// block qbl. Where every head keeps every causal block it runs the dense
+// tiles the set selects, as dense attention would; otherwise each head
+// streams its active blocks (rows: the block's tokens of one head).
+func (j *attnJob) blockUnit(w *attnWorker, g, qbl int) {
 	p, fp, b := j.p, &j.fp, j.fp.f.BlockSize
-	t0 := tile * j.tileT
-	t1 := min(t0+j.tileT, p.n)
+	qb := fp.qb0 + qbl
+	t0 := qb*b - p.pos0
+	t1 := min(t0+b, p.n)
+	full := true
 	for hi := range j.grp {
-		h := g*j.grp + hi
-		for ta := t0; ta < t1; {
-			qb := (p.pos0 + ta) / b
-			tb := min(t1, (qb+1)*b-p.pos0)
-			sel := fp.sel[(h*fp.nqb+qb-fp.qb0)*fp.m:][:qb+1]
-			nk := p.pos0 + tb
-			// Runs of consecutive active blocks, cut into flashBlock chunks.
-			ch := w.fl.chunks[:0]
-			for kb := 0; kb <= qb; {
-				if !sel[kb] {
-					kb++
-					continue
-				}
-				k0 := kb * b
-				for kb <= qb && sel[kb] {
-					kb++
-				}
-				k1 := min(kb*b, nk)
-				for c := k0; c < k1; c += flashBlock {
-					ch = append(ch, [2]int32{int32(c), int32(min(c+flashBlock, k1))})
-				}
-			}
-			w.fl.chunks = ch
-			j.flashRows(w, g, hi, hi+1, ta, tb, ch)
-			ta = tb
+		full = full && fp.full[(g*j.grp+hi)*fp.nqb+qbl]
+	}
+	if full {
+		for ta := t0; ta < t1; ta += j.tileT {
+			j.denseUnit(w, g, ta, min(ta+j.tileT, t1))
 		}
+		return
+	}
+	nk := p.pos0 + t1
+	for hi := range j.grp {
+		sel := fp.sel[((g*j.grp+hi)*fp.nqb+qbl)*fp.m:][:qb+1]
+		// Runs of consecutive active blocks, cut into flashBlock chunks.
+		ch := w.fl.chunks[:0]
+		for kb := 0; kb <= qb; {
+			if !sel[kb] {
+				kb++
+				continue
+			}
+			k0 := kb * b
+			for kb <= qb && sel[kb] {
+				kb++
+			}
+			k1 := min(kb*b, nk)
+			for c := k0; c < k1; c += flashBlock {
+				ch = append(ch, [2]int32{int32(c), int32(min(c+flashBlock, k1))})
+			}
+		}
+		w.fl.chunks = ch
+		j.flashRows(w, g, hi, hi+1, t0, t1, ch)
 	}
 }

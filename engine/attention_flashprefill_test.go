@@ -18,26 +18,14 @@ import (
 // attnSpec is a one-layer model whose head dimension suits every KV type.
 var attnSpec = spec{arch: "qwen3", embd: 32, layers: 1, vocab: 64, heads: 4, kvHeads: 2, hd: 32, ff: 40, tied: true}
 
-// attentionOp runs layer 0's attention of m over an L-token window from
-// an empty cache, pass by pass as Prefill does, on the given q (L, nh, hd)
-// and k, v (L, nkv, hd), and returns the output (L, nh, hd) and K, V as
-// the cache rounded them.
+// attentionOp runs layer 0's attention of m over an L-token window
+// (runAttention) and returns its output (L, nh, hd) and K, V as the cache
+// rounded them.
 func attentionOp(m *Model, q, k, v []float32, L int) (out, kr, vr []float32) {
-	p, kv := m.p, m.kv
-	nh, nkv, hd := m.hp.nHead[0], m.hp.nHeadKV[0], m.hp.headDim
-	out = make([]float32, L*nh*hd)
-	p.attn.fp.window = L
-	p.attn.fp.kept.Store(0)
-	for pos0 := 0; pos0 < L; pos0 += m.ub {
-		n := min(m.ub, L-pos0)
-		p.n, p.pos0 = n, pos0
-		copy(p.q, q[pos0*nh*hd:(pos0+n)*nh*hd])
-		copy(p.k, k[pos0*nkv*hd:(pos0+n)*nkv*hd])
-		copy(p.v, v[pos0*nkv*hd:(pos0+n)*nkv*hd])
-		p.attention(0, nh, nkv)
-		copy(out[pos0*nh*hd:], p.att[:n*nh*hd])
-	}
-	p.attn.fp.window = 0
+	kv := m.kv
+	nkv, hd := m.hp.nHeadKV[0], m.hp.headDim
+	out = make([]float32, L*m.hp.nHead[0]*hd)
+	runAttention(m, q, k, v, L, out)
 	kr, vr = make([]float32, L*nkv*hd), make([]float32, L*nkv*hd)
 	for t := range L {
 		for g := range nkv {
@@ -47,6 +35,30 @@ func attentionOp(m *Model, q, k, v []float32, L int) (out, kr, vr []float32) {
 		}
 	}
 	return out, kr, vr
+}
+
+// runAttention runs layer 0's attention of m over an L-token window from
+// an empty cache, pass by pass as Prefill does (FlashPrefill when m has
+// it), on q (L, nh, hd) and k, v (L, nkv, hd), writing the output to out
+// (L, nh, hd) unless out is nil. It returns the blocks FlashPrefill kept.
+func runAttention(m *Model, q, k, v []float32, L int, out []float32) int64 {
+	p := m.p
+	nh, nkv, hd := m.hp.nHead[0], m.hp.nHeadKV[0], m.hp.headDim
+	p.attn.fp.window = L
+	p.attn.fp.kept.Store(0)
+	for pos0 := 0; pos0 < L; pos0 += m.ub {
+		n := min(m.ub, L-pos0)
+		p.n, p.pos0 = n, pos0
+		copy(p.q, q[pos0*nh*hd:(pos0+n)*nh*hd])
+		copy(p.k, k[pos0*nkv*hd:(pos0+n)*nkv*hd])
+		copy(p.v, v[pos0*nkv*hd:(pos0+n)*nkv*hd])
+		p.attention(0, nh, nkv)
+		if out != nil {
+			copy(out[pos0*nh*hd:], p.att[:n*nh*hd])
+		}
+	}
+	p.attn.fp.window = 0
+	return p.attn.fp.kept.Load()
 }
 
 func mustDequantize(t kernels.Type, src []byte, dst []float32) {
