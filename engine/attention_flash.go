@@ -59,7 +59,7 @@ func (j *attnJob) flashUnit(w *attnWorker, g, t0, t1 int) {
 // flashRows attends query heads [h0, h1) of KV head g's group over the
 // pass's tokens [t0, t1) with the streaming softmax over the cached keys
 // of chunks, ascending [k0, k1) ranges of at most flashBlock keys: all of
-// them for flashUnit, FlashPrefill's active blocks for sparseUnit. The
+// them for flashUnit, FlashPrefill's active blocks for blockUnit. The
 // causal mask applies per row within each chunk.
 func (j *attnJob) flashRows(w *attnWorker, g, h0, h1, t0, t1 int, chunks [][2]int32) {
 	p, kv, ks := j.p, j.p.m.kv, j.p.m.opt.Kernels
