@@ -253,3 +253,19 @@ func TestFlashPrefillSteadyStateAllocs(t *testing.T) {
 		t.Errorf("%v allocations per FlashPrefill prefill in steady state, want 0", a)
 	}
 }
+
+// TestFlashPrefillKVLenCheck checks that a window longer than the KV
+// cache is refused before any work with FlashPrefill on, as with dense.
+func TestFlashPrefillKVLenCheck(t *testing.T) {
+	fx := build(t, attnSpec, 3)
+	f := kernels.FlashPrefill{BlockSize: 16, Alpha: 0.1, Window: 4}
+	m := open(t, fx, Options{KVLen: 256, UBatchSize: 64, FlashPrefill: &f})
+	emitted := false
+	err := m.Prefill(t.Context(), randomTokens(300, attnSpec.vocab, 1), 0, func(int, []float32, int) error {
+		emitted = true
+		return nil
+	})
+	if !errors.Is(err, ErrInput) || emitted {
+		t.Errorf("300 tokens into a KV cache of 256: err %v, emitted %v; want ErrInput before any pass", err, emitted)
+	}
+}

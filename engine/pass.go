@@ -168,8 +168,6 @@ func (m *Model) Prefill(ctx context.Context, tokens []int32, from int, emit func
 	fp := &m.p.attn.fp
 	fp.window = len(tokens)
 	fp.kept.Store(0)
-	total := m.denseBlocks(len(tokens))
-	m.blocks = AttentionBlocks{Kept: total, Total: total}
 	err := m.run(ctx, tokens, 0, func(p *pass) error {
 		lo := max(from-p.pos0, 0)
 		if lo >= p.n {
@@ -178,8 +176,14 @@ func (m *Model) Prefill(ctx context.Context, tokens []int32, from int, emit func
 		return emit(p.pos0+lo, p.outputNorm(lo, p.n), p.n-lo)
 	})
 	fp.window = 0
+	if err != nil {
+		m.blocks = AttentionBlocks{} // an unfinished window has no count
+		return err
+	}
+	total := m.denseBlocks(len(tokens))
+	m.blocks = AttentionBlocks{Kept: total, Total: total}
 	if m.opt.FlashPrefill != nil {
 		m.blocks.Kept = fp.kept.Load()
 	}
-	return err
+	return nil
 }
