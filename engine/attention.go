@@ -61,6 +61,9 @@ func (p *pass) attention(l, nh, nkv int) {
 	p.m.kv.store(l, p, nkv)
 	j := &p.attn
 	j.l, j.nh, j.nkv, j.grp = l, nh, nkv, nh/nkv
+	if p.pos0 == 0 {
+		j.fp.heads += int64(nh) // for the block counts (PrefillBlocks)
+	}
 	j.tileT = max(1, attnRows/j.grp)
 	j.tiles = (p.n + j.tileT - 1) / j.tileT
 	if j.sparse = j.flashPrefillOn(); j.sparse {

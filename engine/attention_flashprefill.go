@@ -60,16 +60,13 @@ func (b AttentionBlocks) Fraction() float64 {
 func (m *Model) PrefillBlocks() AttentionBlocks { return m.blocks }
 
 // denseBlocks is the dense count of a window of n tokens: every causal
-// block of every query head of every layer, in blocks of the FlashPrefill
-// size (the default 128 when dense).
-func (m *Model) denseBlocks(n int) int64 {
+// block of every query head of every layer that ran attention (heads, as
+// counted in the window's first pass), in blocks of the FlashPrefill size
+// (the default 128 when dense).
+func (m *Model) denseBlocks(n int, heads int64) int64 {
 	f := kernels.DefaultFlashPrefill(0)
 	if m.opt.FlashPrefill != nil {
 		f = *m.opt.FlashPrefill
-	}
-	heads := int64(0)
-	for _, h := range m.hp.nHead {
-		heads += int64(h)
 	}
 	return heads * kernels.CausalBlocks(0, f.Blocks(n))
 }
@@ -85,6 +82,7 @@ type fpJob struct {
 	sel      []bool    // (nh, nqb, m) active key blocks of each query block
 	full     []bool    // (nh, nqb) every causal block active
 	kept     atomic.Int64
+	heads    int64 // query heads of the attention layers the window's first pass ran
 	next     atomic.Int64
 	workers  []fpWorker
 	poolFn   func(worker, lo, hi int)

@@ -168,6 +168,7 @@ func (m *Model) Prefill(ctx context.Context, tokens []int32, from int, emit func
 	fp := &m.p.attn.fp
 	fp.window = len(tokens)
 	fp.kept.Store(0)
+	fp.heads = 0
 	err := m.run(ctx, tokens, 0, func(p *pass) error {
 		lo := max(from-p.pos0, 0)
 		if lo >= p.n {
@@ -180,7 +181,7 @@ func (m *Model) Prefill(ctx context.Context, tokens []int32, from int, emit func
 		m.blocks = AttentionBlocks{} // an unfinished window has no count
 		return err
 	}
-	total := m.denseBlocks(len(tokens))
+	total := m.denseBlocks(len(tokens), fp.heads)
 	m.blocks = AttentionBlocks{Kept: total, Total: total}
 	if m.opt.FlashPrefill != nil {
 		m.blocks.Kept = fp.kept.Load()
