@@ -304,8 +304,9 @@ func (m *Model) Config() Config {
 		CPULevel:              kernels.CPULevel(),
 		Model:                 m.info,
 	}
-	if f := m.opt.FlashPrefill; f != nil {
-		c.PrefillAttention, c.PrefillAttentionScale, c.FlashPrefill = "flashprefill-v2", f.Alpha, f
+	if m.opt.FlashPrefill != nil {
+		f := *m.opt.FlashPrefill // a copy: the report's, not the engine's
+		c.PrefillAttention, c.PrefillAttentionScale, c.FlashPrefill = "flashprefill-v2", f.Alpha, &f
 	}
 	return c
 }
