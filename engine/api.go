@@ -3,6 +3,8 @@
 // LM head with its logit reductions. It knows nothing about scoring.
 package engine
 
+import "plexbench/kernels"
+
 // HeadRows is how many hidden rows the LM head and the reductions take at once.
 const HeadRows = 128
 
@@ -57,4 +59,6 @@ type Config struct {
 	CPUFeatures           string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
 	CPULevel              string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
 	Model                 ModelInfo         `json:"model"`
+	// FlashPrefill is every FlashPrefill parameter, when it ran.
+	FlashPrefill *kernels.FlashPrefill `json:"flashprefill,omitempty"`
 }

@@ -25,6 +25,8 @@ type attnJob struct {
 	l, nh, nkv, grp int
 	tileT, tiles    int
 	mode            kernels.AttnMode // exact products, dense, or streaming (attention_flash.go)
+	fp              fpJob            // FlashPrefill's selection (attention_flashprefill.go)
+	sparse          bool             // this layer runs FlashPrefill
 	next            atomic.Int64
 	workers         []attnWorker
 	run             func(worker, lo, hi int) // bound once: no closure per layer
@@ -50,6 +52,7 @@ func (j *attnJob) init(p *pass) {
 	j.workers = make([]attnWorker, p.m.pool.Threads())
 	j.run = j.work
 	j.mode = p.m.opt.Kernels.Attention()
+	j.initFlashPrefill()
 }
 
 // attention caches the pass's K and V for layer l (nh query heads, nkv KV
@@ -58,8 +61,15 @@ func (p *pass) attention(l, nh, nkv int) {
 	p.m.kv.store(l, p, nkv)
 	j := &p.attn
 	j.l, j.nh, j.nkv, j.grp = l, nh, nkv, nh/nkv
+	if p.pos0 == 0 {
+		j.fp.heads += int64(nh) // for the block counts (PrefillBlocks)
+	}
 	j.tileT = max(1, attnRows/j.grp)
 	j.tiles = (p.n + j.tileT - 1) / j.tileT
+	if j.sparse = j.flashPrefillOn(); j.sparse {
+		j.selectBlocks()
+		j.tiles = j.fp.nqb // FlashPrefill's units are query blocks
+	}
 	j.next.Store(0)
 	p.m.pool.For(p.m.pool.Threads(), 1, j.run)
 }
@@ -74,20 +84,32 @@ func (j *attnJob) work(worker, _, _ int) {
 		if u >= int(units) {
 			return
 		}
-		if j.mode == kernels.AttnFlash {
-			j.flashUnit(w, u%j.nkv, j.tiles-1-u/j.nkv)
-		} else {
-			j.unit(w, u%j.nkv, j.tiles-1-u/j.nkv)
+		g, tile := u%j.nkv, j.tiles-1-u/j.nkv
+		if j.sparse {
+			j.blockUnit(w, g, tile)
+			continue
 		}
+		t0 := tile * j.tileT
+		j.denseUnit(w, g, t0, min(t0+j.tileT, j.p.n))
 	}
 }
 
-// unit attends the query heads of KV head g over the tokens of one tile.
-func (j *attnJob) unit(w *attnWorker, g, tile int) {
+// denseUnit attends the query heads of KV head g over the pass's tokens
+// [t0, t1) with the set's attention: the streaming softmax for
+// attention=flash, whole score rows otherwise.
+func (j *attnJob) denseUnit(w *attnWorker, g, t0, t1 int) {
+	if j.mode == kernels.AttnFlash {
+		j.flashUnit(w, g, t0, t1)
+	} else {
+		j.unit(w, g, t0, t1)
+	}
+}
+
+// unit attends the query heads of KV head g over the tokens [t0, t1) of
+// one tile.
+func (j *attnJob) unit(w *attnWorker, g, t0, t1 int) {
 	p, kv := j.p, j.p.m.kv
 	hd := kv.hd
-	t0 := tile * j.tileT
-	t1 := min(t0+j.tileT, p.n)
 	nt := t1 - t0
 	rows := j.grp * nt
 	nk := p.pos0 + t1 // keys any row of the tile may see

@@ -29,6 +29,8 @@ type flashScratch struct {
 	l     []float64 // (rows) running Σ exp(score − m)
 	vt    []byte    // (hd, nbp) one block's values transposed, f32
 	v     []byte    // (nb, hd) one block's values dequantized, f32
+	// chunks are the key ranges a unit streams over, reused.
+	chunks [][2]int32
 }
 
 func (f *flashScratch) grow(rows, hd int) {
@@ -42,25 +44,37 @@ func (f *flashScratch) grow(rows, hd int) {
 	f.v = growTo(f.v, 4*flashBlock*hd)
 }
 
-// flashUnit attends the query heads of KV head g over the tokens of one
-// tile, as unit does, with the streaming softmax.
-func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
+// flashUnit attends the query heads of KV head g over the tokens [t0, t1)
+// of one tile, as unit does, with the streaming softmax over all keys.
+func (j *attnJob) flashUnit(w *attnWorker, g, t0, t1 int) {
+	nk := j.p.pos0 + t1 // keys any row of the tile may see
+	ch := w.fl.chunks[:0]
+	for k0 := 0; k0 < nk; k0 += flashBlock {
+		ch = append(ch, [2]int32{int32(k0), int32(min(k0+flashBlock, nk))})
+	}
+	w.fl.chunks = ch
+	j.flashRows(w, g, 0, j.grp, t0, t1, ch)
+}
+
+// flashRows attends query heads [h0, h1) of KV head g's group over the
+// pass's tokens [t0, t1) with the streaming softmax over the cached keys
+// of chunks, ascending [k0, k1) ranges of at most flashBlock keys: all of
+// them for flashUnit, FlashPrefill's active blocks for blockUnit. The
+// causal mask applies per row within each chunk.
+func (j *attnJob) flashRows(w *attnWorker, g, h0, h1, t0, t1 int, chunks [][2]int32) {
 	p, kv, ks := j.p, j.p.m.kv, j.p.m.opt.Kernels
 	hd := kv.hd
-	t0 := tile * j.tileT
-	t1 := min(t0+j.tileT, p.n)
 	nt := t1 - t0
-	rows := j.grp * nt
-	nk := p.pos0 + t1 // keys any row of the tile may see
+	rows := (h1 - h0) * nt
 	w.q = growTo(w.q, rows*hd)
 	f := &w.fl
 	f.grow(rows, hd)
 
 	q, o := w.q[:rows*hd], f.o[:rows*hd]
-	for hi := range j.grp {
+	for hi := h0; hi < h1; hi++ {
 		h := g*j.grp + hi
 		for t := t0; t < t1; t++ {
-			copy(q[(hi*nt+t-t0)*hd:][:hd], p.q[(t*j.nh+h)*hd:][:hd])
+			copy(q[((hi-h0)*nt+t-t0)*hd:][:hd], p.q[(t*j.nh+h)*hd:][:hd])
 		}
 	}
 	clear(o)
@@ -71,11 +85,11 @@ func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
 	scale := attnScale(hd)
 	kBase := g * kv.cap * kv.rb
 	vBase := kv.v[j.l][kBase:]
-	for k0 := 0; k0 < nk; k0 += flashBlock {
-		nb := min(flashBlock, nk-k0)
-		// Padded to kvPad: the extra keys are cached or zero values
-		// whose probabilities are set to 0 below.
-		nbp := (nb + kvPad - 1) / kvPad * kvPad
+	for _, c := range chunks {
+		k0, nb := int(c[0]), int(c[1]-c[0])
+		// Padded to kvPad (within the cache): the extra keys are cached
+		// or zero values whose probabilities are set to 0 below.
+		nbp := min((nb+kvPad-1)/kvPad*kvPad, kv.cap-k0)
 		w.keys = kernels.Matrix{Type: kv.typ, Rows: nbp, Cols: hd,
 			Data: kv.k[j.l][kBase+k0*kv.rb : kBase+(k0+nbp)*kv.rb]}
 		s := f.s[:rows*nbp]
@@ -115,10 +129,10 @@ func (j *attnJob) flashUnit(w *attnWorker, g, tile int) {
 			}
 		}
 	}
-	for hi := range j.grp {
+	for hi := h0; hi < h1; hi++ {
 		h := g*j.grp + hi
 		for t := t0; t < t1; t++ {
-			r := hi*nt + t - t0
+			r := (hi-h0)*nt + t - t0
 			inv := float32(1 / f.l[r])
 			dst := p.att[(t*j.nh+h)*hd:][:hd]
 			for i, x := range o[r*hd : (r+1)*hd] {

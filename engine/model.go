@@ -51,6 +51,10 @@ type Options struct {
 	// Kernels picks each op's kernel variant (kernels.ParseKernels, e.g.
 	// "matmul=ref"); the zero value runs the fastest this CPU supports.
 	Kernels kernels.KernelSet
+	// FlashPrefill, when set, makes Prefill's attention FlashPrefill V2
+	// with these parameters (attention_flashprefill.go); nil is dense. A
+	// negative Alpha takes the architecture's (FlashPrefillAlpha).
+	FlashPrefill *kernels.FlashPrefill
 }
 
 // layerStack is one architecture's transformer blocks: forward runs them
@@ -83,6 +87,8 @@ type Model struct {
 	rs   *recurrentState // the GDN layers' conv and SSM states (hybrid archs), beside the KV cache
 	p    *pass
 	head headState
+
+	blocks AttentionBlocks // of the last Prefill
 }
 
 // Load opens a GGUF model and prepares it to run with opt.
@@ -108,6 +114,9 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{path: f.Path, file: f, hp: hp, opt: opt, ub: min(opt.BatchSize, opt.UBatchSize)}
+	if err := m.resolveFlashPrefill(); err != nil {
+		return nil, err
+	}
 	if m.tok, err = tokenizer.FromGGUF(f); err != nil {
 		return nil, err
 	}
@@ -259,11 +268,33 @@ func (m *Model) AttentionScale() float32 { return attnScale(m.hp.headDim) }
 
 func attnScale(hd int) float32 { return 1 / float32(math.Sqrt(float64(hd))) }
 
+// resolveFlashPrefill copies the FlashPrefill parameters, fills in the
+// architecture's alpha and checks that Prefill can run them: windows of
+// up to kv-len tokens, passes that start on block boundaries.
+func (m *Model) resolveFlashPrefill() error {
+	if m.opt.FlashPrefill == nil {
+		return nil
+	}
+	f := *m.opt.FlashPrefill
+	if f.Alpha < 0 {
+		f.Alpha = FlashPrefillAlpha(m.hp.arch)
+	}
+	if err := f.Validate(m.opt.KVLen); err != nil {
+		return fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	if m.ub%f.BlockSize != 0 && m.ub < m.opt.KVLen {
+		return fmt.Errorf("%w: FlashPrefill needs passes of whole blocks: %d tokens per pass (min of batch and ubatch size) is not a multiple of the block size %d, nor does one pass hold the kv-len %d",
+			ErrInput, m.ub, f.BlockSize, m.opt.KVLen)
+	}
+	m.opt.FlashPrefill = &f
+	return nil
+}
+
 // Config describes how the engine runs, for the report.
 func (m *Model) Config() Config {
-	return Config{
+	c := Config{
 		DeviceArch:            "cpu",
-		PrefillAttention:      m.opt.Kernels.Attention().PrefillAttention(),
+		PrefillAttention:      "dense",
 		PrefillAttentionScale: float64(m.AttentionScale()),
 		KVCacheDType:          strings.ToLower(m.opt.KVType.String()),
 		KVCapacity:            m.opt.KVLen,
@@ -278,4 +309,9 @@ func (m *Model) Config() Config {
 		CPULevel:              kernels.CPULevel(),
 		Model:                 m.info,
 	}
+	if m.opt.FlashPrefill != nil {
+		f := *m.opt.FlashPrefill // a copy: the report's, not the engine's
+		c.PrefillAttention, c.PrefillAttentionScale, c.FlashPrefill = "flashprefill-v2", f.Alpha, &f
+	}
+	return c
 }

@@ -173,11 +173,27 @@ func (m *Model) Prefill(ctx context.Context, tokens []int32, from int, emit func
 	if len(tokens) == 0 {
 		return fmt.Errorf("%w: no tokens to prefill", ErrInput)
 	}
-	return m.run(ctx, tokens, 0, func(p *pass) error {
+	// A fresh window: FlashPrefill applies (query length = key length).
+	fp := &m.p.attn.fp
+	fp.window = len(tokens)
+	fp.kept.Store(0)
+	fp.heads = 0
+	err := m.run(ctx, tokens, 0, func(p *pass) error {
 		lo := max(from-p.pos0, 0)
 		if lo >= p.n {
 			return nil
 		}
 		return emit(p.pos0+lo, p.outputNorm(lo, p.n), p.n-lo)
 	})
+	fp.window = 0
+	if err != nil {
+		m.blocks = AttentionBlocks{} // an unfinished window has no count
+		return err
+	}
+	total := m.denseBlocks(len(tokens), fp.heads)
+	m.blocks = AttentionBlocks{Kept: total, Total: total}
+	if m.opt.FlashPrefill != nil {
+		m.blocks.Kept = fp.kept.Load()
+	}
+	return nil
 }

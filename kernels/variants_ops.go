@@ -29,16 +29,6 @@ const (
 	AttnFlash
 )
 
-// PrefillAttention is the report's name for the mode: "dense" for the full
-// causal attention of the -fa off and dense paths, "flash" for the
-// streaming softmax (the same attention, exact, in another order).
-func (m AttnMode) PrefillAttention() string {
-	if m == AttnFlash {
-		return "flash"
-	}
-	return "dense"
-}
-
 // elementwiseVariants lists the attention, swiglu, rmsnorm, rope and head
 // variants.
 func elementwiseVariants() []variant {

@@ -34,6 +34,9 @@ func Diff(a, b Profile) []Change {
 	var out []Change
 	for i := range fields {
 		f := &fields[i]
+		if f.alias {
+			continue
+		}
 		va, vb := f.get(&a), f.get(&b)
 		if va != vb {
 			out = append(out, Change{Key: f.key, A: va, B: vb})

@@ -18,6 +18,7 @@ type field struct {
 	usage  string
 	path   bool // a file path: resolved against the profile file or the working directory
 	isBool bool
+	alias  bool // a second flag for a setting listed before it: not diffed
 	get    func(p *Profile) string
 	set    func(p *Profile, s string) error
 }
@@ -57,7 +58,49 @@ var fields = []field{
 	intField("threads", "threads", "worker threads (0 = all cores)", func(p *Profile) *int { return &p.Threads }),
 	strField("backend", "backend", "cpu | hip", false, func(p *Profile) *string { return &p.Backend }),
 	strField("device", "device", "device for a GPU backend", false, func(p *Profile) *string { return &p.Device }),
-	strField("prefill_attention", "prefill-attention", "prefill attention: dense", false, func(p *Profile) *string { return &p.PrefillAttention }),
+	strField("prefill_attention", "prefill-attention", "prefill attention: dense | flashprefill-v2", false, func(p *Profile) *string { return &p.PrefillAttention }),
+	{key: "prefill_attention", flag: "FlashPrefillV2", usage: "on | off: prefill attention flashprefill-v2 or dense (as --prefill-attention)", isBool: true, alias: true,
+		get: func(p *Profile) string {
+			if p.PrefillAttention == FlashPrefillV2 {
+				return "on"
+			}
+			return "off"
+		},
+		set: func(p *Profile, s string) error {
+			switch strings.ToLower(s) {
+			case "on", "true", "1":
+				p.PrefillAttention = FlashPrefillV2
+			case "off", "false", "0":
+				p.PrefillAttention = "dense"
+			default:
+				return fmt.Errorf("%q is not on or off", s)
+			}
+			return nil
+		}},
+	intField("flashprefill.block_size", "flashprefill-block-size", "FlashPrefill: tokens per block (a power of two)", func(p *Profile) *int { return &p.FlashPrefill.BlockSize }),
+	{key: "flashprefill.alpha", flag: "flashprefill-alpha", usage: "FlashPrefill: keep blocks scoring at least alpha × the best, in [0, 1] (empty: the architecture's default)",
+		get: func(p *Profile) string {
+			if p.FlashPrefill.Alpha == nil {
+				return ""
+			}
+			return strconv.FormatFloat(*p.FlashPrefill.Alpha, 'g', -1, 64)
+		},
+		set: func(p *Profile, s string) error {
+			if s == "" {
+				p.FlashPrefill.Alpha = nil
+				return nil
+			}
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a number", s)
+			}
+			p.FlashPrefill.Alpha = &v
+			return nil
+		}},
+	intField("flashprefill.sink_blocks", "flashprefill-sink-blocks", "FlashPrefill: leading key blocks always kept", func(p *Profile) *int { return &p.FlashPrefill.SinkBlocks }),
+	intField("flashprefill.window", "flashprefill-window", "FlashPrefill: local key blocks kept, the diagonal included (≥ 1)", func(p *Profile) *int { return &p.FlashPrefill.Window }),
+	intField("flashprefill.last_n_full", "flashprefill-last-n-full", "FlashPrefill: final query blocks computed densely", func(p *Profile) *int { return &p.FlashPrefill.LastNFull }),
+	intField("flashprefill.min_budget", "flashprefill-min-budget", "FlashPrefill: top-scoring key blocks always kept (0: off)", func(p *Profile) *int { return &p.FlashPrefill.MinBudget }),
 	{key: "strict_device_kernels", flag: "no-cpu-fallback", usage: "fail any op without a device kernel instead of running it on the CPU", isBool: true,
 		get: func(p *Profile) string { return strconv.FormatBool(p.StrictDeviceKernels) },
 		set: func(p *Profile, s string) error {
@@ -145,9 +188,15 @@ func (p Profile) ApplyTo(fs *flag.FlagSet) error {
 	p = p.Resolve()
 	set := explicit(fs)
 	inputGiven := set["perplexity"] || set["perplexity-tokens"]
+	keyGiven := map[string]bool{} // a setting with two flags: either given keeps both
+	for i := range fields {
+		if set[fields[i].flag] {
+			keyGiven[fields[i].key] = true
+		}
+	}
 	for i := range fields {
 		f := &fields[i]
-		if fs.Lookup(f.flag) == nil || set[f.flag] {
+		if fs.Lookup(f.flag) == nil || keyGiven[f.key] {
 			continue
 		}
 		if inputGiven && (f.key == "text" || f.key == "tokens") {

@@ -46,9 +46,13 @@ type Profile struct {
 
 	Backend             string `toml:"backend"`
 	Device              string `toml:"device"`
-	PrefillAttention    string `toml:"prefill_attention"`
+	PrefillAttention    string `toml:"prefill_attention"` // dense | flashprefill-v2
 	StrictDeviceKernels bool   `toml:"strict_device_kernels"`
 	KLDTopK             int    `toml:"kld_top_k"`
+
+	// FlashPrefill holds FlashPrefill V2's parameters, used when
+	// prefill_attention is "flashprefill-v2".
+	FlashPrefill FlashPrefill `toml:"flashprefill"`
 
 	// Kernels picks a kernel variant per op ("matmul" = "ref"); empty = best available.
 	Kernels map[string]string `toml:"kernels"`
@@ -58,12 +62,25 @@ type Profile struct {
 	Source string `toml:"-"`
 }
 
+// FlashPrefill is the [flashprefill] table (flashprefill.md §6).
+type FlashPrefill struct {
+	BlockSize  int      `toml:"block_size"`      // tokens per block; a power of two, at most ctx
+	Alpha      *float64 `toml:"alpha,omitempty"` // threshold in [0, 1]; unset: the architecture's default
+	SinkBlocks int      `toml:"sink_blocks"`     // leading key blocks always kept
+	Window     int      `toml:"window"`          // local blocks kept, the diagonal included (≥ 1)
+	LastNFull  int      `toml:"last_n_full"`     // final query blocks computed densely
+	MinBudget  int      `toml:"min_budget"`      // top-scoring blocks always kept (0: off)
+}
+
+// FlashPrefillV2 is prefill_attention's name for FlashPrefill V2.
+const FlashPrefillV2 = "flashprefill-v2"
+
 // Accepted values of the enumerated settings.
 var (
 	methods          = []string{"chunks", "sliding"}
 	kvDTypes         = []string{"f32", "f16", "bf16", "q8_0"}
 	backends         = []string{"cpu", "hip"}
-	prefillAttention = []string{"dense"}
+	prefillAttention = []string{"dense", FlashPrefillV2}
 )
 
 // Limits that keep a profile from asking for absurd allocations downstream.
@@ -90,6 +107,7 @@ func Default() Profile {
 		Backend:          "cpu",
 		PrefillAttention: "dense",
 		KLDTopK:          32,
+		FlashPrefill:     FlashPrefill{BlockSize: 128, SinkBlocks: 2, Window: 4, LastNFull: 2},
 	}
 }
 
@@ -178,8 +196,19 @@ func keyType(key string) (string, bool) {
 		return "Integer", true
 	case "strict_device_kernels":
 		return "Bool", true
-	case "kernels":
+	case "kernels", "flashprefill":
 		return "Hash", true
+	}
+	return "", false
+}
+
+// flashPrefillKeyType is the TOML type of each [flashprefill] key.
+func flashPrefillKeyType(key string) (string, bool) {
+	switch key {
+	case "block_size", "sink_blocks", "window", "last_n_full", "min_budget":
+		return "Integer", true
+	case "alpha":
+		return "Float", true
 	}
 	return "", false
 }
@@ -200,6 +229,12 @@ func checkTypes(name, data string, md toml.MetaData) *Error {
 			want = w
 		case len(k) == 2 && k[0] == "kernels":
 			want = "String"
+		case len(k) == 2 && k[0] == "flashprefill":
+			w, ok := flashPrefillKeyType(k[1])
+			if !ok {
+				return &Error{Path: name, Line: keyLine(data, k), Key: k.String(), Msg: "unknown setting"}
+			}
+			want = w
 		default:
 			if k[0] == "kernels" {
 				return &Error{Path: name, Line: keyLine(data, k), Key: k.String(),
@@ -291,6 +326,7 @@ func (p Profile) Validate() error {
 	if !slices.Contains(prefillAttention, p.PrefillAttention) {
 		bad("prefill_attention", "%q is not one of %s", p.PrefillAttention, strings.Join(prefillAttention, ", "))
 	}
+	p.validateFlashPrefill(bad)
 	if p.StrictDeviceKernels && p.Backend == "cpu" {
 		bad("strict_device_kernels", "true, but the cpu backend has no device kernels")
 	}
@@ -314,6 +350,42 @@ func (p Profile) Validate() error {
 		return fmt.Errorf("profile %s: %w", p.Source, err)
 	}
 	return err
+}
+
+// validateFlashPrefill checks the [flashprefill] table when
+// prefill_attention asks for FlashPrefill (a dense profile's table is
+// unused: profiles saved before the table existed leave it zero).
+func (p Profile) validateFlashPrefill(bad func(key, format string, args ...any)) {
+	if p.PrefillAttention != FlashPrefillV2 {
+		return
+	}
+	fp := p.FlashPrefill
+	ub := min(p.BatchSize, p.UBatchSize)
+	switch b := fp.BlockSize; {
+	case b < 1 || b > maxCtx || b&(b-1) != 0:
+		bad("flashprefill.block_size", "%d is not a power of two up to %d", b, maxCtx)
+	case b > p.Ctx:
+		bad("flashprefill.block_size", "%d exceeds the ctx %d", b, p.Ctx)
+	case ub%b != 0 && ub < p.Ctx:
+		bad("flashprefill.block_size", "%d does not divide the %d tokens per pass (min of batch_size and ubatch_size): FlashPrefill passes must hold whole blocks", b, ub)
+	}
+	if a := fp.Alpha; a != nil && !(*a >= 0 && *a <= 1) {
+		bad("flashprefill.alpha", "%g is outside [0, 1]", *a)
+	}
+	if fp.Window < 1 {
+		bad("flashprefill.window", "%d is below 1 (the diagonal block)", fp.Window)
+	}
+	for _, c := range []struct {
+		key string
+		v   int
+	}{{"sink_blocks", fp.SinkBlocks}, {"last_n_full", fp.LastNFull}, {"min_budget", fp.MinBudget}} {
+		if c.v < 0 || c.v > maxCtx {
+			bad("flashprefill."+c.key, "%d is outside 0..%d", c.v, maxCtx)
+		}
+	}
+	if p.Backend != "cpu" {
+		bad("prefill_attention", "%s runs on the cpu backend only, not %q", FlashPrefillV2, p.Backend)
+	}
 }
 
 func isIdent(s string) bool {

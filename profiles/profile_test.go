@@ -445,3 +445,99 @@ func FuzzProfile(f *testing.F) {
 		}
 	})
 }
+
+// TestFlashPrefillSettings parses the [flashprefill] table, round-trips
+// it, maps --FlashPrefillV2 and --flashprefill-* onto it and refuses bad
+// values and keys.
+func TestFlashPrefillSettings(t *testing.T) {
+	src := "name = \"fp\"\nprefill_attention = \"flashprefill-v2\"\nctx = 4096\n[flashprefill]\nblock_size = 64\nalpha = 0.25\nsink_blocks = 1\nwindow = 3\nlast_n_full = 0\nmin_budget = 4\n"
+	p, err := Parse("fp.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FlashPrefill{BlockSize: 64, SinkBlocks: 1, Window: 3, LastNFull: 0, MinBudget: 4}
+	if a := p.FlashPrefill.Alpha; a == nil || *a != 0.25 {
+		t.Fatalf("alpha %v", a)
+	}
+	got := p.FlashPrefill
+	got.Alpha = nil
+	if got != want || p.PrefillAttention != FlashPrefillV2 {
+		t.Fatalf("parsed %+v %q", got, p.PrefillAttention)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("back.toml", data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Fatalf("round trip\n%s\ngave %+v", data, back)
+	}
+	// An unset alpha stays unset (the architecture's default).
+	if d := Default(); d.FlashPrefill.Alpha != nil || d.FlashPrefill.BlockSize != 128 || d.FlashPrefill.Window != 4 ||
+		d.FlashPrefill.SinkBlocks != 2 || d.FlashPrefill.LastNFull != 2 || d.FlashPrefill.MinBudget != 0 {
+		t.Errorf("defaults %+v", d.FlashPrefill)
+	}
+
+	for _, bad := range []string{"[flashprefill]\nalpha = \"x\"\n", "[flashprefill]\nblocks = 2\n", "[flashprefill]\nwindow = 1.5\n", "flashprefill = 3\n"} {
+		if _, err := Parse("bad.toml", []byte("name = \"x\"\n"+bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+
+	var scratch Profile
+	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	scratch.BindFlags(fs)
+	if err := fs.Parse([]string{"--FlashPrefillV2=on", "--flashprefill-alpha", "0.5", "--flashprefill-window", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Default().Override(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.PrefillAttention != FlashPrefillV2 || o.FlashPrefill.Alpha == nil || *o.FlashPrefill.Alpha != 0.5 || o.FlashPrefill.Window != 2 {
+		t.Errorf("override: %q %+v", o.PrefillAttention, o.FlashPrefill)
+	}
+	if err := fs.Set("FlashPrefillV2", "maybe"); err == nil {
+		t.Error("--FlashPrefillV2=maybe accepted")
+	}
+	if ch := Diff(Default(), o); len(ch) != 3 || ch[0].Key != "prefill_attention" {
+		t.Errorf("diff %v: want prefill_attention once, then alpha and window", ch)
+	}
+
+	alpha := func(v float64) *float64 { return &v }
+	for key, change := range map[string]func(p *Profile){
+		"flashprefill.block_size":  func(p *Profile) { p.FlashPrefill.BlockSize = 96 },
+		"flashprefill.block_size:": func(p *Profile) { p.PrefillAttention, p.Ctx, p.FlashPrefill.BlockSize = FlashPrefillV2, 64, 128 },
+		"flashprefill.block_size;": func(p *Profile) { p.PrefillAttention, p.Ctx, p.UBatchSize = FlashPrefillV2, 4096, 200 },
+		"flashprefill.alpha":       func(p *Profile) { p.FlashPrefill.Alpha = alpha(1.5) },
+		"flashprefill.alpha:":      func(p *Profile) { p.FlashPrefill.Alpha = alpha(-0.1) },
+		"flashprefill.window":      func(p *Profile) { p.FlashPrefill.Window = 0 },
+		"flashprefill.sink_blocks": func(p *Profile) { p.FlashPrefill.SinkBlocks = -1 },
+		"prefill_attention":        func(p *Profile) { p.PrefillAttention, p.Backend = FlashPrefillV2, "hip" },
+	} {
+		p := Default()
+		p.PrefillAttention, p.Ctx = FlashPrefillV2, 4096
+		change(&p)
+		name := strings.TrimRight(key, ":;")
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), name+":") {
+			t.Errorf("%s: Validate = %v", key, err)
+		}
+	}
+	// A dense run's table is unused: a block over its ctx, or a zero
+	// table (profiles saved before it existed), is no error.
+	p = Default()
+	p.Ctx = 64
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+	p.FlashPrefill = FlashPrefill{}
+	if err := p.Validate(); err != nil {
+		t.Error(err)
+	}
+}

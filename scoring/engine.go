@@ -18,6 +18,8 @@ type (
 	RowRequest   = engine.RowRequest
 	RowResult    = engine.RowResult
 	EngineConfig = engine.Config
+	// AttentionBlocks counts the causal attention blocks a prefill kept.
+	AttentionBlocks = engine.AttentionBlocks
 )
 
 // Engine is what Run needs from an inference engine. engine.Model
@@ -37,6 +39,10 @@ type Engine interface {
 	// pick/topk reductions for each, writing out[i] for reqs[i]. Nothing
 	// vocabulary-sized is kept after it returns.
 	HeadReduce(hidden []float32, n int, reqs []RowRequest, out []RowResult) error
+	// PrefillBlocks counts the causal (query block, key block, head)
+	// attention blocks the last Prefill computed, over every layer: all of
+	// them for dense attention, the selected ones for FlashPrefill.
+	PrefillBlocks() AttentionBlocks
 	// Config describes how the engine runs, for the report's config object.
 	Config() EngineConfig
 }

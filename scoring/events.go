@@ -54,6 +54,9 @@ type Event struct {
 	MeanTokensPerSecond float64
 	// ETA is the remaining prefill tokens at the mean rate; 0 when unknown.
 	ETA time.Duration
+	// AttentionKept is the fraction of causal attention blocks prefill
+	// computed over the windows so far (1 for dense; 0 before any).
+	AttentionKept float64
 
 	// Window is the window that just finished (EventWindowDone only).
 	Window *WindowReport

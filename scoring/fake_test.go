@@ -29,6 +29,7 @@ type fakeEngine struct {
 	prefillFroms []int
 	firstTokens  []int32 // each prefill's first input token
 	failPrefill  int     // fail the n-th prefill (1-based); 0 never
+	sparse       bool    // PrefillBlocks reports dropped blocks
 }
 
 func newFake(v, h int, seed uint64, noise float64) *fakeEngine {
@@ -59,6 +60,16 @@ func (f *fakeEngine) withNoise(noise float64, seed uint64) *fakeEngine {
 func (f *fakeEngine) Info() ModelInfo {
 	return ModelInfo{Path: "/models/fake.gguf", Size: 1234, Architecture: "fake", VocabSize: f.v,
 		HiddenSize: f.h, AddBOS: f.addBOS, BOS: f.bos}
+}
+
+// PrefillBlocks reports the last prefill's attention blocks: every block
+// kept (dense), or, with sparse set, a count that varies with the
+// window's first token.
+func (f *fakeEngine) PrefillBlocks() AttentionBlocks {
+	if !f.sparse || len(f.firstTokens) == 0 {
+		return AttentionBlocks{Kept: 1, Total: 1}
+	}
+	return AttentionBlocks{Kept: int64(f.firstTokens[len(f.firstTokens)-1]%4 + 1), Total: 8}
 }
 
 func (f *fakeEngine) Config() EngineConfig {

@@ -32,6 +32,7 @@ type Report struct {
 	ElapsedSeconds         float64        `json:"elapsed_seconds"`
 	PrefillTokens          int            `json:"prefill_tokens"`
 	PrefillTokensPerSecond float64        `json:"prefill_tokens_per_second"`       // over elapsed − progress_held
+	PrefillAttentionKept   float64        `json:"prefill_attention_kept"`          // fraction of causal attention blocks computed, over every window
 	ProgressHeldSeconds    float64        `json:"progress_held_seconds,omitempty"` // time the progress callback held the run (a paused TUI)
 	Config                 EngineConfig   `json:"config"`
 	Text                   string         `json:"text,omitempty"`         // the text's path, when known
@@ -49,17 +50,21 @@ type Report struct {
 // of the text ([Begin, End)); FirstTarget is the index of the first scored
 // token. MeanKLD and SameTop are set only when comparing against a base.
 type WindowReport struct {
-	Index       int      `json:"index"`
-	Begin       int      `json:"begin"`
-	End         int      `json:"end"`
-	FirstTarget int      `json:"first_target"`
-	Scored      int      `json:"scored"`
-	NLLSum      float64  `json:"nll_sum"`
-	MeanNLL     float64  `json:"mean_nll"`
-	Perplexity  float64  `json:"perplexity"`
-	Seconds     float64  `json:"seconds"`
-	MeanKLD     *float64 `json:"mean_kld,omitempty"`
-	SameTop     *float64 `json:"same_top,omitempty"`
+	Index       int     `json:"index"`
+	Begin       int     `json:"begin"`
+	End         int     `json:"end"`
+	FirstTarget int     `json:"first_target"`
+	Scored      int     `json:"scored"`
+	NLLSum      float64 `json:"nll_sum"`
+	MeanNLL     float64 `json:"mean_nll"`
+	Perplexity  float64 `json:"perplexity"`
+	Seconds     float64 `json:"seconds"`
+	// AttentionKept is the fraction of the window's causal (query block,
+	// key block, head) attention blocks prefill computed, over every layer:
+	// 1 for dense, FlashPrefill's selection otherwise.
+	AttentionKept float64  `json:"attention_kept"`
+	MeanKLD       *float64 `json:"mean_kld,omitempty"`
+	SameTop       *float64 `json:"same_top,omitempty"`
 }
 
 // KLDReport is the comparison against a recorded base. Probabilities and

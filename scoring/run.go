@@ -140,6 +140,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	rep.ScoredTokens = res.N
 	rep.MeanNLL, rep.Perplexity, rep.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
 	rep.PrefillTokens = r.prefillDone
+	rep.PrefillAttentionKept = r.blocks.Fraction()
 	rep.ElapsedSeconds = time.Since(start).Seconds()
 	rep.ProgressHeldSeconds = r.held.Seconds()
 	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
@@ -269,6 +270,7 @@ type runner struct {
 	held        time.Duration
 	prefillDone int
 	scoredDone  int
+	blocks      AttentionBlocks // summed over the windows
 
 	// Per window.
 	w        Window
@@ -327,8 +329,11 @@ func (r *runner) window(w Window) error {
 	r.scoredDone += w.Scored
 	r.nll.Merge(r.wNLL)
 	secs := time.Since(t0).Seconds()
+	b := r.eng.PrefillBlocks()
+	r.blocks.Kept += b.Kept
+	r.blocks.Total += b.Total
 	wr := WindowReport{Index: w.Index, Begin: w.Begin, End: w.End, FirstTarget: w.FirstTarget,
-		Scored: w.Scored, NLLSum: r.wNLL.Sum, Seconds: secs}
+		Scored: w.Scored, NLLSum: r.wNLL.Sum, Seconds: secs, AttentionKept: b.Fraction()}
 	if res := r.wNLL.Result(); res.N > 0 {
 		wr.MeanNLL, wr.Perplexity = res.MeanNLL, res.Perplexity
 	}
@@ -484,6 +489,9 @@ func (r *runner) event(e Event) {
 	e.WindowsTotal, e.WindowsDone = len(r.plan.Windows), len(r.windows)
 	e.ScoredTotal, e.ScoredDone = r.plan.Scored, r.scoredDone
 	e.PrefillTotal, e.PrefillDone = r.plan.PrefillToks, r.prefillDone
+	if r.blocks.Total > 0 {
+		e.AttentionKept = r.blocks.Fraction()
+	}
 	e.Elapsed = time.Since(r.start)
 	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > 0 {
 		e.MeanTokensPerSecond = float64(r.prefillDone) / loop

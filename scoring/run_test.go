@@ -391,7 +391,7 @@ func TestReportJSONFields(t *testing.T) {
 	}
 	need(m, "report", "object", "tokens", "token_ids_sha256", "method", "ctx", "stride", "windows_scored",
 		"scored_tokens", "mean_nll", "perplexity", "perplexity_uncertainty", "elapsed_seconds", "prefill_tokens",
-		"prefill_tokens_per_second", "config", "windows", "token_ids", "kld")
+		"prefill_tokens_per_second", "prefill_attention_kept", "config", "windows", "token_ids", "kld")
 	if m["object"] != "lse.perplexity" {
 		t.Errorf("object %v", m["object"])
 	}
@@ -399,7 +399,7 @@ func TestReportJSONFields(t *testing.T) {
 		"kv_cache_dtype", "kv_capacity", "batch_size", "ubatch_size", "head_rows", "cpu_fallback_allowed",
 		"threads", "backend", "model")
 	need(m["windows"].([]any)[0].(map[string]any), "window", "index", "begin", "end", "first_target", "scored",
-		"nll_sum", "mean_nll", "perplexity", "seconds", "mean_kld", "same_top")
+		"nll_sum", "mean_nll", "perplexity", "seconds", "attention_kept", "mean_kld", "same_top")
 	need(m["kld"].(map[string]any), "kld", "base", "top_k", "tokens", "base_perplexity", "perplexity",
 		"delta_perplexity", "perplexity_ratio", "mean_log_ratio", "mean_log_ratio_uncertainty", "mean_kld",
 		"mean_kld_uncertainty", "kld_p99", "kld_max", "same_top", "same_top_uncertainty", "mean_delta_p",
@@ -462,5 +462,39 @@ func TestRunProgressHeldTime(t *testing.T) {
 	working := rep.ElapsedSeconds - rep.ProgressHeldSeconds
 	if got := rep.PrefillTokensPerSecond * working; math.Abs(got-float64(rep.PrefillTokens)) > 1e-6*float64(rep.PrefillTokens) {
 		t.Fatalf("rate × working time = %v, want the %d prefill tokens", got, rep.PrefillTokens)
+	}
+}
+
+// TestRunAttentionKept checks that each window's attention_kept is the
+// engine's count for that window's prefill, the report's
+// prefill_attention_kept their pooled fraction, and the progress events
+// carry the running fraction.
+func TestRunAttentionKept(t *testing.T) {
+	f := newFake(40, 4, 5, 0)
+	f.sparse = true
+	var last Event
+	rep, err := Run(context.Background(), f, Request{Tokens: randomTokens(41, 1200, 40), Ctx: 100,
+		Progress: func(e Event) {
+			if e.Kind == EventWindowDone {
+				last = e
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept, total int64
+	for i, w := range rep.Windows {
+		k := int64(f.firstTokens[i]%4 + 1)
+		kept, total = kept+k, total+8
+		if w.AttentionKept != float64(k)/8 {
+			t.Errorf("window %d: attention_kept %v, want %v", i, w.AttentionKept, float64(k)/8)
+		}
+	}
+	want := float64(kept) / float64(total)
+	if rep.PrefillAttentionKept != want || last.AttentionKept != want {
+		t.Errorf("prefill_attention_kept %v, last event %v; want %v", rep.PrefillAttentionKept, last.AttentionKept, want)
+	}
+	if want == 1 || want == rep.Windows[0].AttentionKept {
+		t.Fatalf("the fake's counts do not vary: %v", want)
 	}
 }

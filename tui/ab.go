@@ -299,7 +299,14 @@ func (m abModel) sideBySide(s Styles, w int) []string {
 		if c.SpeedRatio > 0 {
 			sp = fmt.Sprintf("%.3f× ± %.3f", c.SpeedRatio, c.SpeedRatioUncertainty)
 		}
-		lines = append(lines, s.Label.Render(padRight("speed B/A", 14))+s.Value.Render(sp))
+		kept := func(r runModel) string {
+			if r.last.AttentionKept == 0 {
+				return "–"
+			}
+			return pct(r.last.AttentionKept, 1)
+		}
+		lines = append(lines, s.Label.Render(padRight("speed B/A", 14))+s.Value.Render(sp)+
+			s.Dim.Render(fmt.Sprintf("  attn kept A %s · B %s", kept(m.a), kept(m.b))))
 	} else {
 		lines = append(lines, s.Label.Render(padRight("ΔPPL B−A", 14))+s.Dim.Render("after B's first window"), "")
 	}

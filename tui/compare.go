@@ -32,6 +32,11 @@ type Comparison struct {
 	// per-window ratios.
 	SpeedRatio            float64 `json:"speed_ratio"`
 	SpeedRatioUncertainty float64 `json:"speed_ratio_uncertainty"`
+	// AttentionKeptA and AttentionKeptB are each side's mean fraction of
+	// causal attention blocks computed over the paired windows (1 for
+	// dense, FlashPrefill's selection otherwise), beside the speed ratio.
+	AttentionKeptA float64 `json:"attention_kept_a"`
+	AttentionKeptB float64 `json:"attention_kept_b"`
 
 	// KLD summarises B against A's base (nil when B ran without one).
 	KLD *KLDSummary `json:"kld,omitempty"`
@@ -81,11 +86,12 @@ func Compare(a, b []scoring.WindowReport) Comparison {
 		byIndex[w.Index] = w
 	}
 	var (
-		n          int
-		sw, swd    float64 // Σ weights, Σ w·d
-		ds, ws     []float64
-		secA, secB float64
-		ratios     []float64
+		n            int
+		sw, swd      float64 // Σ weights, Σ w·d
+		ds, ws       []float64
+		secA, secB   float64
+		keptA, keptB float64
+		ratios       []float64
 	)
 	for _, wb := range b {
 		wa, ok := byIndex[wb.Index]
@@ -100,6 +106,8 @@ func Compare(a, b []scoring.WindowReport) Comparison {
 		swd += w * d
 		secA += wa.Seconds
 		secB += wb.Seconds
+		keptA += wa.AttentionKept
+		keptB += wb.AttentionKept
 		if wa.Seconds > 0 && wb.Seconds > 0 {
 			ratios = append(ratios, wa.Seconds/wb.Seconds)
 		}
@@ -108,6 +116,7 @@ func Compare(a, b []scoring.WindowReport) Comparison {
 	if n == 0 {
 		return c
 	}
+	c.AttentionKeptA, c.AttentionKeptB = keptA/float64(n), keptB/float64(n)
 	mean := swd / sw
 	c.DeltaMeanNLL = mean
 	if n > 1 {

@@ -191,3 +191,17 @@ func TestClear(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareAttentionKept checks each side's mean kept fraction over the
+// paired windows.
+func TestCompareAttentionKept(t *testing.T) {
+	w := func(i int, kept float64) scoring.WindowReport {
+		return scoring.WindowReport{Index: i, Scored: 10, NLLSum: 10, Seconds: 1, AttentionKept: kept}
+	}
+	a := []scoring.WindowReport{w(0, 1), w(1, 1), w(2, 1)}
+	b := []scoring.WindowReport{w(0, 0.5), w(1, 0.25)} // window 2 not yet scored
+	c := Compare(a, b)
+	if c.AttentionKeptA != 1 || c.AttentionKeptB != 0.375 {
+		t.Errorf("kept A %v B %v, want 1 and 0.375", c.AttentionKeptA, c.AttentionKeptB)
+	}
+}

@@ -40,6 +40,11 @@ func (f *fakeEngine) Info() scoring.ModelInfo {
 		VocabSize: f.v, HiddenSize: f.h}
 }
 
+// PrefillBlocks reports dense attention: every block kept.
+func (f *fakeEngine) PrefillBlocks() scoring.AttentionBlocks {
+	return scoring.AttentionBlocks{Kept: 1, Total: 1}
+}
+
 func (f *fakeEngine) Config() scoring.EngineConfig {
 	return scoring.EngineConfig{DeviceArch: "cpu", PrefillAttention: "dense", KVCacheDType: f.kv,
 		KVCapacity: 4096, BatchSize: 64, UBatchSize: 64, HeadRows: scoring.HeadRows, Threads: 1, Backend: "cpu"}

@@ -365,7 +365,20 @@ func (m runModel) statsView(s Styles) string {
 	return s.Label.Render("PPL ") + s.Value.Render(ppl) +
 		s.Label.Render("   tok/s ") + s.Value.Render(rate(e.TokensPerSecond)) + s.Dim.Render(" now · ") +
 		s.Value.Render(rate(e.MeanTokensPerSecond)) + s.Dim.Render(" mean") +
-		s.Dim.Render(fmt.Sprintf("   %d tokens scored", e.ScoredDone))
+		s.Dim.Render(fmt.Sprintf("   %d tokens scored", e.ScoredDone)) + m.keptView(s)
+}
+
+// keptView is FlashPrefill's kept fraction of attention blocks so far;
+// empty for dense prefill attention.
+func (m runModel) keptView(s Styles) string {
+	if m.profile.PrefillAttention != profiles.FlashPrefillV2 {
+		return ""
+	}
+	kept := "–"
+	if m.last.AttentionKept > 0 {
+		kept = pct(m.last.AttentionKept, 1)
+	}
+	return s.Label.Render("   attn kept ") + s.Value.Render(kept)
 }
 
 // kldView is the comparison against the base, two lines; empty without one.

@@ -472,3 +472,22 @@ func TestHistoryOpenAndBase(t *testing.T) {
 		t.Errorf("new run against the base:\n%s", screen(m))
 	}
 }
+
+// TestRunViewShowsKept checks that the run view shows FlashPrefill's kept
+// fraction of attention blocks, and nothing for dense prefill attention.
+func TestRunViewShowsKept(t *testing.T) {
+	s := DefaultStyles(true)
+	p := profiles.Default()
+	dense := runModel{profile: p, last: scoring.Event{AttentionKept: 1}}
+	if v := dense.statsView(s); strings.Contains(v, "attn kept") {
+		t.Errorf("dense run view shows a kept fraction: %q", v)
+	}
+	p.PrefillAttention = profiles.FlashPrefillV2
+	fp := runModel{profile: p, last: scoring.Event{AttentionKept: 0.4213}}
+	if v := stripANSI(fp.statsView(s)); !strings.Contains(v, "attn kept 42.1%") {
+		t.Errorf("FlashPrefill run view %q lacks the kept fraction", v)
+	}
+	if v := stripANSI((runModel{profile: p}).statsView(s)); !strings.Contains(v, "attn kept –") {
+		t.Errorf("FlashPrefill run view before a window: %q", v)
+	}
+}

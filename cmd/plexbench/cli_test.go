@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -61,6 +63,14 @@ func TestBadInput(t *testing.T) {
 		{"bad kv dtype", []string{"score", "--kv-cache-dtype", "q3"}, "q3"},
 		{"unknown kernel", []string{"score", "--kernels", "matmul=nosuch"}, "nosuch"},
 		{"inspect garbage", []string{"inspect", write("junk.gguf", "GGUF junk")}, "junk.gguf"},
+		{"flashprefill block not a power of two", []string{"score", "--FlashPrefillV2=on", "--flashprefill-block-size", "96"}, "block_size"},
+		{"flashprefill block over ctx", []string{"score", "--FlashPrefillV2=on", "--perplexity-ctx", "128", "--flashprefill-block-size", "256"}, "exceeds the ctx"},
+		{"flashprefill alpha over 1", []string{"score", "--FlashPrefillV2=on", "--flashprefill-alpha", "1.5"}, "alpha"},
+		{"flashprefill alpha negative", []string{"score", "--prefill-attention", "flashprefill-v2", "--flashprefill-alpha=-0.1"}, "alpha"},
+		{"flashprefill window 0", []string{"score", "--FlashPrefillV2=on", "--flashprefill-window", "0"}, "window"},
+		{"flashprefill passes cut blocks", []string{"score", "--FlashPrefillV2=on", "--perplexity-ctx", "512", "--flashprefill-block-size", "64", "--ubatch-size", "96"}, "whole blocks"},
+		{"flashprefill on hip", []string{"score", "--FlashPrefillV2=on", "--backend", "hip"}, "cpu backend only"},
+		{"unknown prefill attention", []string{"score", "--prefill-attention", "sparse"}, "sparse"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -137,5 +147,72 @@ func TestTokenizeGolden(t *testing.T) {
 	}
 	if s.Tokenizer == nil || s.Tokenizer.Kind != "bpe" || s.Tokenizer.VocabSize < 128000 || s.Tensors != 0 {
 		t.Errorf("inspect of the llama3 vocab: %+v", s)
+	}
+}
+
+// TestScoreFlashPrefill runs `score --FlashPrefillV2=on` on stories260K:
+// with the defaults at ctx 256 (two blocks) every block is kept and the
+// perplexity is dense's; with small blocks at ctx 512 some blocks drop,
+// and the report says what ran: config.prefill_attention, the alpha as
+// prefill_attention_scale (llama's default when not given), every
+// parameter in config.flashprefill, and the kept fractions per window
+// and overall.
+func TestScoreFlashPrefill(t *testing.T) {
+	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	score := func(args ...string) map[string]any {
+		t.Helper()
+		args = append([]string{"score", "--model", model, "--perplexity", text, "--perplexity-chunks", "3", "--quiet"}, args...)
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("stdout is not JSON: %v", err)
+		}
+		return rep
+	}
+	kept := func(rep map[string]any) (float64, []float64) {
+		var ws []float64
+		for _, w := range rep["windows"].([]any) {
+			ws = append(ws, w.(map[string]any)["attention_kept"].(float64))
+		}
+		return rep["prefill_attention_kept"].(float64), ws
+	}
+
+	dense := score("--perplexity-ctx", "256", "--FlashPrefillV2=off")
+	fp := score("--perplexity-ctx", "256", "--FlashPrefillV2=on")
+	cfg := fp["config"].(map[string]any)
+	if cfg["prefill_attention"] != "flashprefill-v2" || cfg["prefill_attention_scale"] != 0.18 {
+		t.Errorf("config: prefill_attention %v, scale %v; want flashprefill-v2 and llama's 0.18", cfg["prefill_attention"], cfg["prefill_attention_scale"])
+	}
+	want := map[string]any{"block_size": 128.0, "alpha": 0.18, "sink_blocks": 2.0, "window": 4.0, "last_n_full": 2.0, "min_budget": 0.0}
+	if got, _ := cfg["flashprefill"].(map[string]any); !reflect.DeepEqual(got, want) {
+		t.Errorf("config.flashprefill = %v, want %v", got, want)
+	}
+	if dc := dense["config"].(map[string]any); dc["prefill_attention"] != "dense" || dc["flashprefill"] != nil {
+		t.Errorf("dense config: %v, %v", dc["prefill_attention"], dc["flashprefill"])
+	}
+	if all, ws := kept(fp); all != 1 || len(ws) != 3 || ws[0] != 1 {
+		t.Errorf("ctx 256: kept %v, windows %v: want every block", all, ws)
+	}
+	if a, b := fp["perplexity"].(float64), dense["perplexity"].(float64); math.Abs(a-b) > 1e-6*b {
+		t.Errorf("ctx 256: FlashPrefill PPL %v, dense %v: nothing dropped, so they must agree", a, b)
+	}
+
+	sparse := score("--perplexity-ctx", "512", "--prefill-attention", "flashprefill-v2", "--flashprefill-block-size", "16",
+		"--flashprefill-alpha", "0.5", "--flashprefill-window", "2", "--flashprefill-sink-blocks", "1", "--flashprefill-last-n-full", "1")
+	all, ws := kept(sparse)
+	if !(all > 0.05 && all < 0.95) || len(ws) != 3 {
+		t.Errorf("ctx 512, blocks of 16: kept %v, windows %v: want some blocks dropped", all, ws)
+	}
+	mean := (ws[0] + ws[1] + ws[2]) / 3
+	if math.Abs(mean-all) > 1e-9 {
+		t.Errorf("overall kept %v is not the windows' mean %v (equal windows)", all, mean)
+	}
+	cfg = sparse["config"].(map[string]any)
+	if cfg["prefill_attention_scale"] != 0.5 || cfg["flashprefill"].(map[string]any)["block_size"] != 16.0 {
+		t.Errorf("sparse config: scale %v flashprefill %v", cfg["prefill_attention_scale"], cfg["flashprefill"])
 	}
 }

@@ -71,7 +71,9 @@ func runScore(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !x.Quiet {
-		req.Progress = newProgressPrinter(os.Stderr).event
+		pp := newProgressPrinter(os.Stderr)
+		pp.kept = p.PrefillAttention == profiles.FlashPrefillV2
+		req.Progress = pp.event
 	}
 	go func() {
 		<-ctx.Done()
@@ -197,8 +199,23 @@ func loadEngine(p profiles.Profile, req scoring.Request) (*engine.Model, error) 
 	}
 	return engine.Load(path, engine.Options{
 		Threads: p.Threads, BatchSize: p.BatchSize, UBatchSize: p.UBatchSize,
-		KVLen: kvLen, KVType: kvType, Kernels: ks,
+		KVLen: kvLen, KVType: kvType, Kernels: ks, FlashPrefill: flashPrefill(p),
 	})
+}
+
+// flashPrefill is the engine's FlashPrefill setting for p: nil for dense
+// prefill attention; an unset alpha is the architecture's (negative).
+func flashPrefill(p profiles.Profile) *kernels.FlashPrefill {
+	if p.PrefillAttention != profiles.FlashPrefillV2 {
+		return nil
+	}
+	fp := p.FlashPrefill
+	f := &kernels.FlashPrefill{BlockSize: fp.BlockSize, Alpha: -1, SinkBlocks: fp.SinkBlocks,
+		Window: fp.Window, LastNFull: fp.LastNFull, MinBudget: fp.MinBudget}
+	if fp.Alpha != nil {
+		f.Alpha = *fp.Alpha
+	}
+	return f
 }
 
 // parseKVType maps a --kv-cache-dtype value to a tensor type.
@@ -240,6 +257,7 @@ func writeReport(path string, rep *scoring.Report) error {
 type progressPrinter struct {
 	out      *os.File
 	tty      bool
+	kept     bool // show FlashPrefill's kept fraction of attention blocks
 	lastLine time.Time
 }
 
@@ -257,6 +275,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 		line := fmt.Sprintf("window %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
 			e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,
 			e.MeanTokensPerSecond, e.ETA.Round(time.Second))
+		if p.kept {
+			line += fmt.Sprintf("  attn kept %.1f%%", 100*e.AttentionKept)
+		}
 		if k := e.KLD; k != nil {
 			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
 		}
@@ -274,7 +295,11 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if e.Partial {
 			status = "stopped: " + e.Reason
 		}
-		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f over %d tokens (%.0f tok/s prefill)\n",
-			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty, e.ScoredDone, e.MeanTokensPerSecond)
+		kept := ""
+		if p.kept {
+			kept = fmt.Sprintf(", FlashPrefill kept %.1f%% of attention blocks", 100*e.AttentionKept)
+		}
+		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f over %d tokens (%.0f tok/s prefill%s)\n",
+			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty, e.ScoredDone, e.MeanTokensPerSecond, kept)
 	}
 }
