@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,44 +78,62 @@ func benchCtxs(b *testing.B) []int {
 
 // BenchmarkAttention measures one layer's prefill attention over a window
 // of ctx tokens of the Qwen3-0.6B attention shape (16 query heads, 8 KV
-// heads of 128), F16 KV, passes of 512 as scoring runs them, threads =
+// heads of 128) and of qwen35-0.8b's full-attention layers (8 query heads,
+// 2 KV heads of 256), F16 KV, passes of 512 as scoring runs them, threads =
 // cores: dense (the default attention kernel; the data does not change its
 // cost, so it runs on random Q/K only) and FlashPrefill V2 with qwen3's
 // default parameters (α = 0.12) on random and structured Q/K, reporting
 // the kept fraction of causal blocks. BENCH_CTX picks the lengths.
 func BenchmarkAttention(b *testing.B) {
-	path := writeQwen3Shaped(b, 1, 1024, allOf(kernels.F16))
-	nh, nkv, hd := synth.Heads, synth.KVHeads, synth.HeadDim
-	for _, ctx := range benchCtxs(b) {
-		for _, mode := range []string{"dense", "flashprefill-v2/random", "flashprefill-v2/structured"} {
-			b.Run(fmt.Sprintf("ctx%d/%s", ctx, mode), func(b *testing.B) {
-				opt := Options{KVType: kernels.F16, KVLen: ctx}
-				if mode != "dense" {
-					f := kernels.DefaultFlashPrefill(-1)
-					opt.FlashPrefill = &f
-				}
-				m, err := Load(path, opt)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer m.Close()
-				kind, _ := strings.CutPrefix(mode, "flashprefill-v2/")
-				q, k, v := benchQKV(kind, ctx, nh, nkv, hd)
-				var kept int64
-				for b.Loop() {
-					kept = runAttention(m, q, k, v, ctx, nil)
-				}
-				frac := 1.0
-				if opt.FlashPrefill != nil {
-					mb := int64(opt.FlashPrefill.Blocks(ctx))
-					frac = float64(kept) / float64(int64(nh)*mb*(mb+1)/2)
-				}
-				sec := b.Elapsed().Seconds() / float64(b.N)
-				b.ReportMetric(frac, "kept")
-				b.ReportMetric(sec, "s/op")
-				b.ReportMetric(float64(ctx)/sec, "tok/s")
-				b.ReportMetric(0, "ns/op")
-			})
+	q35, err := synth.HybridPreset("qwen35-0.8b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	q35.Layers, q35.Recurrent, q35.FF = 1, []bool{false}, 32 // one full-attention layer
+	q35.Types, q35.Vocab, q35.Seed = synth.AllOf(kernels.F16), synth.PlaceholderVocab(1024), 1
+	for _, shape := range []string{"qwen3-0.6b", "qwen35-0.8b"} {
+		var path string
+		nh, nkv, hd := synth.Heads, synth.KVHeads, synth.HeadDim
+		if shape == "qwen3-0.6b" {
+			path = writeQwen3Shaped(b, 1, 1024, allOf(kernels.F16))
+		} else {
+			path = filepath.Join(b.TempDir(), "qwen35-attn.gguf")
+			if err := synth.WriteHybrid(path, q35); err != nil {
+				b.Fatal(err)
+			}
+			nh, nkv, hd = q35.Heads, q35.KVHeads, q35.HeadDim
+		}
+		for _, ctx := range benchCtxs(b) {
+			for _, mode := range []string{"dense", "flashprefill-v2/random", "flashprefill-v2/structured"} {
+				b.Run(fmt.Sprintf("%s/ctx%d/%s", shape, ctx, mode), func(b *testing.B) {
+					opt := Options{KVType: kernels.F16, KVLen: ctx}
+					if mode != "dense" {
+						f := kernels.DefaultFlashPrefill(-1)
+						opt.FlashPrefill = &f
+					}
+					m, err := Load(path, opt)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer m.Close()
+					kind, _ := strings.CutPrefix(mode, "flashprefill-v2/")
+					q, k, v := benchQKV(kind, ctx, nh, nkv, hd)
+					var kept int64
+					for b.Loop() {
+						kept = runAttention(m, q, k, v, ctx, nil)
+					}
+					frac := 1.0
+					if opt.FlashPrefill != nil {
+						mb := int64(opt.FlashPrefill.Blocks(ctx))
+						frac = float64(kept) / float64(int64(nh)*mb*(mb+1)/2)
+					}
+					sec := b.Elapsed().Seconds() / float64(b.N)
+					b.ReportMetric(frac, "kept")
+					b.ReportMetric(sec, "s/op")
+					b.ReportMetric(float64(ctx)/sec, "tok/s")
+					b.ReportMetric(0, "ns/op")
+				})
+			}
 		}
 	}
 }
