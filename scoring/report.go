@@ -37,6 +37,7 @@ type Report struct {
 	Text                   string         `json:"text,omitempty"`         // the text's path, when known
 	KLDBaseOut             string         `json:"kld_base_out,omitempty"` // base recorded by this run
 	KLDBaseTopK            int            `json:"kld_base_top_k,omitempty"`
+	KLDBaseFormat          string         `json:"kld_base_format,omitempty"` // "llama" when kld_base_out is llama.cpp's format
 	KLD                    *KLDReport     `json:"kld,omitempty"`
 	Windows                []WindowReport `json:"windows,omitempty"`
 	TokenIDs               []int32        `json:"token_ids,omitempty"`
@@ -67,6 +68,7 @@ type WindowReport struct {
 // the base's top-k ids plus one "rest" outcome (see stats.go).
 type KLDReport struct {
 	Base                    string  `json:"base"`
+	BaseFormat              string  `json:"base_format,omitempty"` // "llama": llama.cpp's base, full vocabulary
 	TopK                    int     `json:"top_k"`
 	Tokens                  int     `json:"tokens"`
 	BasePerplexity          float64 `json:"base_perplexity"`

@@ -35,7 +35,10 @@ type Request struct {
 
 	KLDBaseOut string `json:"kld_base_out,omitempty"` // record a base here
 	KLDTopK    int    `json:"kld_top_k,omitempty"`    // ids per scored token in that base (1..32, default 32)
-	KLDBase    string `json:"kld_base,omitempty"`     // compare against this base
+	// KLDBaseFormat is the format of the base recorded: BaseFormatPlexbench
+	// (default, top-k) or BaseFormatLlama (llama.cpp's full rows, chunks only).
+	KLDBaseFormat string `json:"kld_base_format,omitempty"`
+	KLDBase       string `json:"kld_base,omitempty"` // compare against this base
 
 	// IncludeWindows: nil or true puts the per-window array in the JSON.
 	IncludeWindows  *bool `json:"include_windows,omitempty"`
@@ -80,6 +83,15 @@ func (r *Request) check() error {
 	}
 	if r.KLDTopK < 0 || r.KLDTopK > MaxTopK {
 		return badRequest("kld_top_k %d out of range 1..%d", r.KLDTopK, MaxTopK)
+	}
+	switch r.KLDBaseFormat {
+	case "", BaseFormatPlexbench:
+	case BaseFormatLlama:
+		if r.Method == MethodSliding {
+			return badRequest("a llama.cpp base holds chunks only, not the %s method", MethodSliding)
+		}
+	default:
+		return badRequest("unknown base format %q (want %s or %s)", r.KLDBaseFormat, BaseFormatPlexbench, BaseFormatLlama)
 	}
 	if r.Text != "" && r.Tokens != nil {
 		return badRequest("give text or tokens, not both")

@@ -43,6 +43,10 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 			return Report{}, err
 		}
 		defer base.Close()
+		if v := base.Header.Meta.VocabSize; base.Format == BaseFormatLlama && info.VocabSize > 0 && v != info.VocabSize {
+			return Report{}, fmt.Errorf("%w: %s: the llama.cpp base has a vocabulary of %d entries, this model %d",
+				ErrBaseMismatch, base.Name, v, info.VocabSize)
+		}
 	}
 	g, err := geometryFor(&req, base, info, cfg)
 	if err != nil {
@@ -66,14 +70,31 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 
 	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
 		hidden: info.HiddenSize, start: start, nll: NLLStats{}}
-	if base != nil {
+	switch {
+	case base != nil && base.Format == BaseFormatLlama:
+		r.llamaIn, r.full = true, base.Header.Meta.VocabSize
+		r.kld = &KLDStats{}
+	case base != nil:
 		r.kb = base.Header.TopK
 		if info.VocabSize > 0 && r.kb >= info.VocabSize {
 			r.restEmpty = true
 		}
 		r.kld = &KLDStats{}
 	}
-	if req.KLDBaseOut != "" {
+	if req.KLDBaseOut != "" && req.KLDBaseFormat == BaseFormatLlama {
+		if plan.Method != MethodChunks {
+			return Report{}, badRequest("a llama.cpp base holds chunks only, not the %s method", plan.Method)
+		}
+		if info.VocabSize <= 0 {
+			return Report{}, badRequest("a llama.cpp base needs the vocabulary size, which the engine does not report")
+		}
+		r.full = info.VocabSize
+		if r.lout, err = CreateLlamaBase(req.KLDBaseOut, plan.Ctx, info.VocabSize, len(plan.Windows), tokens); err != nil {
+			return Report{}, err
+		}
+		r.sink = r.lout
+		defer r.lout.Abort() // no-op after a successful Close
+	} else if req.KLDBaseOut != "" {
 		r.kout = req.topK()
 		if info.VocabSize > 0 && r.kout > info.VocabSize {
 			return Report{}, badRequest("kld_top_k %d exceeds the vocabulary size %d", r.kout, info.VocabSize)
@@ -87,6 +108,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		if r.out, err = CreateBase(req.KLDBaseOut, h, tokens); err != nil {
 			return Report{}, err
 		}
+		r.sink = r.out
 		defer r.out.Abort() // no-op after a successful Close
 	}
 	if r.hidden <= 0 {
@@ -123,15 +145,18 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	}
 	rep.Partial = runErr != nil
 
-	if r.out != nil {
+	if r.sink != nil {
 		if rep.Partial {
-			r.out.Abort()
+			r.sink.Abort()
 			rep.PartialReason += "; the KLD base was not written"
-		} else if err := r.out.Close(); err != nil {
+		} else if err := r.sink.Close(); err != nil {
 			runErr = err
 			rep.Partial, rep.PartialReason = true, err.Error()
 		} else {
 			rep.KLDBaseOut, rep.KLDBaseTopK = req.KLDBaseOut, r.kout
+			if r.lout != nil {
+				rep.KLDBaseTopK, rep.KLDBaseFormat = r.full, BaseFormatLlama
+			}
 		}
 	}
 
@@ -151,6 +176,9 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	if r.kld != nil {
 		k := r.kld.Result()
 		k.Base, k.TopK = req.KLDBase, r.kb
+		if r.llamaIn {
+			k.BaseFormat, k.TopK = BaseFormatLlama, r.full
+		}
 		rep.KLD = &k
 		rep.Warnings = append(rep.Warnings, k.Warnings()...)
 		if v := base.Header.Meta.VocabSize; v > 0 && info.VocabSize > 0 && v != info.VocabSize {
@@ -224,6 +252,11 @@ func tokensFor(req *Request, eng Engine, base *BaseReader, info ModelInfo) ([]in
 		tokens = req.Tokens
 	}
 	if base != nil {
+		if tokens != nil && base.Format == BaseFormatLlama && len(tokens) >= len(base.Tokens) {
+			// llama.cpp stores only the n_chunk·C tokens it scored: the
+			// text's stream must start with them.
+			tokens = tokens[:len(base.Tokens)]
+		}
 		if tokens != nil {
 			if got := TokenIDsSHA256(tokens); got != base.Header.TokenIDsSHA256 {
 				return nil, fmt.Errorf("%w: %s: token ids differ: token_ids_sha256 is %s (%d tokens) in the base, %s (%d tokens) for %s",
@@ -259,6 +292,16 @@ type runner struct {
 	kld       *KLDStats
 	out       *BaseWriter
 	kout      int // top-k recorded when writing a base
+	// Full-vocabulary rows, for a llama.cpp base read (llamaIn) or
+	// written (lout): full = V ids picked after the target and base ids.
+	llamaIn bool
+	full    int
+	lrows   []LlamaRow
+	lout    *LlamaBaseWriter
+	sink    interface {
+		Close() error
+		Abort()
+	} // the base being written, either format
 
 	nll     NLLStats
 	windows []WindowReport
@@ -296,10 +339,16 @@ func (r *runner) alloc() {
 	r.baseLP = make([][]float32, HeadRows)
 	r.baseNLL = make([]float64, HeadRows)
 	for i := range r.reqs {
-		r.reqs[i].IDs = make([]int32, 1+r.kb)
+		r.reqs[i].IDs = make([]int32, 1+r.kb+r.full)
 		r.reqs[i].TopK = r.kout
-		r.baseIDs[i] = r.reqs[i].IDs[1:]
+		r.baseIDs[i] = r.reqs[i].IDs[1 : 1+r.kb]
 		r.baseLP[i] = make([]float32, r.kb)
+		for j := range r.full {
+			r.reqs[i].IDs[1+r.kb+j] = int32(j)
+		}
+	}
+	if r.llamaIn {
+		r.lrows = make([]LlamaRow, HeadRows)
 	}
 	r.runLP = make([]float32, r.kb)
 	r.lp = make([]float32, r.kout)
@@ -395,7 +444,11 @@ func (r *runner) flush(rows []float32, n, pos int) error {
 	for i := range n {
 		q := &r.reqs[i]
 		q.IDs[0] = r.tokens[r.w.Begin+pos+i+1]
-		if r.base != nil {
+		if r.llamaIn {
+			if err := r.base.NextLlama(&r.lrows[i]); err != nil {
+				return err
+			}
+		} else if r.base != nil {
 			nll, err := r.base.Next(r.baseIDs[i], r.baseLP[i])
 			if err != nil {
 				return err
@@ -465,7 +518,15 @@ func (r *runner) score(i, pos int) error {
 			return err
 		}
 	}
-	if r.kld != nil {
+	full := res.Picked[1+r.kb:]
+	if r.lout != nil {
+		if err := r.lout.Append(full, res.Max, res.SumExp); err != nil {
+			return err
+		}
+	}
+	if r.llamaIn {
+		r.kld.Add(r.w.Index, CompareFull(q.IDs[0], full, res.Max, res.ArgMax, res.SumExp, &r.lrows[i]))
+	} else if r.kld != nil {
 		for j := range r.kb {
 			r.runLP[j] = LogProb(res.Picked[1+j], res.Max, lnS)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"plexbench/kernels/shareddata"
+	"plexbench/scoring"
 )
 
 // runCLI runs the command in process and returns its exit code, stdout and stderr.
@@ -44,11 +45,31 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	llamaBase := shareddata.Path(t, "llamacpp", "stories260K-f32-tinystories16k-ctx64.kld")
+	lb, err := os.ReadFile(llamaBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab100 := filepath.Join(dir, "vocab100.kld")
+	if w, err := scoring.CreateLlamaBase(vocab100, 8, 100, 1, make([]int32, 8)); err != nil {
+		t.Fatal(err)
+	} else {
+		for range 3 {
+			w.Append(make([]float32, 100), 0, 100)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name string
 		args []string
 		want string // substring of the error line
 	}{
+		{"truncated llama.cpp base", []string{"score", "--perplexity-kld", write("cut.kld", string(lb[:len(lb)-1000]))}, "cut.kld: llama.cpp base: 3901028 bytes, the header (ctx 64, vocabulary 512, 121 chunks) promises 3902028: truncated"},
+		{"llama.cpp base of another vocab", []string{"score", "--perplexity-kld", vocab100}, "vocab100.kld: the llama.cpp base has a vocabulary of 100 entries, this model 512"},
+		{"llama.cpp base of other tokens", []string{"score", "--perplexity-kld", llamaBase, "--perplexity", write("other.txt", "Once upon a time there was a fox.")}, "stories260K-f32-tinystories16k-ctx64.kld: token ids differ"},
+		{"llama.cpp base of sliding", []string{"score", "--perplexity-method", "sliding", "--perplexity-kld-base-out", filepath.Join(dir, "s.kld"), "--kld-format", "llama"}, "chunks only"},
 		{"empty text", []string{"score", "--perplexity", write("empty.txt", "")}, "empty"},
 		{"short text", []string{"score", "--perplexity", write("short.txt", "Once upon a time.\n")}, "needs at least 1024"},
 		{"token out of vocab", []string{"score", "--perplexity-tokens", write("ids.json", "[1, 2, 99999]")}, "outside the vocabulary"},

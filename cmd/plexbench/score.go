@@ -26,6 +26,7 @@ type scoreExtras struct {
 	Output     string
 	TokenIDs   bool
 	KLDBaseOut string
+	KLDFormat  string
 	KLDBase    string
 	Quiet      bool
 }
@@ -38,7 +39,9 @@ func runScore(args []string) int {
 	fs.StringVar(&x.Output, "perplexity-output", "", "write the JSON report here (default: stdout)")
 	fs.BoolVar(&x.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
 	fs.StringVar(&x.KLDBaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
-	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base")
+	fs.StringVar(&x.KLDFormat, "kld-format", scoring.BaseFormatPlexbench,
+		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
+	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -127,7 +130,7 @@ func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) 
 func buildRequest(p profiles.Profile, x scoreExtras) (scoring.Request, error) {
 	req := scoring.Request{
 		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
-		KLDBaseOut: x.KLDBaseOut, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
+		KLDBaseOut: x.KLDBaseOut, KLDBaseFormat: x.KLDFormat, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
 		IncludeTokenIDs: x.TokenIDs,
 	}
 	switch {
