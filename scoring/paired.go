@@ -14,7 +14,7 @@ import (
 
 // Comparison is B against A over the windows both have scored.
 type Comparison struct {
-	Windows int // paired windows
+	Windows int `json:"windows"` // paired windows
 
 	// DeltaMeanNLL is the token-weighted mean over windows of B's minus A's
 	// mean NLL, ln(PPL_B/PPL_A) over the paired windows, with the standard

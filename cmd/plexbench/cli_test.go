@@ -160,3 +160,71 @@ func TestTokenizeGolden(t *testing.T) {
 		t.Errorf("inspect of the llama3 vocab: %+v", s)
 	}
 }
+
+// TestAB runs `ab` on two profiles and on the two runs' saved reports: the
+// paired figures and KLD agree, the verdict names the KLD band, and
+// --fail-if turns a threshold into exit code 3.
+func TestAB(t *testing.T) {
+	dir := t.TempDir()
+	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	prof := func(name, kv string) string {
+		p := filepath.Join(dir, name+".toml")
+		if code, _, stderr := runCLI(t, "profile", "new", name, "--model", model, "--perplexity", text,
+			"--perplexity-ctx", "128", "--perplexity-chunks", "20", "--kv-cache-dtype", kv, "-o", p); code != 0 {
+			t.Fatalf("profile new: %s", stderr)
+		}
+		return p
+	}
+	a, b := prof("f32kv", "f32"), prof("bf16kv", "bf16")
+	code, stdout, stderr := runCLI(t, "ab", "--profile", a, "--profile", b, "--json", "--quiet")
+	if code != 0 || stderr != "" {
+		t.Fatalf("ab: exit %d, stderr %q", code, stderr)
+	}
+	var fromProfiles abResult
+	if err := json.Unmarshal([]byte(stdout), &fromProfiles); err != nil {
+		t.Fatalf("ab --json: %v\n%s", err, stdout)
+	}
+	c := fromProfiles.Comparison
+	if fromProfiles.Object != abObject || c.Windows != 20 || c.KLD == nil || c.KLD.MeanKLD <= 1e-4 ||
+		!strings.HasPrefix(fromProfiles.Verdict, "B is close to A: mean KLD") ||
+		!strings.Contains(fromProfiles.Verdict, "("+fromProfiles.KLDBand+")") {
+		t.Fatalf("ab result %+v", fromProfiles)
+	}
+
+	// The same two runs through score, then ab on the reports.
+	repA, repB, base := filepath.Join(dir, "A.json"), filepath.Join(dir, "B.json"), filepath.Join(dir, "A.kld")
+	if code, _, stderr := runCLI(t, "score", "--profile", a, "--quiet", "--perplexity-kld-base-out", base, "--perplexity-output", repA); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := runCLI(t, "score", "--profile", b, "--quiet", "--perplexity-kld", base, "--perplexity-output", repB); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, stdout, stderr = runCLI(t, "ab", repA, repB, "--json", "--fail-if", "mean_kld>0.0001", "--fail-if", "abs_delta_ppl_percent>50")
+	if code != exitThreshold || !strings.Contains(stderr, "--fail-if holds: mean_kld>0.0001\n") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("ab with a failing threshold: exit %d, stderr %q", code, stderr)
+	}
+	var fromReports abResult
+	if err := json.Unmarshal([]byte(stdout), &fromReports); err != nil {
+		t.Fatal(err)
+	}
+	r := fromReports.Comparison
+	if r.Windows != c.Windows || r.DeltaMeanNLL != c.DeltaMeanNLL || r.DeltaMeanNLLUncertainty != c.DeltaMeanNLLUncertainty ||
+		*r.KLD != *c.KLD || fromReports.KLDBand != fromProfiles.KLDBand || len(fromReports.Failed) != 1 {
+		t.Fatalf("from reports %+v\nfrom profiles %+v", fromReports, fromProfiles)
+	}
+	if code, stdout, _ := runCLI(t, "ab", repA, repB, "--fail-if", "mean_kld>0.01"); code != 0 || !strings.Contains(stdout, "verdict    B is close to A") {
+		t.Fatalf("ab text: exit %d\n%s", code, stdout)
+	}
+	for _, bad := range [][]string{
+		{"ab", repA, repB, "--fail-if", "mean_kld=>1"},
+		{"ab", repA, repB, "--fail-if", "nosuch>1"},
+		{"ab", repA, filepath.Join(dir, "f32kv.toml")},
+		{"ab", "--profile", a},
+	} {
+		code, stdout, stderr := runCLI(t, bad...)
+		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", bad, code, stdout, stderr)
+		}
+	}
+}
