@@ -44,6 +44,8 @@ type Report struct {
 	Partial                bool           `json:"partial,omitempty"`
 	PartialReason          string         `json:"partial_reason,omitempty"`
 	Warnings               []string       `json:"warnings,omitempty"`
+	// Record is set on reports kept as records (record.go).
+	Record *RecordInfo `json:"record,omitempty"`
 }
 
 // WindowReport is one scored chunk or window. Begin/End are token indices

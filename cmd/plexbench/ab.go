@@ -21,6 +21,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/tui"
 )
 
 // abObject is the JSON output's object value.
@@ -63,6 +64,7 @@ func runAB(args []string) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	fs.Var(&fails, "fail-if", "exit 3 when this holds, e.g. 'mean_kld>0.001' (repeatable; names: "+strings.Join(metricNames(), ", ")+")")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	results := fs.String("results", "", "results root the two runs' records are written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
@@ -79,7 +81,7 @@ func runAB(args []string) int {
 	var err error
 	switch {
 	case len(paths) == 2 && len(pos) == 0:
-		res, err = abProfiles(paths[0], paths[1], *base, *compare, *quiet)
+		res, err = abProfiles(paths[0], paths[1], *base, *compare, resultsRoot(*results), *quiet)
 	case len(paths) == 0 && len(pos) == 2:
 		if *base != "" {
 			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
@@ -118,8 +120,9 @@ func runAB(args []string) int {
 }
 
 // abProfiles scores A (recording a base in a temporary folder unless
-// given one) and then B against that base, as the TUI's A/B view does.
-func abProfiles(pathA, pathB, givenBase, kind string, quiet bool) (abResult, error) {
+// given one) and then B against that base, as the TUI's A/B view does;
+// both runs are kept as records under results.
+func abProfiles(pathA, pathB, givenBase, kind, results string, quiet bool) (abResult, error) {
 	var a, b profiles.Profile
 	var err error
 	if a, err = profiles.Load(pathA); err != nil {
@@ -167,6 +170,13 @@ func abProfiles(pathA, pathB, givenBase, kind string, quiet bool) (abResult, err
 		rep, err := scoreProfile(ctx, p, req)
 		if err != nil {
 			return rep, fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
+		}
+		path, err := scoring.WriteRecord(results, &rep)
+		if err != nil {
+			return rep, err
+		}
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
 		}
 		return rep, nil
 	}

@@ -12,6 +12,18 @@ import (
 	"plexbench/scoring"
 )
 
+// TestMain keeps the records every score writes out of the source tree.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "plexbench-results-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("PLEXBENCH_RESULTS", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // runCLI runs the command in process and returns its exit code, stdout and stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -226,5 +238,66 @@ func TestAB(t *testing.T) {
 		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", bad, code, stdout, stderr)
 		}
+	}
+}
+
+// TestCompareRecords: three quantizations scored against the f32 base and
+// the base run itself make one table sorted by mean KLD; a run at another
+// ctx is a second group, named in the legend; a rerun replaces its own
+// record; a report without a schema_version is refused in one line.
+func TestCompareRecords(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("PLEXBENCH_RESULTS", root)
+	dir := t.TempDir()
+	model := func(q string) string { return shareddata.Path(t, "models", "stories260K-"+q+".gguf") }
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	base := filepath.Join(dir, "f32.kld")
+	score := func(args ...string) {
+		t.Helper()
+		if code, _, stderr := runCLI(t, append([]string{"score", "--quiet", "--perplexity-output", filepath.Join(dir, "out.json")}, args...)...); code != 0 {
+			t.Fatalf("score %q: %s", args, stderr)
+		}
+	}
+	score("--model", model("f32"), "--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "12",
+		"--kv-cache-dtype", "f32", "--perplexity-kld-base-out", base)
+	for _, q := range []string{"q4_0", "q8_0", "q5_0"} {
+		score("--model", model(q), "--kv-cache-dtype", "f32", "--perplexity-kld", base)
+	}
+	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12")
+	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12") // a rerun
+	if ents, _ := os.ReadDir(root); len(ents) != 5 {
+		t.Fatalf("%d records after 6 runs (one a rerun), want 5", len(ents))
+	}
+	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var out compareOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "ctx,stride,base,top-k" {
+		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
+	}
+	g := out.Groups[1]
+	var order []string
+	for _, r := range g.Rows {
+		order = append(order, strings.TrimSuffix(strings.TrimPrefix(r.Model, "stories260K-"), ".gguf"))
+	}
+	if g.Protocol.Ctx != 128 || strings.Join(order, " ") != "f32 q8_0 q5_0 q4_0" || !g.Rows[0].Reference ||
+		*g.Rows[1].MeanKLD >= *g.Rows[2].MeanKLD || g.Rows[3].EffectiveBPW >= g.Rows[1].EffectiveBPW {
+		t.Fatalf("group %q: rows %v", g.Title, order)
+	}
+	if len(out.Groups[0].Rows) != 1 || out.Groups[0].Protocol.Ctx != 64 {
+		t.Fatalf("first group %+v", out.Groups[0])
+	}
+	code, stdout, _ = runCLI(t, "compare", "--pattern", "stories260K-q*", "--format", "md")
+	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") {
+		t.Fatalf("compare --format md: exit %d\n%s", code, stdout)
+	}
+	os.WriteFile(filepath.Join(root, "old.json"), []byte(`{"object":"lse.perplexity","perplexity":3}`), 0o644)
+	code, stdout, stderr = runCLI(t, "compare")
+	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "old.json: ") {
+		t.Fatalf("a record without schema_version: exit %d, stderr %q", code, stderr)
 	}
 }

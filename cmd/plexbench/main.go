@@ -22,6 +22,8 @@ Usage:
   plexbench tui [--profile P]... live run view; two profiles give an A/B view
   plexbench ab --profile A --profile B | A.json B.json [--json] [--fail-if 'mean_kld>0.001']...
                                  headless A/B: paired ΔPPL ±, B's KLD vs A's base, speed, verdict
+  plexbench compare [--pattern GLOB]... [--format table|md|csv|json]
+                                 the records under the results root, one table per protocol
   plexbench profile new|show|diff|validate ...
   plexbench inspect MODEL.gguf [--json]
   plexbench tokenize --model M --file TEXT [--ids] [--json]
@@ -49,6 +51,8 @@ func run(args []string) int {
 		return runTUI(rest)
 	case "ab":
 		return runAB(rest)
+	case "compare":
+		return runCompare(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":

@@ -18,6 +18,7 @@ import (
 	"plexbench/kernels"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/tui"
 )
 
 // scoreExtras are the score flags that are not profile settings: where the
@@ -44,6 +45,7 @@ func runScore(args []string) int {
 	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	results := fs.String("results", "", "results root the run's record is written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -87,6 +89,15 @@ func runScore(args []string) int {
 	if werr := writeReport(x.Output, &rep); werr != nil {
 		return fail(werr)
 	}
+	if rep.Record != nil {
+		path, werr := scoring.WriteRecord(resultsRoot(*results), &rep)
+		if werr != nil {
+			return fail(werr)
+		}
+		if !x.Quiet {
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)\n", err, rep.WindowsScored, rep.WindowsTotal)
 		return 130
@@ -114,14 +125,25 @@ func inheritFromBase(fs *flag.FlagSet, req *scoring.Request) {
 }
 
 // scoreProfile loads the model p names and scores req on it: the one path
-// from settings to a report, shared by `score` and the TUI's runner.
+// from settings to a report, shared by `score`, `ab` and the TUI's runner.
+// A complete run's report carries its record information.
 func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
+	started := time.Now()
 	eng, err := loadEngine(p, req)
 	if err != nil {
 		return scoring.Report{}, err
 	}
 	defer eng.Close()
-	return scoring.Run(ctx, eng, req)
+	rep, err := scoring.Run(ctx, eng, req)
+	if err != nil || rep.Partial {
+		return rep, err
+	}
+	ri, err := recordInfo(p, &rep, started, time.Now())
+	if err != nil {
+		return rep, err
+	}
+	rep.Record = &ri
+	return rep, nil
 }
 
 // buildRequest turns a profile and the extras into a scoring request,
