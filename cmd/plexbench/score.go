@@ -138,11 +138,13 @@ func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) 
 	if err != nil || rep.Partial {
 		return rep, err
 	}
-	ri, err := recordInfo(p, &rep, started, time.Now())
-	if err != nil {
-		return rep, err
+	// A run whose record cannot be described is still a run: its report
+	// says why it is not kept as a record.
+	if ri, err := recordInfo(p, &rep, started, time.Now()); err != nil {
+		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
+	} else {
+		rep.Record = &ri
 	}
-	rep.Record = &ri
 	return rep, nil
 }
 
