@@ -301,3 +301,43 @@ func TestCompareRecords(t *testing.T) {
 		t.Fatalf("a record without schema_version: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestProgressJSONL: --progress jsonl writes one JSON event per line,
+// started, one per window, finished, and nothing else on stderr.
+func TestProgressJSONL(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "progress.jsonl")
+	for _, args := range [][]string{
+		{"score", "--perplexity-chunks", "3", "--perplexity-ctx", "128", "--progress", "jsonl"},
+		{"score", "--perplexity-chunks", "3", "--perplexity-ctx", "128", "--progress", "jsonl", "--progress-out", out},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stdout, `"object": "lse.perplexity"`) {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+		lines := stderr
+		if len(args) > 7 {
+			if stderr != "" {
+				t.Fatalf("stderr %q with --progress-out", stderr)
+			}
+			b, _ := os.ReadFile(out)
+			lines = string(b)
+		}
+		var kinds []string
+		for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+			var e progressEvent
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			kinds = append(kinds, e.Event)
+			if e.Event == "window_done" && (e.Window == nil || e.Perplexity <= 0 || e.WindowsTotal != 3) {
+				t.Fatalf("window event %+v", e)
+			}
+		}
+		if strings.Join(kinds, " ") != "started window_done window_done window_done finished" {
+			t.Fatalf("events %v", kinds)
+		}
+	}
+	if code, _, stderr := runCLI(t, "score", "--progress", "xml"); code == 0 || !strings.Contains(stderr, `--progress "xml"`) {
+		t.Fatalf("bad --progress: exit %d %q", code, stderr)
+	}
+}

@@ -44,6 +44,8 @@ func runScore(args []string) int {
 		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
 	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
+	progress := fs.String("progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
+	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
 	results := fs.String("results", "", "results root the run's record is written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -51,6 +53,11 @@ func runScore(args []string) int {
 	}
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
+	}
+	switch *progress {
+	case "text", "jsonl", "none":
+	default:
+		return fail(fmt.Errorf("score: --progress %q: want text, jsonl or none", *progress))
 	}
 	if *profilePath != "" {
 		loaded, err := profiles.Load(*profilePath)
@@ -75,8 +82,20 @@ func runScore(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if !x.Quiet {
-		req.Progress = newProgressPrinter(os.Stderr).event
+	pw := os.Stderr
+	if *progressOut != "" {
+		f, err := os.Create(*progressOut)
+		if err != nil {
+			return fail(fmt.Errorf("--progress-out: %w", err))
+		}
+		defer f.Close()
+		pw = f
+	}
+	switch {
+	case *progress == "jsonl":
+		req.Progress = newJSONLProgress(pw).event
+	case *progress == "text" && !x.Quiet:
+		req.Progress = newProgressPrinter(pw).event
 	}
 	go func() {
 		<-ctx.Done()
@@ -94,7 +113,7 @@ func runScore(args []string) int {
 		if werr != nil {
 			return fail(werr)
 		}
-		if !x.Quiet {
+		if !x.Quiet && *progress == "text" {
 			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
 		}
 	}
