@@ -295,6 +295,26 @@ func TestCompareRecords(t *testing.T) {
 	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") {
 		t.Fatalf("compare --format md: exit %d\n%s", code, stdout)
 	}
+	// A card of the q4_0 record, and one written by score itself: headline
+	// figures, protocol, the command, and no local paths.
+	cardPath := filepath.Join(dir, "card.md")
+	q4 := filepath.Join(root, g.Rows[3].Record+".json")
+	score("--model", model("q4_0"), "--kv-cache-dtype", "f32", "--perplexity-kld", base, "--card", cardPath)
+	fromScore, _ := os.ReadFile(cardPath)
+	code, card, stderr := runCLI(t, "card", q4)
+	if code != 0 || card != string(fromScore) {
+		t.Fatalf("card: exit %d %s\n%s\nscore --card wrote:\n%s", code, stderr, card, fromScore)
+	}
+	for _, want := range []string{"## stories260K-q4_0.gguf", "| mean KLD vs base |", "(beyond a typical 4-bit quantization", "| effective bits per weight | 7.176 (tensors: F16 ×5, F32 ×11, Q4_0 ×31, Q8_0 ×1)",
+		"**Comparable only within this protocol:** chunks, ctx 128, first 12 windows",
+		"plexbench score --model stories260K-q4_0.gguf --perplexity-kld f32.kld --kv-cache-dtype f32"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("card lacks %q:\n%s", want, card)
+		}
+	}
+	if strings.Contains(card, dir) || strings.Contains(card, root) || strings.Contains(card, filepath.Dir(model("f32"))) {
+		t.Errorf("card shows a local path:\n%s", card)
+	}
 	os.WriteFile(filepath.Join(root, "old.json"), []byte(`{"object":"lse.perplexity","perplexity":3}`), 0o644)
 	code, stdout, stderr = runCLI(t, "compare")
 	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "old.json: ") {

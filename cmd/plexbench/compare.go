@@ -156,7 +156,10 @@ func protocolTitle(p scoring.Protocol) string {
 		s += fmt.Sprintf(", first %d windows", p.ChunkLimit)
 	}
 	text := p.Text
-	if text == "" {
+	switch {
+	case text == "" && p.Base != "":
+		text = "the base's tokens"
+	case text == "":
 		text = "tokens"
 	}
 	s += fmt.Sprintf(", %s (token ids %.12s…)", text, p.TokenIDsSHA256)

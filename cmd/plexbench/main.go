@@ -24,6 +24,7 @@ Usage:
                                  headless A/B: paired ΔPPL ±, B's KLD vs A's base, speed, verdict
   plexbench compare [--pattern GLOB]... [--format table|md|csv|json]
                                  the records under the results root, one table per protocol
+  plexbench card RECORD.json [-o card.md]   a Markdown model card of a record (also: score --card)
   plexbench profile new|show|diff|validate ...
   plexbench inspect MODEL.gguf [--json]
   plexbench tokenize --model M --file TEXT [--ids] [--json]
@@ -53,6 +54,8 @@ func run(args []string) int {
 		return runAB(rest)
 	case "compare":
 		return runCompare(rest)
+	case "card":
+		return runCard(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":

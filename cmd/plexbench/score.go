@@ -47,6 +47,7 @@ func runScore(args []string) int {
 	progress := fs.String("progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
 	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	card := fs.String("card", "", "write a Markdown model card of the run here")
 	results := fs.String("results", "", "results root the run's record is written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -116,6 +117,13 @@ func runScore(args []string) int {
 		if !x.Quiet && *progress == "text" {
 			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
 		}
+		if *card != "" {
+			if werr := writeCard(*card, &rep); werr != nil {
+				return fail(werr)
+			}
+		}
+	} else if *card != "" && err == nil {
+		return fail(fmt.Errorf("--card %s: the run has no record to describe (%s)", *card, strings.Join(rep.Warnings, "; ")))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)\n", err, rep.WindowsScored, rep.WindowsTotal)
