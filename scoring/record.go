@@ -100,12 +100,17 @@ func (p Protocol) Digest() string {
 	return digestOf(p)
 }
 
-// ProtocolOf is the report's protocol; base is the base's identity
-// (BaseIdentity of the base compared against, or else of the one
-// recorded), empty without one.
-func ProtocolOf(r *Report, base string) Protocol {
+// ProtocolOf is the report's protocol; base identifies the base compared
+// against, or else the one recorded (zero without one). A llama.cpp base
+// holds only the chunks it scored, with no chunk limit: its runs' protocol
+// takes the base's tokens and no limit, so the run that wrote it and the
+// runs compared with it share one protocol.
+func ProtocolOf(r *Report, base BaseID) Protocol {
 	p := Protocol{Method: r.Method, Ctx: r.Ctx, Stride: r.Stride, ChunkLimit: r.ChunkLimit,
-		TokenIDsSHA256: r.TokenIDsSHA256, Base: base}
+		TokenIDsSHA256: r.TokenIDsSHA256, Base: base.Identity}
+	if base.Format == BaseFormatLlama {
+		p.TokenIDsSHA256, p.ChunkLimit = base.TokenIDsSHA256, 0
+	}
 	if r.Text != "" {
 		p.Text = filepath.Base(r.Text)
 	}
@@ -124,7 +129,7 @@ func ProtocolOf(r *Report, base string) Protocol {
 // NewRecordInfo completes a record for rep: the protocol and the digests
 // (over the protocol, rep's engine config without paths, and the model's
 // hash), the name, and the times.
-func NewRecordInfo(rep *Report, base string, model RecordModel, m Machine, version string, started, finished time.Time) RecordInfo {
+func NewRecordInfo(rep *Report, base BaseID, model RecordModel, m Machine, version string, started, finished time.Time) RecordInfo {
 	ri := RecordInfo{SchemaVersion: RecordSchemaVersion, Protocol: ProtocolOf(rep, base), Model: model,
 		Machine: m, Version: version, Started: started.UTC(), Finished: finished.UTC(),
 		WallSeconds: finished.Sub(started).Seconds()}
@@ -233,47 +238,57 @@ func ReadRecord(path string) (rep Report, ok bool, err error) {
 	return rep, true, nil
 }
 
-// BaseIdentity is a short content identity of a base file, cheap even for
-// llama.cpp's multi-GiB files: a plexbench base's own SHA-256 trailer; for
-// a llama.cpp base a hash of its size, header, token ids and first chunk
-// of rows.
-func BaseIdentity(path string) (string, error) {
+// BaseID identifies a base file for records: a short content identity,
+// cheap even for llama.cpp's multi-GiB files (a plexbench base's own
+// SHA-256 trailer; for a llama.cpp base a hash of its size, header, token
+// ids and first chunk of rows), its format and the hash of the token ids
+// it holds.
+type BaseID struct {
+	Identity       string
+	Format         string
+	TokenIDsSHA256 string
+}
+
+// IdentifyBase reads a base file's BaseID.
+func IdentifyBase(path string) (BaseID, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("kld base: %w", err)
+		return BaseID{}, fmt.Errorf("kld base: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("kld base %s: %w", path, err)
+		return BaseID{}, fmt.Errorf("kld base %s: %w", path, err)
 	}
-	var magic [8]byte
-	if _, err := f.ReadAt(magic[:], 0); err != nil {
-		return "", fmt.Errorf("%w %s: %v", ErrBadBase, path, err)
+	bad := func(err error) (BaseID, error) { return BaseID{}, fmt.Errorf("%w %s: %v", ErrBadBase, path, err) }
+	var hdr [baseFixedHeader]byte
+	if n, err := f.ReadAt(hdr[:], 0); n < 8 {
+		return bad(fmt.Errorf("%d bytes: %v", n, err))
 	}
-	switch string(magic[:]) {
+	switch string(hdr[:8]) {
 	case baseMagic:
 		var sum [sha256.Size]byte
 		if _, err := f.ReadAt(sum[:], st.Size()-sha256.Size); err != nil {
-			return "", fmt.Errorf("%w %s: %v", ErrBadBase, path, err)
+			return bad(err)
 		}
-		return "plexbench:" + hex.EncodeToString(sum[:8]), nil
+		return BaseID{Identity: "plexbench:" + hex.EncodeToString(sum[:8]), Format: BaseFormatPlexbench,
+			TokenIDsSHA256: hex.EncodeToString(hdr[56:88])}, nil
 	case llamaMagic:
-		var hdr [llamaHeader]byte
-		if _, err := f.ReadAt(hdr[:], 0); err != nil {
-			return "", fmt.Errorf("%w %s: %v", ErrBadBase, path, err)
+		b, err := readLlamaBase(f, st.Size(), path) // checks sizes, reads the token ids
+		if err != nil {
+			return BaseID{}, err
 		}
-		le := binary.LittleEndian
-		c, v, n := int64(int32(le.Uint32(hdr[8:]))), int64(int32(le.Uint32(hdr[12:]))), int64(int32(le.Uint32(hdr[16:])))
-		head := llamaHeader + 4*n*c + 2*int64(llamaRowWords(int(v)))*int64(llamaRows(int(c)))
-		h := sha256.New()
-		binary.Write(h, binary.LittleEndian, st.Size())
-		if _, err := io.Copy(h, io.NewSectionReader(f, 0, min(max(head, 0), st.Size()))); err != nil {
-			return "", fmt.Errorf("%w %s: %v", ErrBadBase, path, err)
+		h := &b.Header
+		head := llamaHeader + 4*int64(h.Tokens) + 2*int64(llamaRowWords(h.Meta.VocabSize))*int64(llamaRows(h.Ctx))
+		sum := sha256.New()
+		binary.Write(sum, binary.LittleEndian, st.Size())
+		if _, err := io.Copy(sum, io.NewSectionReader(f, 0, head)); err != nil {
+			return bad(err)
 		}
-		return "llama:" + hex.EncodeToString(h.Sum(nil)[:8]), nil
+		return BaseID{Identity: "llama:" + hex.EncodeToString(sum.Sum(nil)[:8]), Format: BaseFormatLlama,
+			TokenIDsSHA256: h.TokenHash()}, nil
 	}
-	return "", fmt.Errorf("%w %s: neither a plexbench nor a llama.cpp KLD base", ErrBadBase, path)
+	return BaseID{}, fmt.Errorf("%w %s: neither a plexbench nor a llama.cpp KLD base", ErrBadBase, path)
 }
 
 // RecordGroup is the records of one protocol, best first: a run that

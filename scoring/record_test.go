@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-func testRecord(t *testing.T, rep Report, base, modelHash string) Report {
+func testRecord(t *testing.T, rep Report, base BaseID, modelHash string) Report {
 	t.Helper()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ri := NewRecordInfo(&rep, base, RecordModel{File: "m-" + modelHash + ".gguf", SHA256Prefix: modelHash, EffectiveBPW: 8.5},
@@ -28,15 +28,15 @@ func TestRecordNamesAndWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := testRecord(t, rep, "", "aaaa")
-	again := testRecord(t, rep, "", "aaaa")
-	otherModel := testRecord(t, rep, "", "bbbb")
+	a := testRecord(t, rep, BaseID{}, "aaaa")
+	again := testRecord(t, rep, BaseID{}, "aaaa")
+	otherModel := testRecord(t, rep, BaseID{}, "bbbb")
 	threads := rep
 	threads.Config.Threads = 7
-	otherEngine := testRecord(t, threads, "", "aaaa")
+	otherEngine := testRecord(t, threads, BaseID{}, "aaaa")
 	ctx := rep
 	ctx.Ctx = 50
-	otherProto := testRecord(t, ctx, "", "aaaa")
+	otherProto := testRecord(t, ctx, BaseID{}, "aaaa")
 	if a.Record.Name != again.Record.Name || a.Record.SchemaVersion != RecordSchemaVersion {
 		t.Fatalf("rerun named %q, first %q", again.Record.Name, a.Record.Name)
 	}
@@ -129,5 +129,34 @@ func TestGroupRecords(t *testing.T) {
 	}
 	if d := ProtocolDifferences(g); strings.Join(d, ",") != "ctx,base" {
 		t.Fatalf("differences %v", d)
+	}
+}
+
+// TestRecordLlamaBaseProtocol: the run that wrote a llama.cpp base (over
+// a longer text, with a chunk limit) and a run compared with it share one
+// protocol.
+func TestRecordLlamaBaseProtocol(t *testing.T) {
+	f := newFake(40, 6, 1, 0)
+	tokens := randomTokens(2, 950, 40)
+	path := filepath.Join(t.TempDir(), "l.kld")
+	w, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100, Chunks: 5, KLDBaseOut: path, KLDBaseFormat: BaseFormatLlama})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Run(context.Background(), f.withNoise(0.1, 3), Request{KLDBase: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := IdentifyBase(path)
+	if err != nil || id.Format != BaseFormatLlama || !strings.HasPrefix(id.Identity, "llama:") {
+		t.Fatalf("IdentifyBase: %+v %v", id, err)
+	}
+	pw, pc := ProtocolOf(&w, id), ProtocolOf(&c, id)
+	if pw.Digest() != pc.Digest() || w.TokenIDsSHA256 == c.TokenIDsSHA256 {
+		t.Fatalf("writer %+v, compared %+v", pw, pc)
+	}
+	pb, err := IdentifyBase(filepath.Join(t.TempDir(), "none.kld"))
+	if err == nil {
+		t.Fatalf("a missing base identified: %+v", pb)
 	}
 }

@@ -47,12 +47,12 @@ func recordInfo(p profiles.Profile, rep *scoring.Report, started, finished time.
 	if err != nil {
 		return scoring.RecordInfo{}, err
 	}
-	var base string
+	var base scoring.BaseID
 	switch {
 	case rep.KLD != nil:
-		base, err = scoring.BaseIdentity(rep.KLD.Base)
+		base, err = scoring.IdentifyBase(rep.KLD.Base)
 	case rep.KLDBaseOut != "":
-		base, err = scoring.BaseIdentity(rep.KLDBaseOut)
+		base, err = scoring.IdentifyBase(rep.KLDBaseOut)
 	}
 	if err != nil {
 		return scoring.RecordInfo{}, err
