@@ -61,6 +61,9 @@ type Protocol struct {
 	Base     string `json:"base,omitempty"`
 	BaseName string `json:"base_name,omitempty"` // its file name, for people; not in the digest
 	TopK     int    `json:"top_k,omitempty"`
+	// Shard is "i/n" for a shard's record: shards are never grouped with
+	// each other or with whole runs.
+	Shard string `json:"shard,omitempty"`
 }
 
 // RecordModel identifies the model file and its size in bits.
@@ -111,6 +114,7 @@ func ProtocolOf(r *Report, base BaseID) Protocol {
 	if base.Format == BaseFormatLlama {
 		p.TokenIDsSHA256, p.ChunkLimit = base.TokenIDsSHA256, 0
 	}
+	p.Shard = r.ShardSpec().String()
 	if r.Text != "" {
 		p.Text = filepath.Base(r.Text)
 	}
@@ -133,6 +137,31 @@ func NewRecordInfo(rep *Report, base BaseID, model RecordModel, m Machine, versi
 	ri := RecordInfo{SchemaVersion: RecordSchemaVersion, Protocol: ProtocolOf(rep, base), Model: model,
 		Machine: m, Version: version, Started: started.UTC(), Finished: finished.UTC(),
 		WallSeconds: finished.Sub(started).Seconds()}
+	ri.seal(rep)
+	return ri
+}
+
+// MergedRecordInfo is the record of shards merged into merged: the
+// shards' protocol without the shard, their first start and last finish.
+func MergedRecordInfo(shards []Report, merged *Report) RecordInfo {
+	ri := *shards[0].Record
+	for _, s := range shards[1:] {
+		if s.Record.Started.Before(ri.Started) {
+			ri.Started = s.Record.Started
+		}
+		if s.Record.Finished.After(ri.Finished) {
+			ri.Finished = s.Record.Finished
+		}
+	}
+	ri.WallSeconds = ri.Finished.Sub(ri.Started).Seconds()
+	ri.Protocol.Shard = ""
+	ri.seal(merged)
+	return ri
+}
+
+// seal sets the digests and the name from the protocol, rep's engine
+// config and the model.
+func (ri *RecordInfo) seal(rep *Report) {
 	ri.ProtocolDigest = ri.Protocol.Digest()
 	cfg := rep.Config
 	cfg.Model = ModelInfo{}
@@ -140,7 +169,7 @@ func NewRecordInfo(rep *Report, base BaseID, model RecordModel, m Machine, versi
 		Protocol string
 		Engine   EngineConfig
 		Model    string
-	}{ri.ProtocolDigest, cfg, model.SHA256Prefix})
+	}{ri.ProtocolDigest, cfg, ri.Model.SHA256Prefix})
 	stem := func(p, empty string) string {
 		if p == "" {
 			return empty
@@ -151,8 +180,10 @@ func NewRecordInfo(rep *Report, base BaseID, model RecordModel, m Machine, versi
 	if rep.Text == "" && rep.KLD != nil {
 		text = "vs-" + stem(rep.KLD.Base, "base") // the tokens came from the base
 	}
-	ri.Name = stem(model.File, "model") + "_" + text + "_" + ri.Digest
-	return ri
+	ri.Name = stem(ri.Model.File, "model") + "_" + text + "_" + ri.Digest
+	if ri.Protocol.Shard != "" {
+		ri.Name += "_shard" + strings.ReplaceAll(ri.Protocol.Shard, "/", "of")
+	}
 }
 
 // safeName keeps letters, digits, '.', '-' of s (others become '-'), at

@@ -44,8 +44,21 @@ type Report struct {
 	Partial                bool           `json:"partial,omitempty"`
 	PartialReason          string         `json:"partial_reason,omitempty"`
 	Warnings               []string       `json:"warnings,omitempty"`
+	// Shard and Shards say the run scored only the windows with index
+	// Shard mod Shards (shard.go); Sums then carries its raw sums.
+	Shard  int      `json:"shard,omitempty"`
+	Shards int      `json:"shards,omitempty"`
+	Sums   *RunSums `json:"sums,omitempty"`
 	// Record is set on reports kept as records (record.go).
 	Record *RecordInfo `json:"record,omitempty"`
+}
+
+// ShardSpec is the report's shard ("" for none).
+func (r *Report) ShardSpec() ShardSpec {
+	if r.Shards == 0 {
+		return ShardSpec{}
+	}
+	return ShardSpec{I: r.Shard, N: r.Shards}
 }
 
 // WindowReport is one scored chunk or window. Begin/End are token indices

@@ -40,6 +40,10 @@ type Request struct {
 	KLDBaseFormat string `json:"kld_base_format,omitempty"`
 	KLDBase       string `json:"kld_base,omitempty"` // compare against this base
 
+	// Shard, when set, scores only every Shard.N-th window (from Shard.I);
+	// such a run cannot record a base.
+	Shard ShardSpec `json:"-"`
+
 	// IncludeWindows: nil or true puts the per-window array in the JSON.
 	IncludeWindows  *bool `json:"include_windows,omitempty"`
 	IncludeTokenIDs bool  `json:"include_token_ids,omitempty"`
@@ -101,6 +105,12 @@ func (r *Request) check() error {
 			return badRequest("%s: text is empty", r.TextPath)
 		}
 		return badRequest("nothing to score: text and tokens are empty")
+	}
+	if s := r.Shard; s.N != 0 && (s.N < 0 || s.I < 0 || s.I >= s.N) {
+		return badRequest("shard %d/%d: the index must be 0..n-1", s.I, s.N)
+	}
+	if r.Shard.N > 1 && r.KLDBaseOut != "" {
+		return badRequest("a shard cannot record a KLD base; record the base with an unsharded run")
 	}
 	if r.KLDBase != "" && r.KLDBaseOut != "" && r.KLDBase == r.KLDBaseOut {
 		return badRequest("kld_base and kld_base_out are the same file %q", r.KLDBase)

@@ -70,6 +70,17 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 
 	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
 		hidden: info.HiddenSize, start: start, nll: NLLStats{}}
+	r.todo = plan
+	if req.Shard.N > 0 {
+		r.todo.Windows, r.todo.Scored, r.todo.PrefillToks = nil, 0, 0
+		for _, w := range plan.Windows {
+			if req.Shard.has(w.Index) {
+				r.todo.Windows = append(r.todo.Windows, w)
+				r.todo.Scored += w.Scored
+				r.todo.PrefillToks += w.Len()
+			}
+		}
+	}
 	switch {
 	case base != nil && base.Format == BaseFormatLlama:
 		r.llamaIn, r.full = true, base.Header.Meta.VocabSize
@@ -131,6 +142,14 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	r.event(Event{Kind: EventStarted})
 	var runErr error
 	for _, w := range plan.Windows {
+		if !req.Shard.has(w.Index) {
+			if err := r.skipBase(w.Scored); err != nil {
+				runErr = err
+				rep.PartialReason = err.Error()
+				break
+			}
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			runErr = fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))
 			rep.PartialReason = fmt.Sprintf("stopped after %d of %d windows: %v",
@@ -170,8 +189,15 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
 		rep.PrefillTokensPerSecond = float64(r.prefillDone) / working
 	}
-	if req.windowsWanted() {
-		rep.Windows = r.windows
+	if req.windowsWanted() || req.Shard.N > 0 {
+		rep.Windows = r.windows // a shard's windows are what merge pairs and sorts
+	}
+	if req.Shard.N > 0 {
+		rep.Shard, rep.Shards = req.Shard.I, req.Shard.N
+		rep.Sums = &RunSums{NLL: r.nll}
+		if r.kld != nil {
+			rep.Sums.KLD = r.kld.Sums()
+		}
 	}
 	if r.kld != nil {
 		k := r.kld.Result()
@@ -283,6 +309,7 @@ type runner struct {
 	req    *Request
 	info   ModelInfo
 	plan   Plan
+	todo   Plan // the windows this run scores: plan's, or its shard's
 	tokens []int32
 	hidden int
 
@@ -536,19 +563,41 @@ func (r *runner) score(i, pos int) error {
 	return nil
 }
 
+// skipBase reads past the base records of n scored tokens of a window
+// another shard scores.
+func (r *runner) skipBase(n int) error {
+	if r.base == nil {
+		return nil
+	}
+	var row LlamaRow
+	ids, lp := make([]int32, r.kb), make([]float32, r.kb)
+	for range n {
+		var err error
+		if r.llamaIn {
+			err = r.base.NextLlama(&row)
+		} else {
+			_, err = r.base.Next(ids, lp)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // event fills the run totals into e and sends it.
 func (r *runner) event(e Event) {
 	if r.req.Progress == nil {
 		return
 	}
 	e.Method, e.Ctx, e.Stride = r.plan.Method, r.plan.Ctx, r.plan.Stride
-	e.WindowsTotal, e.WindowsDone = len(r.plan.Windows), len(r.windows)
-	e.ScoredTotal, e.ScoredDone = r.plan.Scored, r.scoredDone
-	e.PrefillTotal, e.PrefillDone = r.plan.PrefillToks, r.prefillDone
+	e.WindowsTotal, e.WindowsDone = len(r.todo.Windows), len(r.windows)
+	e.ScoredTotal, e.ScoredDone = r.todo.Scored, r.scoredDone
+	e.PrefillTotal, e.PrefillDone = r.todo.PrefillToks, r.prefillDone
 	e.Elapsed = time.Since(r.start)
 	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > 0 {
 		e.MeanTokensPerSecond = float64(r.prefillDone) / loop
-		left := float64(r.plan.PrefillToks - r.prefillDone)
+		left := float64(r.todo.PrefillToks - r.prefillDone)
 		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
 	}
 	res := r.nll.Result()

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -359,5 +361,70 @@ func TestProgressJSONL(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "score", "--progress", "xml"); code == 0 || !strings.Contains(stderr, `--progress "xml"`) {
 		t.Fatalf("bad --progress: exit %d %q", code, stderr)
+	}
+}
+
+// TestShardsAndMerge: three shard records of a comparison merge into the
+// unsharded run's record (same name; figures to rounding); a shard spec of
+// 3/2 and an incomplete set are refused in one line, nothing written.
+func TestShardsAndMerge(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("PLEXBENCH_RESULTS", root)
+	dir := t.TempDir()
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	base := filepath.Join(dir, "f32.kld")
+	common := []string{"--quiet", "--perplexity-ctx", "128", "--perplexity-chunks", "14", "--perplexity", text}
+	scoreTo := func(out string, args ...string) {
+		t.Helper()
+		if code, _, stderr := runCLI(t, append(append([]string{"score", "--perplexity-output", out}, common...), args...)...); code != 0 {
+			t.Fatalf("score %q: %s", args, stderr)
+		}
+	}
+	scoreTo(filepath.Join(dir, "base.json"), "--kv-cache-dtype", "f32", "--perplexity-kld-base-out", base)
+	scoreTo(filepath.Join(dir, "full.json"), "--perplexity-kld", base)
+	var shardFiles []string
+	for i := range 3 {
+		out := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		scoreTo(out, "--perplexity-kld", base, "--perplexity-shard", fmt.Sprintf("%d/3", i))
+		shardFiles = append(shardFiles, out)
+	}
+	// The shards' records are in the root; merge those.
+	var recs []string
+	for _, f := range shardFiles {
+		r, _ := readReport(f)
+		recs = append(recs, filepath.Join(root, r.Record.Name+".json"))
+	}
+	code, stdout, stderr := runCLI(t, append([]string{"merge"}, recs...)...)
+	if code != 0 {
+		t.Fatalf("merge: %s", stderr)
+	}
+	var merged scoring.Report
+	if err := json.Unmarshal([]byte(stdout), &merged); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := readReport(filepath.Join(dir, "full.json"))
+	if merged.Record.Name != full.Record.Name || merged.WindowsScored != 14 || merged.Shards != 0 ||
+		math.Abs(merged.Perplexity-full.Perplexity) > 1e-12*full.Perplexity ||
+		math.Abs(merged.KLD.MeanKLD-full.KLD.MeanKLD) > 1e-12*full.KLD.MeanKLD ||
+		merged.KLD.KLDPercentiles != full.KLD.KLDPercentiles {
+		t.Fatalf("merged %s PPL %v KLD %v, unsharded %s PPL %v KLD %v", merged.Record.Name, merged.Perplexity,
+			merged.KLD.MeanKLD, full.Record.Name, full.Perplexity, full.KLD.MeanKLD)
+	}
+	before, _ := os.ReadDir(root)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"score", "--perplexity-kld", base, "--perplexity-shard", "3/2"}, common...), "--perplexity-shard: shard \"3/2\""},
+		{[]string{"merge", recs[0], recs[2]}, "shard 1/3 is missing"},
+		{[]string{"merge", recs[0], filepath.Join(dir, "full.json")}, "not a shard record"},
+	} {
+		code, stdout, stderr := runCLI(t, c.args...)
+		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+	if after, _ := os.ReadDir(root); len(after) != len(before) {
+		t.Errorf("refused commands wrote records: %d files, then %d", len(before), len(after))
 	}
 }

@@ -25,6 +25,7 @@ Usage:
   plexbench compare [--pattern GLOB]... [--format table|md|csv|json]
                                  the records under the results root, one table per protocol
   plexbench card RECORD.json [-o card.md]   a Markdown model card of a record (also: score --card)
+  plexbench merge SHARD.json...  combine score --perplexity-shard i/n records into one run's record
   plexbench profile new|show|diff|validate ...
   plexbench inspect MODEL.gguf [--json]
   plexbench tokenize --model M --file TEXT [--ids] [--json]
@@ -56,6 +57,8 @@ func run(args []string) int {
 		return runCompare(rest)
 	case "card":
 		return runCard(rest)
+	case "merge":
+		return runMerge(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":

@@ -48,6 +48,7 @@ func runScore(args []string) int {
 	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
 	card := fs.String("card", "", "write a Markdown model card of the run here")
+	shard := fs.String("perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
 	results := fs.String("results", "", "results root the run's record is written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -75,6 +76,11 @@ func runScore(args []string) int {
 	req, err := buildRequest(p, x)
 	if err != nil {
 		return fail(err)
+	}
+	if *shard != "" {
+		if req.Shard, err = scoring.ParseShard(*shard); err != nil {
+			return fail(fmt.Errorf("--perplexity-shard: %w", err))
+		}
 	}
 	if x.KLDBase != "" && *profilePath == "" {
 		// A comparison inherits the geometry the base was recorded with,
