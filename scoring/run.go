@@ -153,7 +153,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		if err := ctx.Err(); err != nil {
 			runErr = fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))
 			rep.PartialReason = fmt.Sprintf("stopped after %d of %d windows: %v",
-				len(r.windows), len(plan.Windows), context.Cause(ctx))
+				len(r.windows), len(r.todo.Windows), context.Cause(ctx))
 			break
 		}
 		if err := r.window(w); err != nil {
