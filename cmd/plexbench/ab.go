@@ -316,7 +316,15 @@ func metricValue(r *abResult, name string) (v float64, have, known bool) {
 		if k == nil {
 			return 0, false, true
 		}
-		return map[string]float64{"mean_kld": k.MeanKLD, "kld_p99": k.P99, "kld_max": k.Max, "same_top": k.SameTop}[name], true, true
+		switch name {
+		case "mean_kld":
+			return k.MeanKLD, true, true
+		case "kld_p99":
+			return k.P99, true, true
+		case "kld_max":
+			return k.Max, true, true
+		}
+		return k.SameTop, true, true
 	case "delta_ppl_percent":
 		return c.DeltaPPLPercent, c.Windows > 0, true
 	case "abs_delta_ppl_percent":
