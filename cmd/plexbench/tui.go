@@ -43,7 +43,7 @@ func runTUI(args []string) int {
 	if !isTerminal(os.Stdout) {
 		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
 			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
-			"an A/B is two score runs: the first with --perplexity-kld-base-out A.kld, the second with --perplexity-kld A.kld.")
+			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict).")
 		return 2
 	}
 	cfg := tui.Config{Base: *base, ResultsDir: resultsRoot(*results), NoColor: os.Getenv("NO_COLOR") != "",
