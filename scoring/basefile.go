@@ -42,7 +42,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 )
 
 // Base file constants.
@@ -127,9 +126,8 @@ func baseSize(metaLen int, h *BaseHeader) int64 {
 
 // BaseWriter streams a base file.
 type BaseWriter struct {
-	path, tmp string
-	f         *os.File
-	bw        *bufio.Writer
+	path      string
+	out       *pendingFile
 	sum       hash.Hash
 	w         io.Writer // bw and sum together
 	k         int
@@ -156,18 +154,13 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	if len(meta) > baseMaxMeta {
 		return nil, fmt.Errorf("kld base %s: header metadata too large (%d bytes)", path, len(meta))
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	out, err := createPending("kld base", path)
 	if err != nil {
-		return nil, fmt.Errorf("kld base %s: %w", path, err)
+		return nil, err
 	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600; a base is shared like a report
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("kld base %s: %w", path, err)
-	}
-	w := &BaseWriter{path: path, tmp: f.Name(), f: f, bw: bufio.NewWriterSize(f, 1<<20),
-		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK))}
-	w.w = io.MultiWriter(w.bw, w.sum)
+	w := &BaseWriter{path: path, out: out, sum: sha256.New(), k: h.TopK, want: h.Scored,
+		rec: make([]byte, BaseRecordBytes(h.TopK))}
+	w.w = io.MultiWriter(out.bw, w.sum)
 
 	hdr := make([]byte, baseFixedHeader, baseFixedHeader+len(meta))
 	copy(hdr, baseMagic)
@@ -237,7 +230,7 @@ func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error 
 // Close writes the checksum and renames the file into place. It fails, and
 // leaves no file at path, unless every promised record was appended.
 func (w *BaseWriter) Close() error {
-	if w.f == nil {
+	if w.out.f == nil {
 		return fmt.Errorf("kld base %s: already closed", w.path)
 	}
 	if w.got != w.want {
@@ -245,42 +238,26 @@ func (w *BaseWriter) Close() error {
 		return fmt.Errorf("kld base %s: %d of %d records written; base discarded", w.path, w.got, w.want)
 	}
 	if w.err == nil {
-		_, w.err = w.bw.Write(w.sum.Sum(nil))
-	}
-	if w.err == nil {
-		w.err = w.bw.Flush()
-	}
-	if w.err == nil {
-		w.err = w.f.Sync()
-	}
-	if err := w.f.Close(); w.err == nil {
-		w.err = err
-	}
-	w.f = nil
-	if w.err == nil {
-		w.err = os.Rename(w.tmp, w.path)
+		_, w.err = w.out.bw.Write(w.sum.Sum(nil))
 	}
 	if w.err != nil {
-		os.Remove(w.tmp)
+		w.out.abort()
 		return fmt.Errorf("kld base %s: %w", w.path, w.err)
 	}
-	syncDir(filepath.Dir(w.path))
+	if err := w.out.commit(); err != nil {
+		return fmt.Errorf("kld base %s: %w", w.path, err)
+	}
 	return nil
 }
 
 // Abort discards the base: the temporary file is removed and path is left
 // as it was. Safe to call after Close.
-func (w *BaseWriter) Abort() {
-	if w.f != nil {
-		w.f.Close()
-		w.f = nil
-		os.Remove(w.tmp)
-	}
-}
+func (w *BaseWriter) Abort() { w.out.abort() }
 
 // BaseReader reads a verified base file record by record.
 type BaseReader struct {
 	Name   string
+	Format string // BaseFormatPlexbench or BaseFormatLlama
 	Header BaseHeader
 	Tokens []int32
 
@@ -310,13 +287,20 @@ func OpenBase(path string) (*BaseReader, error) {
 	return b, nil
 }
 
-// ReadBase verifies a base held by r (size bytes; name for messages): the
+// ReadBase verifies a base held by r (size bytes; name for messages),
+// plexbench's or llama.cpp's as its magic says. A plexbench base: the
 // header's fields and sizes before anything is allocated, then the
-// checksum over the whole file, then the token hash. Records are then
-// read in order with Next.
+// checksum over the whole file, then the token hash; records are then
+// read in order with Next. A llama.cpp base: see readLlamaBase.
 func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s: %s", ErrBadBase, name, fmt.Sprintf(format, args...))
+	}
+	var magic [8]byte
+	if size >= int64(len(magic)) {
+		if _, err := r.ReadAt(magic[:], 0); err == nil && string(magic[:]) == llamaMagic {
+			return readLlamaBase(r, size, name)
+		}
 	}
 	var hdr [baseFixedHeader]byte
 	if size < baseFixedHeader+sha256.Size {
@@ -326,7 +310,7 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 		return nil, bad("reading header: %v", err)
 	}
 	if string(hdr[:8]) != baseMagic {
-		return nil, bad("not a plexbench KLD base (magic %q)", hdr[:8])
+		return nil, bad("neither a plexbench nor a llama.cpp KLD base (magic %q)", hdr[:8])
 	}
 	le := binary.LittleEndian
 	h := BaseHeader{Version: int(le.Uint32(hdr[8:]))}
@@ -410,7 +394,8 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	if TokenIDsSHA256(tokens) != h.TokenIDsSHA256 {
 		return nil, bad("token ids do not hash to the header's token_ids_sha256")
 	}
-	return &BaseReader{Name: name, Header: h, Tokens: tokens, r: br, rec: make([]byte, BaseRecordBytes(h.TopK))}, nil
+	return &BaseReader{Name: name, Format: BaseFormatPlexbench, Header: h, Tokens: tokens, r: br,
+		rec: make([]byte, BaseRecordBytes(h.TopK))}, nil
 }
 
 // Remaining is the number of records not yet read.
@@ -419,6 +404,9 @@ func (b *BaseReader) Remaining() int { return b.Header.Scored - b.read }
 // Next reads the next record into ids and logprobs (each TopK long) and
 // returns the base's NLL for that token.
 func (b *BaseReader) Next(ids []int32, logprobs []float32) (float64, error) {
+	if b.Format == BaseFormatLlama {
+		return 0, fmt.Errorf("kld base %s: a llama.cpp base is read with NextLlama", b.Name)
+	}
 	if b.read >= b.Header.Scored {
 		return 0, fmt.Errorf("%w %s: all %d records already read", ErrBadBase, b.Name, b.Header.Scored)
 	}

@@ -107,7 +107,7 @@ func TestBaseFileDetectsDamage(t *testing.T) {
 		"truncated by a record": {raw[:len(raw)-40], "truncated"},
 		"one byte extra":        {append(append([]byte(nil), raw...), 0), "truncated or corrupt"},
 		"empty":                 {nil, "too short"},
-		"bad magic":             {append([]byte("_logits_"), raw[8:]...), "not a plexbench KLD base"},
+		"bad magic":             {append([]byte("GGUF\x03\x00\x00\x00"), raw[8:]...), "neither a plexbench nor a llama.cpp KLD base"},
 	}
 	flip := append([]byte(nil), raw...)
 	flip[len(flip)-100] ^= 1

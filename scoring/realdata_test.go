@@ -2,6 +2,7 @@ package scoring_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -125,5 +126,101 @@ func TestRealStoriesPerplexityAndKLD(t *testing.T) {
 		if k.MeanKLD > w.MeanKLD.Value+2*w.MeanKLD.PM || k.MeanKLD < 0.5*w.MeanKLD.Value {
 			t.Errorf("%s: mean_kld %v, llama.cpp full-vocabulary %v ± %v", q, k.MeanKLD, w.MeanKLD.Value, w.MeanKLD.PM)
 		}
+	}
+}
+
+// TestRealLlamaCppBase compares plexbench's runs of stories260K with the
+// base llama.cpp itself wrote (f32 model, f32 KV, ctx 64): the f32 model
+// must match it to the 16-bit floor, and q8_0 and q4_0 must land within
+// llama.cpp's own ± of its figures against the same file (data/README.md).
+func TestRealLlamaCppBase(t *testing.T) {
+	dir := realData(t)
+	base := filepath.Join(dir, "llamacpp", "stories260K-f32-tinystories16k-ctx64.kld")
+	if _, err := os.Stat(base); err != nil {
+		t.Skipf("no llama.cpp base: %v", err)
+	}
+	type fig struct{ v, pm float64 }
+	for _, c := range []struct {
+		quant                      string
+		kld, logRatio, same, meanP fig
+	}{
+		{quant: "f32"},
+		{"q8_0", fig{0.000718, 0.000015}, fig{0.000837, 0.000662}, fig{0.98774, 0.00180}, fig{-0.00048, 0.00014}},
+		{"q4_0", fig{0.080092, 0.002059}, fig{0.048952, 0.006819}, fig{0.85257, 0.00579}, fig{-0.02338, 0.00154}},
+	} {
+		m := loadModel(t, dir, c.quant)
+		rep, err := scoring.Run(context.Background(), m, scoring.Request{KLDBase: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := rep.KLD
+		t.Logf("%s vs llama.cpp's f32 base: PPL %.6f (base %.6f), mean KLD %.4g ± %.2g, log ratio %.6f ± %.6f, same top %.5f ± %.5f, Δp %.5f, %d tokens",
+			c.quant, k.Perplexity, k.BasePerplexity, k.MeanKLD, k.MeanKLDUncertainty, k.MeanLogRatio,
+			k.MeanLogRatioUncertainty, k.SameTop, k.SameTopUncertainty, k.MeanDeltaP, k.Tokens)
+		if k.BaseFormat != scoring.BaseFormatLlama || k.Tokens != 121*31 {
+			t.Fatalf("%s: base format %q, %d tokens", c.quant, k.BaseFormat, k.Tokens)
+		}
+		if c.quant == "f32" {
+			if k.MeanKLD > 1e-5 || k.SameTop < 0.999 {
+				t.Errorf("f32 against its own llama.cpp base: mean KLD %v (want <= 1e-5), same top %v", k.MeanKLD, k.SameTop)
+			}
+			continue
+		}
+		for _, x := range []struct {
+			what string
+			got  float64
+			want fig
+		}{{"mean KLD", k.MeanKLD, c.kld}, {"log ratio", k.MeanLogRatio, c.logRatio},
+			{"same top", k.SameTop, c.same}, {"mean Δp", k.MeanDeltaP, c.meanP}} {
+			if math.Abs(x.got-x.want.v) > x.want.pm {
+				t.Errorf("%s %s: %v, llama.cpp %v ± %v", c.quant, x.what, x.got, x.want.v, x.want.pm)
+			}
+		}
+	}
+}
+
+// TestRealLlamaCppBaseWritten writes a llama.cpp base from plexbench's f32
+// run with llama.cpp's settings and checks it against the one llama.cpp
+// wrote: the same size, header and token ids byte for byte, and rows whose
+// decoded log-probabilities agree to a few 16-bit steps.
+func TestRealLlamaCppBaseWritten(t *testing.T) {
+	dir := realData(t)
+	theirs, err := os.ReadFile(filepath.Join(dir, "llamacpp", "stories260K-f32-tinystories16k-ctx64.kld"))
+	if err != nil {
+		t.Skipf("no llama.cpp base: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "ours.kld")
+	text := readText(t, filepath.Join(dir, "tinystories", "tinystories-16k.txt"))
+	if _, err := scoring.Run(context.Background(), loadModel(t, dir, "f32"), scoring.Request{Text: text, Ctx: 64,
+		KLDBaseOut: path, KLDBaseFormat: scoring.BaseFormatLlama}); err != nil {
+		t.Fatal(err)
+	}
+	ours, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := 20 + 4*121*64
+	if len(ours) != len(theirs) || string(ours[:head]) != string(theirs[:head]) {
+		t.Fatalf("%d bytes (llama.cpp %d); header and tokens equal: %v", len(ours), len(theirs),
+			len(ours) >= head && string(ours[:head]) == string(theirs[:head]))
+	}
+	le := binary.LittleEndian
+	const nv = 512 + 4
+	worst := 0.0
+	for off := head; off < len(ours); off += 2 * nv {
+		dec := func(b []byte, j int) float64 {
+			scale := math.Float32frombits(le.Uint32(b[off:]))
+			minlp := math.Float32frombits(le.Uint32(b[off+4:]))
+			return float64(float32(scale*float32(le.Uint16(b[off+8+2*j:]))) + minlp)
+		}
+		for j := range 512 {
+			if a, b := dec(ours, j), dec(theirs, j); a > -14 || b > -14 {
+				worst = max(worst, math.Abs(a-b))
+			}
+		}
+	}
+	t.Logf("largest difference of a stored log-probability above -14 nats: %.3g", worst)
+	if worst > 1e-3 {
+		t.Errorf("rows differ from llama.cpp's by up to %v nats", worst)
 	}
 }

@@ -38,12 +38,28 @@ type Report struct {
 	Text                   string         `json:"text,omitempty"`         // the text's path, when known
 	KLDBaseOut             string         `json:"kld_base_out,omitempty"` // base recorded by this run
 	KLDBaseTopK            int            `json:"kld_base_top_k,omitempty"`
+	KLDBaseFormat          string         `json:"kld_base_format,omitempty"` // "llama" when kld_base_out is llama.cpp's format
 	KLD                    *KLDReport     `json:"kld,omitempty"`
 	Windows                []WindowReport `json:"windows,omitempty"`
 	TokenIDs               []int32        `json:"token_ids,omitempty"`
 	Partial                bool           `json:"partial,omitempty"`
 	PartialReason          string         `json:"partial_reason,omitempty"`
 	Warnings               []string       `json:"warnings,omitempty"`
+	// Shard and Shards say the run scored only the windows with index
+	// Shard mod Shards (shard.go); Sums then carries its raw sums.
+	Shard  int      `json:"shard,omitempty"`
+	Shards int      `json:"shards,omitempty"`
+	Sums   *RunSums `json:"sums,omitempty"`
+	// Record is set on reports kept as records (record.go).
+	Record *RecordInfo `json:"record,omitempty"`
+}
+
+// ShardSpec is the report's shard ("" for none).
+func (r *Report) ShardSpec() ShardSpec {
+	if r.Shards == 0 {
+		return ShardSpec{}
+	}
+	return ShardSpec{I: r.Shard, N: r.Shards}
 }
 
 // WindowReport is one scored chunk or window. Begin/End are token indices
@@ -72,6 +88,7 @@ type WindowReport struct {
 // the base's top-k ids plus one "rest" outcome (see stats.go).
 type KLDReport struct {
 	Base                    string  `json:"base"`
+	BaseFormat              string  `json:"base_format,omitempty"` // "llama": llama.cpp's base, full vocabulary
 	TopK                    int     `json:"top_k"`
 	Tokens                  int     `json:"tokens"`
 	BasePerplexity          float64 `json:"base_perplexity"`

@@ -35,7 +35,14 @@ type Request struct {
 
 	KLDBaseOut string `json:"kld_base_out,omitempty"` // record a base here
 	KLDTopK    int    `json:"kld_top_k,omitempty"`    // ids per scored token in that base (1..32, default 32)
-	KLDBase    string `json:"kld_base,omitempty"`     // compare against this base
+	// KLDBaseFormat is the format of the base recorded: BaseFormatPlexbench
+	// (default, top-k) or BaseFormatLlama (llama.cpp's full rows, chunks only).
+	KLDBaseFormat string `json:"kld_base_format,omitempty"`
+	KLDBase       string `json:"kld_base,omitempty"` // compare against this base
+
+	// Shard, when set, scores only every Shard.N-th window (from Shard.I);
+	// such a run cannot record a base.
+	Shard ShardSpec `json:"-"`
 
 	// IncludeWindows: nil or true puts the per-window array in the JSON.
 	IncludeWindows  *bool `json:"include_windows,omitempty"`
@@ -81,6 +88,15 @@ func (r *Request) check() error {
 	if r.KLDTopK < 0 || r.KLDTopK > MaxTopK {
 		return badRequest("kld_top_k %d out of range 1..%d", r.KLDTopK, MaxTopK)
 	}
+	switch r.KLDBaseFormat {
+	case "", BaseFormatPlexbench:
+	case BaseFormatLlama:
+		if r.Method == MethodSliding {
+			return badRequest("a llama.cpp base holds chunks only, not the %s method", MethodSliding)
+		}
+	default:
+		return badRequest("unknown base format %q (want %s or %s)", r.KLDBaseFormat, BaseFormatPlexbench, BaseFormatLlama)
+	}
 	if r.Text != "" && r.Tokens != nil {
 		return badRequest("give text or tokens, not both")
 	}
@@ -89,6 +105,12 @@ func (r *Request) check() error {
 			return badRequest("%s: text is empty", r.TextPath)
 		}
 		return badRequest("nothing to score: text and tokens are empty")
+	}
+	if s := r.Shard; s.N != 0 && (s.N < 0 || s.I < 0 || s.I >= s.N) {
+		return badRequest("shard %d/%d: the index must be 0..n-1", s.I, s.N)
+	}
+	if r.Shard.N > 1 && r.KLDBaseOut != "" {
+		return badRequest("a shard cannot record a KLD base; record the base with an unsharded run")
 	}
 	if r.KLDBase != "" && r.KLDBaseOut != "" && r.KLDBase == r.KLDBaseOut {
 		return badRequest("kld_base and kld_base_out are the same file %q", r.KLDBase)

@@ -43,6 +43,10 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 			return Report{}, err
 		}
 		defer base.Close()
+		if v := base.Header.Meta.VocabSize; base.Format == BaseFormatLlama && info.VocabSize > 0 && v != info.VocabSize {
+			return Report{}, fmt.Errorf("%w: %s: the llama.cpp base has a vocabulary of %d entries, this model %d",
+				ErrBaseMismatch, base.Name, v, info.VocabSize)
+		}
 	}
 	g, err := geometryFor(&req, base, info, cfg)
 	if err != nil {
@@ -66,14 +70,42 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 
 	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
 		hidden: info.HiddenSize, start: start, nll: NLLStats{}}
-	if base != nil {
+	r.todo = plan
+	if req.Shard.N > 0 {
+		r.todo.Windows, r.todo.Scored, r.todo.PrefillToks = nil, 0, 0
+		for _, w := range plan.Windows {
+			if req.Shard.has(w.Index) {
+				r.todo.Windows = append(r.todo.Windows, w)
+				r.todo.Scored += w.Scored
+				r.todo.PrefillToks += w.Len()
+			}
+		}
+	}
+	switch {
+	case base != nil && base.Format == BaseFormatLlama:
+		r.llamaIn, r.full = true, base.Header.Meta.VocabSize
+		r.kld = &KLDStats{}
+	case base != nil:
 		r.kb = base.Header.TopK
 		if info.VocabSize > 0 && r.kb >= info.VocabSize {
 			r.restEmpty = true
 		}
 		r.kld = &KLDStats{}
 	}
-	if req.KLDBaseOut != "" {
+	if req.KLDBaseOut != "" && req.KLDBaseFormat == BaseFormatLlama {
+		if plan.Method != MethodChunks {
+			return Report{}, badRequest("a llama.cpp base holds chunks only, not the %s method", plan.Method)
+		}
+		if info.VocabSize <= 0 {
+			return Report{}, badRequest("a llama.cpp base needs the vocabulary size, which the engine does not report")
+		}
+		r.full = info.VocabSize
+		if r.lout, err = CreateLlamaBase(req.KLDBaseOut, plan.Ctx, info.VocabSize, len(plan.Windows), tokens); err != nil {
+			return Report{}, err
+		}
+		r.sink = r.lout
+		defer r.lout.Abort() // no-op after a successful Close
+	} else if req.KLDBaseOut != "" {
 		r.kout = req.topK()
 		if info.VocabSize > 0 && r.kout > info.VocabSize {
 			return Report{}, badRequest("kld_top_k %d exceeds the vocabulary size %d", r.kout, info.VocabSize)
@@ -87,6 +119,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		if r.out, err = CreateBase(req.KLDBaseOut, h, tokens); err != nil {
 			return Report{}, err
 		}
+		r.sink = r.out
 		defer r.out.Abort() // no-op after a successful Close
 	}
 	if r.hidden <= 0 {
@@ -109,10 +142,18 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	r.event(Event{Kind: EventStarted})
 	var runErr error
 	for _, w := range plan.Windows {
+		if !req.Shard.has(w.Index) {
+			if err := r.skipBase(w.Scored); err != nil {
+				runErr = err
+				rep.PartialReason = err.Error()
+				break
+			}
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			runErr = fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))
 			rep.PartialReason = fmt.Sprintf("stopped after %d of %d windows: %v",
-				len(r.windows), len(plan.Windows), context.Cause(ctx))
+				len(r.windows), len(r.todo.Windows), context.Cause(ctx))
 			break
 		}
 		if err := r.window(w); err != nil {
@@ -123,15 +164,18 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	}
 	rep.Partial = runErr != nil
 
-	if r.out != nil {
+	if r.sink != nil {
 		if rep.Partial {
-			r.out.Abort()
+			r.sink.Abort()
 			rep.PartialReason += "; the KLD base was not written"
-		} else if err := r.out.Close(); err != nil {
+		} else if err := r.sink.Close(); err != nil {
 			runErr = err
 			rep.Partial, rep.PartialReason = true, err.Error()
 		} else {
 			rep.KLDBaseOut, rep.KLDBaseTopK = req.KLDBaseOut, r.kout
+			if r.lout != nil {
+				rep.KLDBaseTopK, rep.KLDBaseFormat = r.full, BaseFormatLlama
+			}
 		}
 	}
 
@@ -146,12 +190,22 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
 		rep.PrefillTokensPerSecond = float64(r.prefillDone) / working
 	}
-	if req.windowsWanted() {
-		rep.Windows = r.windows
+	if req.windowsWanted() || req.Shard.N > 0 {
+		rep.Windows = r.windows // a shard's windows are what merge pairs and sorts
+	}
+	if req.Shard.N > 0 {
+		rep.Shard, rep.Shards = req.Shard.I, req.Shard.N
+		rep.Sums = &RunSums{NLL: r.nll}
+		if r.kld != nil {
+			rep.Sums.KLD = r.kld.Sums()
+		}
 	}
 	if r.kld != nil {
 		k := r.kld.Result()
 		k.Base, k.TopK = req.KLDBase, r.kb
+		if r.llamaIn {
+			k.BaseFormat, k.TopK = BaseFormatLlama, r.full
+		}
 		rep.KLD = &k
 		rep.Warnings = append(rep.Warnings, k.Warnings()...)
 		if v := base.Header.Meta.VocabSize; v > 0 && info.VocabSize > 0 && v != info.VocabSize {
@@ -225,6 +279,11 @@ func tokensFor(req *Request, eng Engine, base *BaseReader, info ModelInfo) ([]in
 		tokens = req.Tokens
 	}
 	if base != nil {
+		if tokens != nil && base.Format == BaseFormatLlama && len(tokens) >= len(base.Tokens) {
+			// llama.cpp stores only the n_chunk·C tokens it scored: the
+			// text's stream must start with them.
+			tokens = tokens[:len(base.Tokens)]
+		}
 		if tokens != nil {
 			if got := TokenIDsSHA256(tokens); got != base.Header.TokenIDsSHA256 {
 				return nil, fmt.Errorf("%w: %s: token ids differ: token_ids_sha256 is %s (%d tokens) in the base, %s (%d tokens) for %s",
@@ -251,6 +310,7 @@ type runner struct {
 	req    *Request
 	info   ModelInfo
 	plan   Plan
+	todo   Plan // the windows this run scores: plan's, or its shard's
 	tokens []int32
 	hidden int
 
@@ -260,6 +320,16 @@ type runner struct {
 	kld       *KLDStats
 	out       *BaseWriter
 	kout      int // top-k recorded when writing a base
+	// Full-vocabulary rows, for a llama.cpp base read (llamaIn) or
+	// written (lout): full = V ids picked after the target and base ids.
+	llamaIn bool
+	full    int
+	lrows   []LlamaRow
+	lout    *LlamaBaseWriter
+	sink    interface {
+		Close() error
+		Abort()
+	} // the base being written, either format
 
 	nll     NLLStats
 	windows []WindowReport
@@ -298,10 +368,16 @@ func (r *runner) alloc() {
 	r.baseLP = make([][]float32, HeadRows)
 	r.baseNLL = make([]float64, HeadRows)
 	for i := range r.reqs {
-		r.reqs[i].IDs = make([]int32, 1+r.kb)
+		r.reqs[i].IDs = make([]int32, 1+r.kb+r.full)
 		r.reqs[i].TopK = r.kout
-		r.baseIDs[i] = r.reqs[i].IDs[1:]
+		r.baseIDs[i] = r.reqs[i].IDs[1 : 1+r.kb]
 		r.baseLP[i] = make([]float32, r.kb)
+		for j := range r.full {
+			r.reqs[i].IDs[1+r.kb+j] = int32(j)
+		}
+	}
+	if r.llamaIn {
+		r.lrows = make([]LlamaRow, HeadRows)
 	}
 	r.runLP = make([]float32, r.kb)
 	r.lp = make([]float32, r.kout)
@@ -400,7 +476,11 @@ func (r *runner) flush(rows []float32, n, pos int) error {
 	for i := range n {
 		q := &r.reqs[i]
 		q.IDs[0] = r.tokens[r.w.Begin+pos+i+1]
-		if r.base != nil {
+		if r.llamaIn {
+			if err := r.base.NextLlama(&r.lrows[i]); err != nil {
+				return err
+			}
+		} else if r.base != nil {
 			nll, err := r.base.Next(r.baseIDs[i], r.baseLP[i])
 			if err != nil {
 				return err
@@ -470,12 +550,42 @@ func (r *runner) score(i, pos int) error {
 			return err
 		}
 	}
-	if r.kld != nil {
+	full := res.Picked[1+r.kb:]
+	if r.lout != nil {
+		if err := r.lout.Append(full, res.Max, res.SumExp); err != nil {
+			return err
+		}
+	}
+	if r.llamaIn {
+		r.kld.Add(r.w.Index, CompareFull(q.IDs[0], full, res.Max, res.ArgMax, res.SumExp, &r.lrows[i]))
+	} else if r.kld != nil {
 		for j := range r.kb {
 			r.runLP[j] = LogProb(res.Picked[1+j], res.Max, lnS)
 		}
 		c := CompareToken(nll, r.baseNLL[i], res.ArgMax, r.baseIDs[i], r.baseLP[i], r.runLP, r.restEmpty)
 		r.kld.Add(r.w.Index, c)
+	}
+	return nil
+}
+
+// skipBase reads past the base records of n scored tokens of a window
+// another shard scores.
+func (r *runner) skipBase(n int) error {
+	if r.base == nil {
+		return nil
+	}
+	var row LlamaRow
+	ids, lp := make([]int32, r.kb), make([]float32, r.kb)
+	for range n {
+		var err error
+		if r.llamaIn {
+			err = r.base.NextLlama(&row)
+		} else {
+			_, err = r.base.Next(ids, lp)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -486,16 +596,16 @@ func (r *runner) event(e Event) {
 		return
 	}
 	e.Method, e.Ctx, e.Stride = r.plan.Method, r.plan.Ctx, r.plan.Stride
-	e.WindowsTotal, e.WindowsDone = len(r.plan.Windows), len(r.windows)
-	e.ScoredTotal, e.ScoredDone = r.plan.Scored, r.scoredDone
-	e.PrefillTotal, e.PrefillDone = r.plan.PrefillToks, r.prefillDone
+	e.WindowsTotal, e.WindowsDone = len(r.todo.Windows), len(r.windows)
+	e.ScoredTotal, e.ScoredDone = r.todo.Scored, r.scoredDone
+	e.PrefillTotal, e.PrefillDone = r.todo.PrefillToks, r.prefillDone
 	if r.blocks.Total > 0 {
 		e.AttentionKept = r.blocks.Fraction()
 	}
 	e.Elapsed = time.Since(r.start)
 	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > 0 {
 		e.MeanTokensPerSecond = float64(r.prefillDone) / loop
-		left := float64(r.plan.PrefillToks - r.prefillDone)
+		left := float64(r.todo.PrefillToks - r.prefillDone)
 		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
 	}
 	res := r.nll.Result()

@@ -23,8 +23,8 @@ type abModel struct {
 	diff      []profiles.Change
 	givenBase string // --base: both runs compare against it
 
-	cmp    Comparison   // over the windows both have scored
-	points []chartPoint // running ΔPPL% after each paired window
+	cmp    scoring.Comparison // over the windows both have scored
+	points []chartPoint       // running ΔPPL% after each paired window
 
 	pairPath string
 	pairErr  error
@@ -130,43 +130,29 @@ func (m abModel) afterA() (abModel, tea.Cmd) {
 	return m, cmd
 }
 
-// compare recomputes the comparison over the paired windows and extends
-// the running ΔPPL chart.
+// compare recomputes the comparison over the paired windows and the
+// running ΔPPL chart, one pair at a time in B's order.
 func (m abModel) compare() abModel {
-	m.cmp = Compare(m.a.windows, m.b.windows)
-	m.cmp.KLD = m.b.kld()
+	byIndex := make(map[int]scoring.WindowReport, len(m.a.windows))
+	for _, w := range m.a.windows {
+		byIndex[w.Index] = w
+	}
+	var acc scoring.PairedStats
 	m.points = m.points[:0:0]
-	// Running values window by window; O(n²) over at most a few thousand
-	// windows, recomputed only when B moves.
-	for i := range m.b.windows {
-		c := Compare(m.a.windows, m.b.windows[:i+1])
-		if c.Windows == 0 {
+	for _, wb := range m.b.windows {
+		wa, ok := byIndex[wb.Index]
+		if !ok || !acc.Add(wa, wb) {
 			continue
 		}
-		w := m.b.windows[i]
-		wa, ok := findWindow(m.a.windows, w.Index)
-		if !ok || wa.Scored == 0 || w.Scored == 0 {
-			continue
-		}
-		d := w.NLLSum/float64(w.Scored) - wa.NLLSum/float64(wa.Scored)
+		c := acc.Result()
 		m.points = append(m.points, chartPoint{
-			Value: 100 * (math.Exp(d) - 1), Run: c.DeltaPPLPercent,
+			Value: 100 * (math.Exp(scoring.WindowDelta(wa, wb)) - 1), Run: c.DeltaPPLPercent,
 			Lo: c.DeltaPPLPercent - c.DeltaPPLPercentUncertainty, Hi: c.DeltaPPLPercent + c.DeltaPPLPercentUncertainty,
 		})
 	}
+	m.cmp = acc.Result()
+	m.cmp.KLD = m.b.kld()
 	return m
-}
-
-func findWindow(ws []scoring.WindowReport, index int) (scoring.WindowReport, bool) {
-	if index < len(ws) && ws[index].Index == index {
-		return ws[index], true
-	}
-	for _, w := range ws {
-		if w.Index == index {
-			return w, true
-		}
-	}
-	return scoring.WindowReport{}, false
 }
 
 // savePair writes the A/B summary beside B's report.

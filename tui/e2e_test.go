@@ -205,6 +205,15 @@ func TestEndToEndAB(t *testing.T) {
 	if got := pf.Comparison.DeltaPPLPercent; abs(got-want) > 1e-9*max(1, abs(want)) {
 		t.Errorf("ΔPPL%% %v, reports say %v", got, want)
 	}
+	// What the view showed is what `plexbench ab A.json B.json` computes
+	// from the two saved reports: the same figures and the same verdict.
+	c := scoring.ComparePaired(ra.Windows, rb.Windows)
+	c.KLD = rb.KLD.Summary()
+	if c.Verdict() != pf.Verdict || c.Windows != pf.Comparison.Windows || *c.KLD != *pf.Comparison.KLD ||
+		c.DeltaMeanNLL != pf.Comparison.DeltaMeanNLL || c.DeltaMeanNLLUncertainty != pf.Comparison.DeltaMeanNLLUncertainty ||
+		c.SpeedRatio != pf.Comparison.SpeedRatio {
+		t.Errorf("from the reports %+v %q,\nthe view's %+v %q", c, c.Verdict(), pf.Comparison, pf.Verdict)
+	}
 }
 
 func abs(x float64) float64 {

@@ -11,40 +11,15 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
+
+	"plexbench/scoring"
 )
 
-// decimalsFor returns how many decimals show two significant digits of u,
-// clamped to 0..8; 4 when u is zero or not finite.
-func decimalsFor(u float64) int {
-	if u == 0 || math.IsNaN(u) || math.IsInf(u, 0) {
-		return 4
-	}
-	d := 1 - int(math.Floor(math.Log10(math.Abs(u))))
-	return max(0, min(8, d))
-}
-
-// pm writes v ± u with both at u's precision (two significant digits of
-// u). Tiny values (KLDs of lossless changes) share an exponent instead of
-// a row of zeros: "(1.010 ± 0.030)e-6".
-func pm(v, u float64) string {
-	if a := math.Abs(v); a != 0 && a < 1e-4 && isFinite(a) && u < a*10 {
-		e := int(math.Floor(math.Log10(a)))
-		scale := math.Pow(10, float64(e))
-		d := decimalsFor(u / scale)
-		if u == 0 {
-			d = 3
-		}
-		return fmt.Sprintf("(%.*f ± %.*f)e%d", d, v/scale, d, u/scale, e)
-	}
-	d := decimalsFor(u)
-	return fmt.Sprintf("%.*f ± %.*f", d, v, d, u)
-}
-
-// pmSigned is pm with an explicit sign on v.
-func pmSigned(v, u float64) string {
-	d := decimalsFor(u)
-	return fmt.Sprintf("%+.*f ± %.*f", d, v, d, u)
-}
+// The formats the verdict line shares with the views live in scoring.
+func decimalsFor(u float64) int          { return scoring.Decimals(u) }
+func pm(v, u float64) string             { return scoring.PM(v, u) }
+func pmSigned(v, u float64) string       { return scoring.PMSigned(v, u) }
+func pct(f float64, decimals int) string { return scoring.Percent(f, decimals) }
 
 // ppl writes a perplexity with six significant digits.
 func ppl(x float64) string {
@@ -53,17 +28,6 @@ func ppl(x float64) string {
 	}
 	d := 5 - int(math.Floor(math.Log10(x)))
 	return fmt.Sprintf("%.*f", max(0, min(6, d)), x)
-}
-
-// pct writes a fraction as a percentage with at least the given decimals,
-// more when fewer would round a fraction short of 1 up to "100".
-func pct(f float64, decimals int) string {
-	s := fmt.Sprintf("%.*f", decimals, 100*f)
-	for f < 1 && decimals < 6 && strings.HasPrefix(s, "100") {
-		decimals++
-		s = fmt.Sprintf("%.*f", decimals, 100*f)
-	}
-	return s + "%"
 }
 
 // pctPM writes a fraction and its uncertainty as percentages at the

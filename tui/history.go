@@ -90,14 +90,14 @@ func (f runFiles) save(p profiles.Profile, rep *scoring.Report) error {
 // pairFile is the A/B summary saved beside the two runs' reports, so the
 // comparison the A/B view shows is on disk too.
 type pairFile struct {
-	Object     string     `json:"object"` // "plexbench.ab"
-	A          string     `json:"a"`      // report paths
-	B          string     `json:"b"`
-	Base       string     `json:"base"` // the base B (and A, with --base) compared against
-	Diff       []string   `json:"diff"`
-	Comparison Comparison `json:"comparison"`
-	Verdict    string     `json:"verdict"`
-	Partial    bool       `json:"partial,omitempty"`
+	Object     string             `json:"object"` // "plexbench.ab"
+	A          string             `json:"a"`      // report paths
+	B          string             `json:"b"`
+	Base       string             `json:"base"` // the base B (and A, with --base) compared against
+	Diff       []string           `json:"diff"`
+	Comparison scoring.Comparison `json:"comparison"`
+	Verdict    string             `json:"verdict"`
+	Partial    bool               `json:"partial,omitempty"`
 }
 
 const pairObject = "plexbench.ab"

@@ -229,11 +229,11 @@ func openedRun(e Entry) runModel {
 
 // kld is the current KLD summary: the report's when finished, else the
 // latest snapshot.
-func (m runModel) kld() *KLDSummary {
+func (m runModel) kld() *scoring.KLDSummary {
 	if m.report != nil && m.report.KLD != nil {
-		return kldFromReport(m.report.KLD)
+		return m.report.KLD.Summary()
 	}
-	return kldFromSnapshot(m.last.KLD)
+	return m.last.KLD.Summary()
 }
 
 // --- drawing ---

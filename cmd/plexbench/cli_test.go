@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -11,7 +12,20 @@ import (
 	"testing"
 
 	"plexbench/kernels/shareddata"
+	"plexbench/scoring"
 )
+
+// TestMain keeps the records every score writes out of the source tree.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "plexbench-results-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("PLEXBENCH_RESULTS", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // runCLI runs the command in process and returns its exit code, stdout and stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -46,11 +60,31 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	llamaBase := shareddata.Path(t, "llamacpp", "stories260K-f32-tinystories16k-ctx64.kld")
+	lb, err := os.ReadFile(llamaBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab100 := filepath.Join(dir, "vocab100.kld")
+	if w, err := scoring.CreateLlamaBase(vocab100, 8, 100, 1, make([]int32, 8)); err != nil {
+		t.Fatal(err)
+	} else {
+		for range 3 {
+			w.Append(make([]float32, 100), 0, 100)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		name string
 		args []string
 		want string // substring of the error line
 	}{
+		{"truncated llama.cpp base", []string{"score", "--perplexity-kld", write("cut.kld", string(lb[:len(lb)-1000]))}, "cut.kld: llama.cpp base: 3901028 bytes, the header (ctx 64, vocabulary 512, 121 chunks) promises 3902028: truncated"},
+		{"llama.cpp base of another vocab", []string{"score", "--perplexity-kld", vocab100}, "vocab100.kld: the llama.cpp base has a vocabulary of 100 entries, this model 512"},
+		{"llama.cpp base of other tokens", []string{"score", "--perplexity-kld", llamaBase, "--perplexity", write("other.txt", "Once upon a time there was a fox.")}, "stories260K-f32-tinystories16k-ctx64.kld: token ids differ"},
+		{"llama.cpp base of sliding", []string{"score", "--perplexity-method", "sliding", "--perplexity-kld-base-out", filepath.Join(dir, "s.kld"), "--kld-format", "llama"}, "chunks only"},
 		{"empty text", []string{"score", "--perplexity", write("empty.txt", "")}, "empty"},
 		{"short text", []string{"score", "--perplexity", write("short.txt", "Once upon a time.\n")}, "needs at least 1024"},
 		{"token out of vocab", []string{"score", "--perplexity-tokens", write("ids.json", "[1, 2, 99999]")}, "outside the vocabulary"},
@@ -214,5 +248,259 @@ func TestScoreFlashPrefill(t *testing.T) {
 	cfg = sparse["config"].(map[string]any)
 	if cfg["prefill_attention_scale"] != 0.5 || cfg["flashprefill"].(map[string]any)["block_size"] != 16.0 {
 		t.Errorf("sparse config: scale %v flashprefill %v", cfg["prefill_attention_scale"], cfg["flashprefill"])
+	}
+}
+
+// TestAB runs `ab` on two profiles and on the two runs' saved reports: the
+// paired figures and KLD agree, the verdict names the KLD band, and
+// --fail-if turns a threshold into exit code 3.
+func TestAB(t *testing.T) {
+	dir := t.TempDir()
+	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	prof := func(name, kv string) string {
+		p := filepath.Join(dir, name+".toml")
+		if code, _, stderr := runCLI(t, "profile", "new", name, "--model", model, "--perplexity", text,
+			"--perplexity-ctx", "128", "--perplexity-chunks", "20", "--kv-cache-dtype", kv, "-o", p); code != 0 {
+			t.Fatalf("profile new: %s", stderr)
+		}
+		return p
+	}
+	a, b := prof("f32kv", "f32"), prof("bf16kv", "bf16")
+	code, stdout, stderr := runCLI(t, "ab", "--profile", a, "--profile", b, "--json", "--quiet")
+	if code != 0 || stderr != "" {
+		t.Fatalf("ab: exit %d, stderr %q", code, stderr)
+	}
+	var fromProfiles abResult
+	if err := json.Unmarshal([]byte(stdout), &fromProfiles); err != nil {
+		t.Fatalf("ab --json: %v\n%s", err, stdout)
+	}
+	c := fromProfiles.Comparison
+	if fromProfiles.Object != abObject || c.Windows != 20 || c.KLD == nil || c.KLD.MeanKLD <= 1e-4 ||
+		!strings.HasPrefix(fromProfiles.Verdict, "B is close to A: mean KLD") ||
+		!strings.Contains(fromProfiles.Verdict, "("+fromProfiles.KLDBand+")") {
+		t.Fatalf("ab result %+v", fromProfiles)
+	}
+
+	// The same two runs through score, then ab on the reports.
+	repA, repB, base := filepath.Join(dir, "A.json"), filepath.Join(dir, "B.json"), filepath.Join(dir, "A.kld")
+	if code, _, stderr := runCLI(t, "score", "--profile", a, "--quiet", "--perplexity-kld-base-out", base, "--perplexity-output", repA); code != 0 {
+		t.Fatal(stderr)
+	}
+	if code, _, stderr := runCLI(t, "score", "--profile", b, "--quiet", "--perplexity-kld", base, "--perplexity-output", repB); code != 0 {
+		t.Fatal(stderr)
+	}
+	code, stdout, stderr = runCLI(t, "ab", repA, repB, "--json", "--fail-if", "mean_kld>0.0001", "--fail-if", "abs_delta_ppl_percent>50")
+	if code != exitThreshold || !strings.Contains(stderr, "--fail-if holds: mean_kld>0.0001\n") || strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("ab with a failing threshold: exit %d, stderr %q", code, stderr)
+	}
+	var fromReports abResult
+	if err := json.Unmarshal([]byte(stdout), &fromReports); err != nil {
+		t.Fatal(err)
+	}
+	r := fromReports.Comparison
+	if r.Windows != c.Windows || r.DeltaMeanNLL != c.DeltaMeanNLL || r.DeltaMeanNLLUncertainty != c.DeltaMeanNLLUncertainty ||
+		*r.KLD != *c.KLD || fromReports.KLDBand != fromProfiles.KLDBand || len(fromReports.Failed) != 1 {
+		t.Fatalf("from reports %+v\nfrom profiles %+v", fromReports, fromProfiles)
+	}
+	if code, stdout, _ := runCLI(t, "ab", repA, repB, "--fail-if", "mean_kld>0.01"); code != 0 || !strings.Contains(stdout, "verdict    B is close to A") {
+		t.Fatalf("ab text: exit %d\n%s", code, stdout)
+	}
+	for _, bad := range [][]string{
+		{"ab", repA, repB, "--fail-if", "mean_kld=>1"},
+		{"ab", repA, repB, "--fail-if", "nosuch>1"},
+		{"ab", repA, filepath.Join(dir, "f32kv.toml")},
+		{"ab", "--profile", a},
+	} {
+		code, stdout, stderr := runCLI(t, bad...)
+		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", bad, code, stdout, stderr)
+		}
+	}
+}
+
+// TestCompareRecords: three quantizations scored against the f32 base and
+// the base run itself make one table sorted by mean KLD; a run at another
+// ctx is a second group, named in the legend; a rerun replaces its own
+// record; a report without a schema_version is refused in one line.
+func TestCompareRecords(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("PLEXBENCH_RESULTS", root)
+	dir := t.TempDir()
+	model := func(q string) string { return shareddata.Path(t, "models", "stories260K-"+q+".gguf") }
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	base := filepath.Join(dir, "f32.kld")
+	score := func(args ...string) {
+		t.Helper()
+		if code, _, stderr := runCLI(t, append([]string{"score", "--quiet", "--perplexity-output", filepath.Join(dir, "out.json")}, args...)...); code != 0 {
+			t.Fatalf("score %q: %s", args, stderr)
+		}
+	}
+	score("--model", model("f32"), "--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "12",
+		"--kv-cache-dtype", "f32", "--perplexity-kld-base-out", base)
+	for _, q := range []string{"q4_0", "q8_0", "q5_0"} {
+		score("--model", model(q), "--kv-cache-dtype", "f32", "--perplexity-kld", base)
+	}
+	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12")
+	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12") // a rerun
+	if ents, _ := os.ReadDir(root); len(ents) != 5 {
+		t.Fatalf("%d records after 6 runs (one a rerun), want 5", len(ents))
+	}
+	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	var out compareOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "ctx,stride,base,top-k" {
+		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
+	}
+	g := out.Groups[1]
+	var order []string
+	for _, r := range g.Rows {
+		order = append(order, strings.TrimSuffix(strings.TrimPrefix(r.Model, "stories260K-"), ".gguf"))
+	}
+	if g.Protocol.Ctx != 128 || strings.Join(order, " ") != "f32 q8_0 q5_0 q4_0" || !g.Rows[0].Reference ||
+		*g.Rows[1].MeanKLD >= *g.Rows[2].MeanKLD || g.Rows[3].EffectiveBPW >= g.Rows[1].EffectiveBPW {
+		t.Fatalf("group %q: rows %v", g.Title, order)
+	}
+	if len(out.Groups[0].Rows) != 1 || out.Groups[0].Protocol.Ctx != 64 {
+		t.Fatalf("first group %+v", out.Groups[0])
+	}
+	code, stdout, _ = runCLI(t, "compare", "--pattern", "stories260K-q*", "--format", "md")
+	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") {
+		t.Fatalf("compare --format md: exit %d\n%s", code, stdout)
+	}
+	// A card of the q4_0 record, and one written by score itself: headline
+	// figures, protocol, the command, and no local paths.
+	cardPath := filepath.Join(dir, "card.md")
+	q4 := filepath.Join(root, g.Rows[3].Record+".json")
+	score("--model", model("q4_0"), "--kv-cache-dtype", "f32", "--perplexity-kld", base, "--card", cardPath)
+	fromScore, _ := os.ReadFile(cardPath)
+	code, card, stderr := runCLI(t, "card", q4)
+	if code != 0 || card != string(fromScore) {
+		t.Fatalf("card: exit %d %s\n%s\nscore --card wrote:\n%s", code, stderr, card, fromScore)
+	}
+	for _, want := range []string{"## stories260K-q4_0.gguf", "| mean KLD vs base |", "(beyond a typical 4-bit quantization", "| effective bits per weight | 7.176 (tensors: F16 ×5, F32 ×11, Q4_0 ×31, Q8_0 ×1)",
+		"**Comparable only within this protocol:** chunks, ctx 128, first 12 windows",
+		"plexbench score --model stories260K-q4_0.gguf --perplexity-kld f32.kld --kv-cache-dtype f32"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("card lacks %q:\n%s", want, card)
+		}
+	}
+	if strings.Contains(card, dir) || strings.Contains(card, root) || strings.Contains(card, filepath.Dir(model("f32"))) {
+		t.Errorf("card shows a local path:\n%s", card)
+	}
+	os.WriteFile(filepath.Join(root, "old.json"), []byte(`{"object":"lse.perplexity","perplexity":3}`), 0o644)
+	code, stdout, stderr = runCLI(t, "compare")
+	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "old.json: ") {
+		t.Fatalf("a record without schema_version: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestProgressJSONL: --progress jsonl writes one JSON event per line,
+// started, one per window, finished, and nothing else on stderr.
+func TestProgressJSONL(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "progress.jsonl")
+	for _, args := range [][]string{
+		{"score", "--perplexity-chunks", "3", "--perplexity-ctx", "128", "--progress", "jsonl"},
+		{"score", "--perplexity-chunks", "3", "--perplexity-ctx", "128", "--progress", "jsonl", "--progress-out", out},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stdout, `"object": "lse.perplexity"`) {
+			t.Fatalf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+		lines := stderr
+		if len(args) > 7 {
+			if stderr != "" {
+				t.Fatalf("stderr %q with --progress-out", stderr)
+			}
+			b, _ := os.ReadFile(out)
+			lines = string(b)
+		}
+		var kinds []string
+		for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
+			var e progressEvent
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			kinds = append(kinds, e.Event)
+			if e.Event == "window_done" && (e.Window == nil || e.Perplexity <= 0 || e.WindowsTotal != 3) {
+				t.Fatalf("window event %+v", e)
+			}
+		}
+		if strings.Join(kinds, " ") != "started window_done window_done window_done finished" {
+			t.Fatalf("events %v", kinds)
+		}
+	}
+	if code, _, stderr := runCLI(t, "score", "--progress", "xml"); code == 0 || !strings.Contains(stderr, `--progress "xml"`) {
+		t.Fatalf("bad --progress: exit %d %q", code, stderr)
+	}
+}
+
+// TestShardsAndMerge: three shard records of a comparison merge into the
+// unsharded run's record (same name; figures to rounding); a shard spec of
+// 3/2 and an incomplete set are refused in one line, nothing written.
+func TestShardsAndMerge(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("PLEXBENCH_RESULTS", root)
+	dir := t.TempDir()
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	base := filepath.Join(dir, "f32.kld")
+	common := []string{"--quiet", "--perplexity-ctx", "128", "--perplexity-chunks", "14", "--perplexity", text}
+	scoreTo := func(out string, args ...string) {
+		t.Helper()
+		if code, _, stderr := runCLI(t, append(append([]string{"score", "--perplexity-output", out}, common...), args...)...); code != 0 {
+			t.Fatalf("score %q: %s", args, stderr)
+		}
+	}
+	scoreTo(filepath.Join(dir, "base.json"), "--kv-cache-dtype", "f32", "--perplexity-kld-base-out", base)
+	scoreTo(filepath.Join(dir, "full.json"), "--perplexity-kld", base)
+	var shardFiles []string
+	for i := range 3 {
+		out := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		scoreTo(out, "--perplexity-kld", base, "--perplexity-shard", fmt.Sprintf("%d/3", i))
+		shardFiles = append(shardFiles, out)
+	}
+	// The shards' records are in the root; merge those.
+	var recs []string
+	for _, f := range shardFiles {
+		r, _ := readReport(f)
+		recs = append(recs, filepath.Join(root, r.Record.Name+".json"))
+	}
+	code, stdout, stderr := runCLI(t, append([]string{"merge"}, recs...)...)
+	if code != 0 {
+		t.Fatalf("merge: %s", stderr)
+	}
+	var merged scoring.Report
+	if err := json.Unmarshal([]byte(stdout), &merged); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := readReport(filepath.Join(dir, "full.json"))
+	if merged.Record.Name != full.Record.Name || merged.WindowsScored != 14 || merged.Shards != 0 ||
+		math.Abs(merged.Perplexity-full.Perplexity) > 1e-12*full.Perplexity ||
+		math.Abs(merged.KLD.MeanKLD-full.KLD.MeanKLD) > 1e-12*full.KLD.MeanKLD ||
+		merged.KLD.KLDPercentiles != full.KLD.KLDPercentiles {
+		t.Fatalf("merged %s PPL %v KLD %v, unsharded %s PPL %v KLD %v", merged.Record.Name, merged.Perplexity,
+			merged.KLD.MeanKLD, full.Record.Name, full.Perplexity, full.KLD.MeanKLD)
+	}
+	before, _ := os.ReadDir(root)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"score", "--perplexity-kld", base, "--perplexity-shard", "3/2"}, common...), "--perplexity-shard: shard \"3/2\""},
+		{[]string{"merge", recs[0], recs[2]}, "shard 1/3 is missing"},
+		{[]string{"merge", recs[0], filepath.Join(dir, "full.json")}, "not a shard record"},
+	} {
+		code, stdout, stderr := runCLI(t, c.args...)
+		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+	if after, _ := os.ReadDir(root); len(after) != len(before) {
+		t.Errorf("refused commands wrote records: %d files, then %d", len(before), len(after))
 	}
 }

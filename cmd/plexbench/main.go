@@ -20,6 +20,12 @@ Usage:
   plexbench                      open the TUI on the default profile
   plexbench score [flags]        score a text headless; JSON report on stdout or --perplexity-output
   plexbench tui [--profile P]... live run view; two profiles give an A/B view
+  plexbench ab --profile A --profile B | A.json B.json [--json] [--fail-if 'mean_kld>0.001']...
+                                 headless A/B: paired ΔPPL ±, B's KLD vs A's base, speed, verdict
+  plexbench compare [--pattern GLOB]... [--format table|md|csv|json]
+                                 the records under the results root, one table per protocol
+  plexbench card RECORD.json [-o card.md]   a Markdown model card of a record (also: score --card)
+  plexbench merge SHARD.json...  combine score --perplexity-shard i/n records into one run's record
   plexbench profile new|show|diff|validate ...
   plexbench inspect MODEL.gguf [--json]
   plexbench tokenize --model M --file TEXT [--ids] [--json]
@@ -45,6 +51,14 @@ func run(args []string) int {
 		return runScore(rest)
 	case "tui":
 		return runTUI(rest)
+	case "ab":
+		return runAB(rest)
+	case "compare":
+		return runCompare(rest)
+	case "card":
+		return runCard(rest)
+	case "merge":
+		return runMerge(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":
@@ -92,6 +106,22 @@ func parseFlags(fs *flag.FlagSet, args []string) int {
 		return 2
 	}
 	return -1
+}
+
+// parseInterleaved is parseFlags for commands whose positional arguments
+// may come before, between or after flags (`ab A.json B.json --json`).
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, int) {
+	var pos []string
+	for {
+		if code := parseFlags(fs, args); code >= 0 {
+			return nil, code
+		}
+		if fs.NArg() == 0 {
+			return pos, -1
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // writeJSONLine writes v's JSON encoding, indented, to w.

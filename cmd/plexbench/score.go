@@ -18,6 +18,7 @@ import (
 	"plexbench/kernels"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/tui"
 )
 
 // scoreExtras are the score flags that are not profile settings: where the
@@ -26,6 +27,7 @@ type scoreExtras struct {
 	Output     string
 	TokenIDs   bool
 	KLDBaseOut string
+	KLDFormat  string
 	KLDBase    string
 	Quiet      bool
 }
@@ -38,14 +40,26 @@ func runScore(args []string) int {
 	fs.StringVar(&x.Output, "perplexity-output", "", "write the JSON report here (default: stdout)")
 	fs.BoolVar(&x.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
 	fs.StringVar(&x.KLDBaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
-	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base")
+	fs.StringVar(&x.KLDFormat, "kld-format", scoring.BaseFormatPlexbench,
+		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
+	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
+	progress := fs.String("progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
+	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	card := fs.String("card", "", "write a Markdown model card of the run here")
+	shard := fs.String("perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
+	results := fs.String("results", "", "results root the run's record is written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
+	}
+	switch *progress {
+	case "text", "jsonl", "none":
+	default:
+		return fail(fmt.Errorf("score: --progress %q: want text, jsonl or none", *progress))
 	}
 	if *profilePath != "" {
 		loaded, err := profiles.Load(*profilePath)
@@ -63,6 +77,11 @@ func runScore(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
+	if *shard != "" {
+		if req.Shard, err = scoring.ParseShard(*shard); err != nil {
+			return fail(fmt.Errorf("--perplexity-shard: %w", err))
+		}
+	}
 	if x.KLDBase != "" && *profilePath == "" {
 		// A comparison inherits the geometry the base was recorded with,
 		// unless the command line asks for one (then it must agree).
@@ -70,8 +89,20 @@ func runScore(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if !x.Quiet {
-		pp := newProgressPrinter(os.Stderr)
+	pw := os.Stderr
+	if *progressOut != "" {
+		f, err := os.Create(*progressOut)
+		if err != nil {
+			return fail(fmt.Errorf("--progress-out: %w", err))
+		}
+		defer f.Close()
+		pw = f
+	}
+	switch {
+	case *progress == "jsonl":
+		req.Progress = newJSONLProgress(pw).event
+	case *progress == "text" && !x.Quiet:
+		pp := newProgressPrinter(pw)
 		pp.kept = p.PrefillAttention == profiles.FlashPrefillV2
 		req.Progress = pp.event
 	}
@@ -85,6 +116,22 @@ func runScore(args []string) int {
 	}
 	if werr := writeReport(x.Output, &rep); werr != nil {
 		return fail(werr)
+	}
+	if rep.Record != nil {
+		path, werr := scoring.WriteRecord(resultsRoot(*results), &rep)
+		if werr != nil {
+			return fail(werr)
+		}
+		if !x.Quiet && *progress == "text" {
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		}
+		if *card != "" {
+			if werr := writeCard(*card, &rep); werr != nil {
+				return fail(werr)
+			}
+		}
+	} else if *card != "" && err == nil {
+		return fail(fmt.Errorf("--card %s: the run has no record to describe (%s)", *card, strings.Join(rep.Warnings, "; ")))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)\n", err, rep.WindowsScored, rep.WindowsTotal)
@@ -113,14 +160,27 @@ func inheritFromBase(fs *flag.FlagSet, req *scoring.Request) {
 }
 
 // scoreProfile loads the model p names and scores req on it: the one path
-// from settings to a report, shared by `score` and the TUI's runner.
+// from settings to a report, shared by `score`, `ab` and the TUI's runner.
+// A complete run's report carries its record information.
 func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
+	started := time.Now()
 	eng, err := loadEngine(p, req)
 	if err != nil {
 		return scoring.Report{}, err
 	}
 	defer eng.Close()
-	return scoring.Run(ctx, eng, req)
+	rep, err := scoring.Run(ctx, eng, req)
+	if err != nil || rep.Partial {
+		return rep, err
+	}
+	// A run whose record cannot be described is still a run: its report
+	// says why it is not kept as a record.
+	if ri, err := recordInfo(p, &rep, started, time.Now()); err != nil {
+		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
+	} else {
+		rep.Record = &ri
+	}
+	return rep, nil
 }
 
 // buildRequest turns a profile and the extras into a scoring request,
@@ -129,7 +189,7 @@ func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) 
 func buildRequest(p profiles.Profile, x scoreExtras) (scoring.Request, error) {
 	req := scoring.Request{
 		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
-		KLDBaseOut: x.KLDBaseOut, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
+		KLDBaseOut: x.KLDBaseOut, KLDBaseFormat: x.KLDFormat, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
 		IncludeTokenIDs: x.TokenIDs,
 	}
 	switch {

@@ -28,7 +28,7 @@ func runTUI(args []string) int {
 	var paths stringList
 	fs.Var(&paths, "profile", "TOML profile to run; give two for an A/B (A first)")
 	base := fs.String("base", "", "compare every run against this saved KLD base")
-	results := fs.String("results", tui.DefaultResultsDir, "folder where runs are saved and listed")
+	results := fs.String("results", "", "results root where runs are saved as records and listed (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
 	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
 	// Setting flags override every profile's fields; bound to the defaults
 	// so -h shows them.
@@ -43,10 +43,10 @@ func runTUI(args []string) int {
 	if !isTerminal(os.Stdout) {
 		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
 			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
-			"an A/B is two score runs: the first with --perplexity-kld-base-out A.kld, the second with --perplexity-kld A.kld.")
+			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict).")
 		return 2
 	}
-	cfg := tui.Config{Base: *base, ResultsDir: *results, NoColor: os.Getenv("NO_COLOR") != "",
+	cfg := tui.Config{Base: *base, ResultsDir: resultsRoot(*results), NoColor: os.Getenv("NO_COLOR") != "",
 		Runner: tui.RunnerFunc(tuiRun)}
 	switch *compare {
 	case "engine":

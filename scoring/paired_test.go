@@ -1,19 +1,17 @@
-package tui
+package scoring
 
 import (
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"plexbench/scoring"
 )
 
 // windows makes n windows with the given per-window mean NLLs and seconds.
-func windows(scored []int, mean []float64, secs []float64) []scoring.WindowReport {
-	ws := make([]scoring.WindowReport, len(mean))
+func windows(scored []int, mean []float64, secs []float64) []WindowReport {
+	ws := make([]WindowReport, len(mean))
 	for i := range ws {
-		ws[i] = scoring.WindowReport{Index: i, Scored: scored[i], NLLSum: mean[i] * float64(scored[i]),
+		ws[i] = WindowReport{Index: i, Scored: scored[i], NLLSum: mean[i] * float64(scored[i]),
 			MeanNLL: mean[i], Seconds: secs[i], Begin: i * 64, End: i*64 + 64}
 	}
 	return ws
@@ -31,7 +29,7 @@ func TestCompareEqualWindows(t *testing.T) {
 		sa[i] = 1 + 0.1*r.Float64()
 		sb[i] = sa[i] / (1.8 + 0.05*r.NormFloat64())
 	}
-	c := Compare(windows(scored, ma, sa), windows(scored, mb, sb))
+	c := ComparePaired(windows(scored, ma, sa), windows(scored, mb, sb))
 	if c.Windows != n {
 		t.Fatalf("paired %d windows, want %d", c.Windows, n)
 	}
@@ -84,7 +82,7 @@ func TestCompareWeighted(t *testing.T) {
 	ma := []float64{2.1, 2.0, 1.9, 2.2, 2.5}
 	mb := []float64{2.11, 2.0, 1.95, 2.19, 2.51}
 	secs := []float64{1, 1, 1, 1, 1}
-	c := Compare(windows(scored, ma, secs), windows(scored, mb, secs))
+	c := ComparePaired(windows(scored, ma, secs), windows(scored, mb, secs))
 	var sa, sb, n float64
 	for i := range scored {
 		sa += ma[i] * float64(scored[i])
@@ -104,15 +102,15 @@ func TestComparePairsByIndex(t *testing.T) {
 	sc := []int{10, 10, 10}
 	a := windows(sc, []float64{1, 2, 3}, []float64{1, 1, 1})
 	b := windows(sc, []float64{1.5, 2.5, 3.5}, []float64{1, 1, 1})
-	c := Compare(a[:2], b) // A has two windows; B's third is unpaired
+	c := ComparePaired(a[:2], b) // A has two windows; B's third is unpaired
 	if c.Windows != 2 || math.Abs(c.DeltaMeanNLL-0.5) > 1e-12 {
 		t.Errorf("paired %d, Δ %v", c.Windows, c.DeltaMeanNLL)
 	}
 	b[1].Scored = 9 // not the same window: left out
-	if c := Compare(a, b); c.Windows != 2 {
+	if c := ComparePaired(a, b); c.Windows != 2 {
 		t.Errorf("window with a different scored count was paired: %d", c.Windows)
 	}
-	if c := Compare(nil, b); c.Windows != 0 || c.Verdict() != "no windows to compare yet" {
+	if c := ComparePaired(nil, b); c.Windows != 0 || c.Verdict() != "no windows to compare yet" {
 		t.Errorf("empty comparison: %+v %q", c, c.Verdict())
 	}
 }
@@ -124,7 +122,15 @@ func TestVerdict(t *testing.T) {
 	}{
 		{Comparison{Windows: 30, DeltaMeanNLL: 0.0002, DeltaMeanNLLUncertainty: 0.0003, DeltaPPLPercent: 0.02, DeltaPPLPercentUncertainty: 0.03,
 			SpeedRatio: 1.8, SpeedRatioUncertainty: 0.02, KLD: &KLDSummary{MeanKLD: 0.0003, MeanKLDUncertainty: 0.0001, SameTop: 0.996}},
-			[]string{"B matches A: mean KLD 0.00030 ± 0.00010, same top 99.6%; PPL +0.020 ± 0.030%; 1.8× faster"}},
+			[]string{"B is close to A: mean KLD 0.00030 ± 0.00010 (small, below a 6-bit quantization's), same top 99.6%; PPL +0.020 ± 0.030%; 1.8× faster"}},
+		// The case: f16→bf16 KV on stories260K q8_0 is as big as the
+		// q8_0 weights' own KLD, so it no longer reads "matches".
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.0001, DeltaMeanNLLUncertainty: 0.0003, KLD: &KLDSummary{MeanKLD: 6.6e-4, MeanKLDUncertainty: 2e-5, SameTop: 0.99}},
+			[]string{"B is close to A: mean KLD 0.000660 ± 0.000020 (small, below a 6-bit quantization's)"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.0001, DeltaMeanNLLUncertainty: 0.0003, KLD: &KLDSummary{MeanKLD: 3e-6, MeanKLDUncertainty: 1e-7, SameTop: 1}},
+			[]string{"B matches A: mean KLD (3.00 ± 0.10)e-6 (indistinguishable), same top 100.0%"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.04, DeltaMeanNLLUncertainty: 0.005, DeltaPPLPercent: 4.1, KLD: &KLDSummary{MeanKLD: 0.08}},
+			[]string{"B is worse than A", "(beyond a typical 4-bit quantization)"}},
 		{Comparison{Windows: 30, DeltaMeanNLL: 0.005, DeltaMeanNLLUncertainty: 0.001, DeltaPPLPercent: 0.5, DeltaPPLPercentUncertainty: 0.1,
 			SpeedRatio: 0.5, KLD: &KLDSummary{MeanKLD: 0.05, MeanKLDUncertainty: 0.001, SameTop: 0.9}},
 			[]string{"B is slightly worse than A", "2.0× slower"}},
@@ -149,30 +155,52 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-func TestFormat(t *testing.T) {
-	cases := map[string]string{
-		pm(8.123456, 0.0312):     "8.123 ± 0.031",
-		pm(0.00031, 0.0001):      "0.00031 ± 0.00010",
-		pm(123.4, 12):            "123 ± 12",
-		pm(5, 0):                 "5.0000 ± 0.0000",
-		pmSigned(0.02, 0.03):     "+0.020 ± 0.030",
-		small(0.000123456):       "0.000123",
-		small(1.5):               "1.50",
-		clock(0):                 "0:00",
-		clock(61_500_000_000):    "1:02",
-		clock(3_725_000_000_000): "1:02:05",
-		rate(1234.4):             "1234",
-		rate(0):                  "–",
-		factor(1.04):             "1.04",
-		factor(12.34):            "12.3",
-	}
-	for got, want := range cases {
-		if got != want {
-			t.Errorf("got %q, want %q", got, want)
+func TestKLDBand(t *testing.T) {
+	for kld, want := range map[float64]string{
+		0: "indistinguishable", 9.9e-5: "indistinguishable", 7.2e-4: "small, below a 6-bit quantization's",
+		1e-3: "like a 6-bit quantization", 4.9e-3: "like a 6-bit quantization",
+		7e-3: "between a 6-bit and a 4-bit quantization", 0.03: "like a 4-bit quantization",
+		0.08: "beyond a typical 4-bit quantization", 0.1: "substantial", 2: "substantial",
+	} {
+		if got := KLDBand(kld); got != want {
+			t.Errorf("KLDBand(%v) = %q, want %q", kld, got, want)
 		}
 	}
-	if s := fit("abcdef\nx", 4, 3); s != "abc…\nx\n" {
-		t.Errorf("fit = %q", s)
+	if Factor(1.04) != "1.04" || Factor(12.34) != "12.3" {
+		t.Errorf("Factor: %q %q", Factor(1.04), Factor(12.34))
+	}
+}
+
+// TestPairedMerge: pairs added in two halves and merged give the result
+// of adding them all, to rounding.
+func TestPairedMerge(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 40
+	scored, ma, mb, sa, sb := make([]int, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		scored[i] = 100 + r.IntN(300)
+		ma[i], sa[i], sb[i] = 2+r.NormFloat64(), 1+r.Float64(), 1+r.Float64()
+		mb[i] = ma[i] + 0.01*r.NormFloat64()
+	}
+	a, b := windows(scored, ma, sa), windows(scored, mb, sb)
+	var all, h1, h2 PairedStats
+	for i := range n {
+		all.Add(a[i], b[i])
+		if i%2 == 0 {
+			h1.Add(a[i], b[i])
+		} else {
+			h2.Add(a[i], b[i])
+		}
+	}
+	h1.Merge(h2)
+	x, y := all.Result(), h1.Result()
+	if x.Windows != y.Windows || !close(x.DeltaMeanNLL, y.DeltaMeanNLL, 1e-12, 0) ||
+		!close(x.DeltaMeanNLLUncertainty, y.DeltaMeanNLLUncertainty, 1e-9, 0) ||
+		!close(x.SpeedRatio, y.SpeedRatio, 1e-12, 0) || !close(x.SpeedRatioUncertainty, y.SpeedRatioUncertainty, 1e-9, 0) {
+		t.Fatalf("merged %+v, all at once %+v", y, x)
+	}
+	if all.Add(a[0], b[1]) || all.N != n {
+		t.Fatal("a pair of different windows was added")
 	}
 }
 
@@ -195,12 +223,12 @@ func TestClear(t *testing.T) {
 // TestCompareAttentionKept checks each side's mean kept fraction over the
 // paired windows.
 func TestCompareAttentionKept(t *testing.T) {
-	w := func(i int, kept float64) scoring.WindowReport {
-		return scoring.WindowReport{Index: i, Scored: 10, NLLSum: 10, Seconds: 1, AttentionKept: kept}
+	w := func(i int, kept float64) WindowReport {
+		return WindowReport{Index: i, Scored: 10, NLLSum: 10, Seconds: 1, AttentionKept: kept}
 	}
-	a := []scoring.WindowReport{w(0, 1), w(1, 1), w(2, 1)}
-	b := []scoring.WindowReport{w(0, 0.5), w(1, 0.25)} // window 2 not yet scored
-	c := Compare(a, b)
+	a := []WindowReport{w(0, 1), w(1, 1), w(2, 1)}
+	b := []WindowReport{w(0, 0.5), w(1, 0.25)} // window 2 not yet scored
+	c := ComparePaired(a, b)
 	if c.AttentionKeptA != 1 || c.AttentionKeptB != 0.375 {
 		t.Errorf("kept A %v B %v, want 1 and 0.375", c.AttentionKeptA, c.AttentionKeptB)
 	}

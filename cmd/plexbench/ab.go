@@ -1,0 +1,378 @@
+// ab.go owns `plexbench ab`: the TUI's A/B headless. Two profiles are
+// scored (A recording a base, B against it) or two saved reports are read,
+// and the paired ΔPPL with its significance, B's KLD against A's base, the
+// speed ratio and the verdict line the TUI's A/B view shows are printed as
+// text or JSON; --fail-if conditions turn them into an exit code for CI.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/tui"
+)
+
+// abObject is the JSON output's object value.
+const abObject = "plexbench.ab"
+
+// exitThreshold is the exit code when a --fail-if condition holds.
+const exitThreshold = 3
+
+// abSide is one run's headline figures.
+type abSide struct {
+	Name                   string  `json:"name"`
+	Report                 string  `json:"report,omitempty"`
+	Perplexity             float64 `json:"perplexity"`
+	PerplexityUncertainty  float64 `json:"perplexity_uncertainty"`
+	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second"`
+	WindowsScored          int     `json:"windows_scored"`
+}
+
+// abResult is what `ab` prints.
+type abResult struct {
+	Object      string             `json:"object"`
+	A           abSide             `json:"a"`
+	B           abSide             `json:"b"`
+	Diff        []string           `json:"diff,omitempty"`
+	Base        string             `json:"base,omitempty"` // the base B was compared against
+	Comparison  scoring.Comparison `json:"comparison"`
+	DeltaZ      float64            `json:"delta_z"`     // ΔmeanNLL / its standard error
+	Significant bool               `json:"significant"` // |z| > 2
+	KLDBand     string             `json:"kld_band,omitempty"`
+	Verdict     string             `json:"verdict"`
+	Failed      []string           `json:"failed,omitempty"` // --fail-if conditions that hold
+}
+
+func runAB(args []string) int {
+	fs := newFlags("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]")
+	var paths, fails stringList
+	fs.Var(&paths, "profile", "TOML profile to run; give two (A first)")
+	base := fs.String("base", "", "compare both runs against this saved base instead of a base A records")
+	compare := fs.String("compare", "engine", "what the A/B compares: engine (same model file) or models (same text only)")
+	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
+	fs.Var(&fails, "fail-if", "exit 3 when this holds, e.g. 'mean_kld>0.001' (repeatable; names: "+strings.Join(metricNames(), ", ")+")")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	results := fs.String("results", "", "results root the two runs' records are written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	conds := make([]condition, len(fails))
+	for i, f := range fails {
+		c, err := parseCondition(f)
+		if err != nil {
+			return fail(err)
+		}
+		conds[i] = c
+	}
+	var res abResult
+	var err error
+	switch {
+	case len(paths) == 2 && len(pos) == 0:
+		res, err = abProfiles(paths[0], paths[1], *base, *compare, resultsRoot(*results), *quiet)
+	case len(paths) == 0 && len(pos) == 2:
+		if *base != "" {
+			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
+		}
+		res, err = abReports(pos[0], pos[1])
+	default:
+		return fail(errors.New("ab: give two --profile files, or two report files"))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	for _, c := range conds {
+		hit, err := c.holds(&res)
+		if err != nil {
+			return fail(err)
+		}
+		if hit {
+			res.Failed = append(res.Failed, c.text)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // conditions hold '>' and '<'
+		if err := enc.Encode(res); err != nil {
+			return fail(err)
+		}
+	} else {
+		writeABText(os.Stdout, &res)
+	}
+	if len(res.Failed) > 0 {
+		fmt.Fprintf(os.Stderr, "plexbench: ab: --fail-if holds: %s\n", strings.Join(res.Failed, ", "))
+		return exitThreshold
+	}
+	return 0
+}
+
+// abProfiles scores A (recording a base in a temporary folder unless
+// given one) and then B against that base, as the TUI's A/B view does;
+// both runs are kept as records under results.
+func abProfiles(pathA, pathB, givenBase, kind, results string, quiet bool) (abResult, error) {
+	var a, b profiles.Profile
+	var err error
+	if a, err = profiles.Load(pathA); err != nil {
+		return abResult{}, err
+	}
+	if b, err = profiles.Load(pathB); err != nil {
+		return abResult{}, err
+	}
+	for _, p := range []profiles.Profile{a, b} {
+		if err := p.Validate(); err != nil {
+			return abResult{}, err
+		}
+	}
+	ck := profiles.CompareEngine
+	switch kind {
+	case "engine":
+	case "models", "model":
+		ck = profiles.CompareModels
+	default:
+		return abResult{}, fmt.Errorf("ab: --compare %q: want engine or models", kind)
+	}
+	if err := profiles.CheckComparable(a, b, ck); err != nil {
+		return abResult{}, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	baseA := ""
+	if givenBase == "" {
+		dir, err := os.MkdirTemp("", "plexbench-ab-")
+		if err != nil {
+			return abResult{}, fmt.Errorf("ab: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		baseA = filepath.Join(dir, "A.kld")
+	}
+	score := func(p profiles.Profile, out, against string) (scoring.Report, error) {
+		req, err := buildRequest(p, scoreExtras{KLDBaseOut: out, KLDBase: against})
+		if err != nil {
+			return scoring.Report{}, err
+		}
+		if !quiet {
+			req.Progress = newProgressPrinter(os.Stderr).event
+		}
+		rep, err := scoreProfile(ctx, p, req)
+		if err != nil {
+			return rep, fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
+		}
+		path, err := scoring.WriteRecord(results, &rep)
+		if err != nil {
+			return rep, err
+		}
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		}
+		return rep, nil
+	}
+	repA, err := score(a, baseA, givenBase)
+	if err != nil {
+		return abResult{}, err
+	}
+	against := givenBase
+	if against == "" {
+		against = baseA
+	}
+	repB, err := score(b, "", against)
+	if err != nil {
+		return abResult{}, err
+	}
+	res := pairReports(&repA, &repB)
+	res.A.Name, res.B.Name = a.Name, b.Name
+	for _, c := range profiles.Diff(a, b) {
+		res.Diff = append(res.Diff, c.String())
+	}
+	res.Base = givenBase
+	if givenBase == "" {
+		res.Base = "A's base"
+	}
+	return res, nil
+}
+
+// abReports compares two saved reports: B's KLD is whatever base B was
+// scored against.
+func abReports(pathA, pathB string) (abResult, error) {
+	var reps [2]scoring.Report
+	for i, p := range []string{pathA, pathB} {
+		r, err := readReport(p)
+		if err != nil {
+			return abResult{}, err
+		}
+		if len(r.Windows) == 0 {
+			return abResult{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", p)
+		}
+		reps[i] = r
+	}
+	if reps[0].TokenIDsSHA256 != reps[1].TokenIDsSHA256 {
+		return abResult{}, fmt.Errorf("%s and %s scored different tokens (token_ids_sha256 %.12s… vs %.12s…)",
+			pathA, pathB, reps[0].TokenIDsSHA256, reps[1].TokenIDsSHA256)
+	}
+	res := pairReports(&reps[0], &reps[1])
+	res.A.Name, res.A.Report = strings.TrimSuffix(filepath.Base(pathA), ".json"), pathA
+	res.B.Name, res.B.Report = strings.TrimSuffix(filepath.Base(pathB), ".json"), pathB
+	if reps[1].KLD != nil {
+		res.Base = reps[1].KLD.Base
+	}
+	return res, nil
+}
+
+// readReport reads a JSON report.
+func readReport(path string) (scoring.Report, error) {
+	var r scoring.Report
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%s: not a JSON report: %v", path, err)
+	}
+	if r.Object != scoring.ReportObject {
+		return r, fmt.Errorf("%s: object is %q, not a plexbench report (%q)", path, r.Object, scoring.ReportObject)
+	}
+	return r, nil
+}
+
+// pairReports is the comparison the TUI's A/B view shows once both runs
+// are done: the paired windows and B's finished KLD report.
+func pairReports(a, b *scoring.Report) abResult {
+	c := scoring.ComparePaired(a.Windows, b.Windows)
+	c.KLD = b.KLD.Summary()
+	z, sig := c.Significant()
+	res := abResult{Object: abObject, Comparison: c, DeltaZ: z, Significant: sig, Verdict: c.Verdict(),
+		A: side(a), B: side(b)}
+	if c.KLD != nil {
+		res.KLDBand = scoring.KLDBand(c.KLD.MeanKLD)
+	}
+	return res
+}
+
+func side(r *scoring.Report) abSide {
+	return abSide{Perplexity: r.Perplexity, PerplexityUncertainty: r.PerplexityUncertainty,
+		PrefillTokensPerSecond: r.PrefillTokensPerSecond, WindowsScored: r.WindowsScored}
+}
+
+func writeABText(w io.Writer, r *abResult) {
+	for _, s := range []struct {
+		label string
+		side  abSide
+	}{{"A", r.A}, {"B", r.B}} {
+		fmt.Fprintf(w, "%s %-20s PPL %s  %.0f tok/s prefill\n", s.label, s.side.Name,
+			scoring.PM(s.side.Perplexity, s.side.PerplexityUncertainty), s.side.PrefillTokensPerSecond)
+	}
+	if len(r.Diff) > 0 {
+		fmt.Fprintf(w, "B − A      %s\n", strings.Join(r.Diff, ", "))
+	}
+	c := r.Comparison
+	sig := fmt.Sprintf("within noise at %.0fσ", scoring.Sigmas)
+	if r.Significant {
+		sig = fmt.Sprintf("significant at %.0fσ", scoring.Sigmas)
+	}
+	fmt.Fprintf(w, "ΔPPL B−A   %s%%  paired over %d windows (z = %.2f, %s)\n",
+		scoring.PMSigned(c.DeltaPPLPercent, c.DeltaPPLPercentUncertainty), c.Windows, r.DeltaZ, sig)
+	if k := c.KLD; k != nil {
+		fmt.Fprintf(w, "KLD B‖base %s (%s)  same top %s ± %.2f%%  p50 %.3g p99 %.3g max %.3g  vs %s\n",
+			scoring.PM(k.MeanKLD, k.MeanKLDUncertainty), r.KLDBand, scoring.Percent(k.SameTop, 2),
+			100*k.SameTopUncertainty, k.P50, k.P99, k.Max, r.Base)
+	}
+	if c.SpeedRatio > 0 {
+		fmt.Fprintf(w, "speed B/A  %.3f× ± %.3f\n", c.SpeedRatio, c.SpeedRatioUncertainty)
+	}
+	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
+}
+
+// A condition is one --fail-if: a metric, a comparison and a number.
+type condition struct {
+	text, metric, op string
+	value            float64
+}
+
+func metricNames() []string {
+	return []string{"mean_kld", "kld_p99", "kld_max", "same_top", "delta_ppl_percent",
+		"abs_delta_ppl_percent", "delta_z", "speed_ratio"}
+}
+
+// metricValue is the figure --fail-if names; have is false when the
+// result lacks it (no KLD, no paired windows), known false for a name
+// metricNames does not list.
+func metricValue(r *abResult, name string) (v float64, have, known bool) {
+	c, k := &r.Comparison, r.Comparison.KLD
+	switch name {
+	case "mean_kld", "kld_p99", "kld_max", "same_top":
+		if k == nil {
+			return 0, false, true
+		}
+		switch name {
+		case "mean_kld":
+			return k.MeanKLD, true, true
+		case "kld_p99":
+			return k.P99, true, true
+		case "kld_max":
+			return k.Max, true, true
+		}
+		return k.SameTop, true, true
+	case "delta_ppl_percent":
+		return c.DeltaPPLPercent, c.Windows > 0, true
+	case "abs_delta_ppl_percent":
+		return math.Abs(c.DeltaPPLPercent), c.Windows > 0, true
+	case "delta_z":
+		return r.DeltaZ, c.Windows > 1, true
+	case "speed_ratio":
+		return c.SpeedRatio, c.SpeedRatio > 0, true
+	}
+	return 0, false, false
+}
+
+// parseCondition parses "name>value" (or >=, <, <=).
+func parseCondition(s string) (condition, error) {
+	t := strings.ReplaceAll(s, " ", "")
+	i := strings.IndexAny(t, "<>")
+	if i <= 0 {
+		return condition{}, fmt.Errorf("--fail-if %q: want NAME>VALUE, NAME>=VALUE, NAME<VALUE or NAME<=VALUE", s)
+	}
+	c := condition{text: t, metric: t[:i], op: t[i : i+1]}
+	rest := t[i+1:]
+	if strings.HasPrefix(rest, "=") {
+		c.op += "="
+		rest = rest[1:]
+	}
+	if _, _, known := metricValue(&abResult{}, c.metric); !known {
+		return condition{}, fmt.Errorf("--fail-if %q: unknown name %q (have %s)", s, c.metric, strings.Join(metricNames(), ", "))
+	}
+	v, err := strconv.ParseFloat(rest, 64)
+	if err != nil {
+		return condition{}, fmt.Errorf("--fail-if %q: %q is not a number", s, rest)
+	}
+	c.value = v
+	return c, nil
+}
+
+func (c condition) holds(r *abResult) (bool, error) {
+	x, have, _ := metricValue(r, c.metric)
+	if !have {
+		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.text, c.metric)
+	}
+	switch c.op {
+	case ">":
+		return x > c.value, nil
+	case ">=":
+		return x >= c.value, nil
+	case "<":
+		return x < c.value, nil
+	}
+	return x <= c.value, nil
+}

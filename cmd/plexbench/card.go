@@ -1,0 +1,120 @@
+// card.go owns model cards: a Markdown summary of one record for a model
+// page (headline metrics, the protocol they are comparable within, and the
+// command that reproduces them), with file names only, never local paths.
+// `score --card FILE` writes one for the run; `plexbench card RECORD`
+// writes one for a saved record.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"plexbench/scoring"
+)
+
+func runCard(args []string) int {
+	fs := newFlags("card", "RECORD.json [-o card.md]")
+	out := fs.String("o", "", "write the card here (default: stdout)")
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(fmt.Errorf("card: give one record file"))
+	}
+	rep, ok, err := scoring.ReadRecord(pos[0])
+	if err != nil {
+		return fail(err)
+	}
+	if !ok {
+		return fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", pos[0]))
+	}
+	if err := writeCard(*out, &rep); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// writeCard writes rep's card to path atomically, or to stdout.
+func writeCard(path string, rep *scoring.Report) error {
+	card := modelCard(rep)
+	if path == "" || path == "-" {
+		_, err := os.Stdout.WriteString(card)
+		return err
+	}
+	return scoring.WriteFileAtomic(path, []byte(card))
+}
+
+// modelCard is the Markdown card of a record.
+func modelCard(r *scoring.Report) string {
+	rec := r.Record
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s — plexbench quality card\n\n", rec.Model.File)
+	b.WriteString("| metric | value |\n| --- | --- |\n")
+	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
+	row("perplexity", scoring.PM(r.Perplexity, r.PerplexityUncertainty))
+	if k := r.KLD; k != nil {
+		row("mean KLD vs base", fmt.Sprintf("%s nats (%s; ± window-clustered)", scoring.PM(k.MeanKLD, k.MeanKLDUncertaintyCR1), scoring.KLDBand(k.MeanKLD)))
+		row("KLD median / p99 / max", fmt.Sprintf("%.4g / %.4g / %.4g", k.KLDPercentiles.Median, k.KLDP99, k.KLDMax))
+		row("same top token", scoring.Percent(k.SameTop, 2)+" ± "+fmt.Sprintf("%.2f%%", 100*k.SameTopUncertainty))
+		row("ΔPPL vs base", scoring.PMSigned(k.DeltaPerplexity, k.DeltaPerplexityUncertainty)+
+			fmt.Sprintf(" (base PPL %s)", scoring.PM(k.BasePerplexity, k.BasePerplexityUncertainty)))
+		row("mean Δp", fmt.Sprintf("%+.3f%%", 100*k.MeanDeltaP))
+	}
+	types := make([]string, 0, len(rec.Model.TypeHistogram))
+	for t, n := range rec.Model.TypeHistogram {
+		types = append(types, fmt.Sprintf("%s ×%d", t, n))
+	}
+	slices.Sort(types)
+	row("effective bits per weight", fmt.Sprintf("%.3f (tensors: %s)", rec.Model.EffectiveBPW, strings.Join(types, ", ")))
+	cpu := rec.Machine.CPUModel
+	if cpu == "" {
+		cpu = rec.Machine.Arch
+	}
+	row("prefill speed", fmt.Sprintf("%.0f tok/s on %s, %d threads (%s)", r.PrefillTokensPerSecond, cpu, r.Config.Threads, r.Config.CPUFeatures))
+
+	p := rec.Protocol
+	fmt.Fprintf(&b, "\n**Comparable only within this protocol:** %s, %d windows, %d scored tokens (the second half of each window, as llama-perplexity)",
+		protocolTitle(p), r.WindowsScored, r.ScoredTokens)
+	fmt.Fprintf(&b, "; KV cache %s; model sha256 %s….\n", r.Config.KVCacheDType, rec.Model.SHA256Prefix)
+	fmt.Fprintf(&b, "\n**Reproduce:**\n\n```sh\n%s\n```\n", reproduceCommand(r))
+	fmt.Fprintf(&b, "\nplexbench %s · record %s\n", rec.Version, rec.Name)
+	return b.String()
+}
+
+// reproduceCommand is the score command line that reruns a record, with
+// file names in place of paths.
+func reproduceCommand(r *scoring.Report) string {
+	args := []string{"plexbench", "score", "--model", r.Record.Model.File}
+	if r.KLD != nil {
+		// The base carries the tokens and the geometry.
+		args = append(args, "--perplexity-kld", filepath.Base(r.KLD.Base))
+	} else {
+		text := r.Record.Protocol.Text
+		if text == "" {
+			text = "TOKENS.json"
+			args = append(args, "--perplexity-tokens", text)
+		} else {
+			args = append(args, "--perplexity", text)
+		}
+		args = append(args, "--perplexity-method", r.Method, "--perplexity-ctx", fmt.Sprint(r.Ctx))
+		if r.Method == scoring.MethodSliding {
+			args = append(args, "--perplexity-stride", fmt.Sprint(r.Stride))
+		}
+		if r.ChunkLimit > 0 {
+			args = append(args, "--perplexity-chunks", fmt.Sprint(r.ChunkLimit))
+		}
+	}
+	c := r.Config
+	args = append(args, "--kv-cache-dtype", c.KVCacheDType, "--batch-size", fmt.Sprint(c.BatchSize), "--ubatch-size", fmt.Sprint(c.UBatchSize))
+	if r.KLDBaseOut != "" {
+		args = append(args, "--perplexity-kld-base-out", filepath.Base(r.KLDBaseOut))
+		if r.KLDBaseFormat == scoring.BaseFormatLlama {
+			args = append(args, "--kld-format", "llama")
+		}
+	}
+	return strings.Join(args, " ")
+}

@@ -1,0 +1,245 @@
+// compare.go owns `plexbench compare`: the records under a results root,
+// one table per protocol (never blending two), rows best first, as an
+// aligned table, Markdown, CSV or JSON.
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"plexbench/scoring"
+)
+
+// compareRow is one record's line of a table.
+type compareRow struct {
+	Record       string   `json:"record"`
+	Model        string   `json:"model"`
+	KV           string   `json:"kv_cache_dtype"`
+	EffectiveBPW float64  `json:"effective_bpw"`
+	PPL          float64  `json:"perplexity"`
+	PPLPM        float64  `json:"perplexity_uncertainty"`
+	Reference    bool     `json:"reference,omitempty"` // the run that recorded the group's base
+	DeltaPPL     *float64 `json:"delta_perplexity,omitempty"`
+	DeltaPPLPM   *float64 `json:"delta_perplexity_uncertainty,omitempty"`
+	MeanKLD      *float64 `json:"mean_kld,omitempty"`
+	MeanKLDCR1   *float64 `json:"mean_kld_uncertainty_cr1,omitempty"`
+	KLDP99       *float64 `json:"kld_p99,omitempty"`
+	KLDMax       *float64 `json:"kld_max,omitempty"`
+	SameTop      *float64 `json:"same_top,omitempty"`
+	SameTopPM    *float64 `json:"same_top_uncertainty,omitempty"`
+	MeanDeltaP   *float64 `json:"mean_delta_p,omitempty"`
+	PrefillTokS  float64  `json:"prefill_tokens_per_second"`
+}
+
+type compareGroup struct {
+	Title    string           `json:"title"`
+	Protocol scoring.Protocol `json:"protocol"`
+	Digest   string           `json:"protocol_digest"`
+	Rows     []compareRow     `json:"rows"`
+}
+
+type compareOutput struct {
+	Object string         `json:"object"` // "plexbench.compare"
+	Differ []string       `json:"groups_differ_in,omitempty"`
+	Groups []compareGroup `json:"groups"`
+}
+
+func runCompare(args []string) int {
+	fs := newFlags("compare", "[--results DIR] [--pattern GLOB]... [--format table|md|csv|json]")
+	var patterns stringList
+	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
+	results := fs.String("results", "", "results root (default $PLEXBENCH_RESULTS, else ./plexbench-results)")
+	format := fs.String("format", "table", "table, md, csv or json")
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) > 0 {
+		return fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
+	}
+	switch *format {
+	case "table", "md", "csv", "json":
+	default:
+		return fail(fmt.Errorf("compare: --format %q: want table, md, csv or json", *format))
+	}
+	root := resultsRoot(*results)
+	if len(patterns) == 0 {
+		patterns = stringList{"*.json"}
+	}
+	var files []string
+	for _, p := range patterns {
+		glob := p
+		if !filepath.IsAbs(p) && !strings.ContainsRune(p, filepath.Separator) {
+			glob = filepath.Join(root, p)
+		}
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			return fail(fmt.Errorf("compare: --pattern %q: %v", p, err))
+		}
+		files = append(files, m...)
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	var recs []scoring.Report
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), ".") {
+			continue // a write in progress
+		}
+		r, ok, err := scoring.ReadRecord(f)
+		if err != nil {
+			return fail(err)
+		}
+		if ok {
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) == 0 {
+		return fail(fmt.Errorf("compare: no records match %s in %s", strings.Join(patterns, ", "), root))
+	}
+	out := compareTables(scoring.GroupRecords(recs))
+	var err error
+	switch *format {
+	case "json":
+		data, merr := json.MarshalIndent(out, "", "  ")
+		if merr != nil {
+			return fail(merr)
+		}
+		err = writeJSON(os.Stdout, data)
+	case "csv":
+		err = writeCompareCSV(os.Stdout, out)
+	default:
+		err = writeCompareText(os.Stdout, out, *format == "md")
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func compareTables(groups []scoring.RecordGroup) compareOutput {
+	out := compareOutput{Object: "plexbench.compare", Differ: scoring.ProtocolDifferences(groups)}
+	for _, g := range groups {
+		cg := compareGroup{Title: protocolTitle(g.Protocol), Protocol: g.Protocol, Digest: g.Digest}
+		for _, r := range g.Records {
+			row := compareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
+				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
+				PrefillTokS: r.PrefillTokensPerSecond}
+			if k := r.KLD; k != nil {
+				row.DeltaPPL, row.DeltaPPLPM = &k.DeltaPerplexity, &k.DeltaPerplexityUncertainty
+				row.MeanKLD, row.MeanKLDCR1 = &k.MeanKLD, &k.MeanKLDUncertaintyCR1
+				row.KLDP99, row.KLDMax = &k.KLDP99, &k.KLDMax
+				row.SameTop, row.SameTopPM, row.MeanDeltaP = &k.SameTop, &k.SameTopUncertainty, &k.MeanDeltaP
+			} else if g.Protocol.Base != "" {
+				row.Reference = true
+			}
+			cg.Rows = append(cg.Rows, row)
+		}
+		out.Groups = append(out.Groups, cg)
+	}
+	return out
+}
+
+// protocolTitle says what a group's runs share.
+func protocolTitle(p scoring.Protocol) string {
+	s := fmt.Sprintf("%s, ctx %d", p.Method, p.Ctx)
+	if p.Method == scoring.MethodSliding {
+		s += fmt.Sprintf(", stride %d", p.Stride)
+	}
+	if p.ChunkLimit > 0 {
+		s += fmt.Sprintf(", first %d windows", p.ChunkLimit)
+	}
+	text := p.Text
+	switch {
+	case text == "" && p.Base != "":
+		text = "the base's tokens"
+	case text == "":
+		text = "tokens"
+	}
+	s += fmt.Sprintf(", %s (token ids %.12s…)", text, p.TokenIDsSHA256)
+	if p.Base != "" {
+		s += fmt.Sprintf(", base %s (%s, top-%d)", p.BaseName, p.Base, p.TopK)
+	} else {
+		s += ", no base"
+	}
+	return s
+}
+
+func compareHeader() []string {
+	return []string{"#", "model", "kv", "bpw", "PPL ±", "ΔPPL ±", "mean KLD ± (CR1)", "KLD p99", "KLD max", "same top ±", "Δp", "prefill tok/s"}
+}
+
+func (r compareRow) cells(i int) []string {
+	opt := func(p *float64, f func(float64) string) string {
+		if p == nil {
+			if r.Reference {
+				return "(base)"
+			}
+			return "–"
+		}
+		return f(*p)
+	}
+	g := func(x float64) string { return fmt.Sprintf("%.4g", x) }
+	c := []string{fmt.Sprint(i + 1), r.Model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), scoring.PM(r.PPL, r.PPLPM),
+		opt(r.DeltaPPL, func(d float64) string { return scoring.PMSigned(d, *r.DeltaPPLPM) }),
+		opt(r.MeanKLD, func(k float64) string { return scoring.PM(k, *r.MeanKLDCR1) }),
+		opt(r.KLDP99, g), opt(r.KLDMax, g),
+		opt(r.SameTop, func(s float64) string {
+			return scoring.Percent(s, 2) + " ± " + fmt.Sprintf("%.2f%%", 100**r.SameTopPM)
+		}),
+		opt(r.MeanDeltaP, func(d float64) string { return fmt.Sprintf("%+.3f%%", 100*d) }),
+		fmt.Sprintf("%.0f", r.PrefillTokS)}
+	return c
+}
+
+func writeCompareText(w io.Writer, out compareOutput, md bool) error {
+	for gi, g := range out.Groups {
+		if gi > 0 {
+			fmt.Fprintln(w)
+		}
+		if md {
+			fmt.Fprintf(w, "### Group %d: %s\n\n", gi+1, g.Title)
+			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(compareHeader(), " | "), strings.Repeat(" --- |", len(compareHeader())))
+			for i, r := range g.Rows {
+				fmt.Fprintf(w, "| %s |\n", strings.Join(r.cells(i), " | "))
+			}
+			continue
+		}
+		fmt.Fprintf(w, "group %d: %s\n", gi+1, g.Title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(compareHeader(), "\t"))
+		for i, r := range g.Rows {
+			fmt.Fprintln(tw, strings.Join(r.cells(i), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(out.Differ) > 0 {
+		if md {
+			fmt.Fprintln(w)
+		}
+		_, err := fmt.Fprintf(w, "\nlegend: the %d groups differ in %s; their numbers are not comparable across groups\n",
+			len(out.Groups), strings.Join(out.Differ, ", "))
+		return err
+	}
+	return nil
+}
+
+func writeCompareCSV(w io.Writer, out compareOutput) error {
+	cw := csv.NewWriter(w)
+	cw.Write(append([]string{"group", "protocol"}, append(compareHeader(), "record")...))
+	for gi, g := range out.Groups {
+		for i, r := range g.Rows {
+			cw.Write(append([]string{fmt.Sprint(gi + 1), g.Title}, append(r.cells(i), r.Record)...))
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}

@@ -1,0 +1,53 @@
+// merge.go owns `plexbench merge`: shard records (score
+// --perplexity-shard i/n) combined into the record one unsharded run
+// gives, written under the results root and printed as the JSON report.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"plexbench/scoring"
+)
+
+func runMerge(args []string) int {
+	fs := newFlags("merge", "SHARD.json... [-o merged.json] [--results DIR]")
+	out := fs.String("o", "", "write the merged report here (default: stdout)")
+	results := fs.String("results", "", "results root the merged record is written under (default $PLEXBENCH_RESULTS, else ./plexbench-results)")
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) == 0 {
+		return fail(fmt.Errorf("merge: give the shard records"))
+	}
+	var shards []scoring.Report
+	for _, p := range pos {
+		r, ok, err := scoring.ReadRecord(p)
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			return fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", p))
+		}
+		if r.Shards == 0 {
+			return fail(fmt.Errorf("%s: not a shard record (score it with --perplexity-shard i/n)", p))
+		}
+		shards = append(shards, r)
+	}
+	merged, err := scoring.MergeShards(shards)
+	if err != nil {
+		return fail(fmt.Errorf("merge: %w", err))
+	}
+	ri := scoring.MergedRecordInfo(shards, &merged)
+	merged.Record = &ri
+	if err := writeReport(*out, &merged); err != nil {
+		return fail(err)
+	}
+	path, err := scoring.WriteRecord(resultsRoot(*results), &merged)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+	return 0
+}

@@ -1,0 +1,132 @@
+// record.go owns the command side of records: where the results root is,
+// and what a record says about the model file, the machine and this build
+// (scoring.RecordInfo); scoring.WriteRecord writes them.
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"plexbench/cmd/plexbench/demo"
+	"plexbench/engine/gguf"
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/tui"
+)
+
+// resultsRoot is --results when given, else $PLEXBENCH_RESULTS, else the
+// TUI's default folder: records and the TUI's history share one root.
+func resultsRoot(flagValue string) string {
+	switch {
+	case flagValue != "":
+		return flagValue
+	case os.Getenv("PLEXBENCH_RESULTS") != "":
+		return os.Getenv("PLEXBENCH_RESULTS")
+	}
+	return tui.DefaultResultsDir
+}
+
+// recordInfo describes a finished run for its record.
+func recordInfo(p profiles.Profile, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
+	path := p.Model
+	if path == "" {
+		var err error
+		if path, err = demo.ModelPath(); err != nil {
+			return scoring.RecordInfo{}, err
+		}
+	}
+	model, err := recordModel(path)
+	if err != nil {
+		return scoring.RecordInfo{}, err
+	}
+	var base scoring.BaseID
+	switch {
+	case rep.KLD != nil:
+		base, err = scoring.IdentifyBase(rep.KLD.Base)
+	case rep.KLDBaseOut != "":
+		base, err = scoring.IdentifyBase(rep.KLDBaseOut)
+	}
+	if err != nil {
+		return scoring.RecordInfo{}, err
+	}
+	m := scoring.Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel(), CPUs: runtime.NumCPU(),
+		CPUFeatures: rep.Config.CPUFeatures, CPULevel: rep.Config.CPULevel}
+	ri := scoring.NewRecordInfo(rep, base, model, m, version(), started, finished)
+	ri.Profile = p.Name
+	return ri, nil
+}
+
+// recordModel hashes the model file and sizes its tensors.
+func recordModel(path string) (scoring.RecordModel, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return scoring.RecordModel{}, fmt.Errorf("model: %w", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, bufio.NewReaderSize(f, 1<<20))
+	f.Close()
+	if err != nil {
+		return scoring.RecordModel{}, fmt.Errorf("model %s: %w", path, err)
+	}
+	g, err := gguf.Open(path)
+	if err != nil {
+		return scoring.RecordModel{}, err
+	}
+	defer g.Close()
+	s := summarize(g)
+	return scoring.RecordModel{File: baseName(path), SHA256Prefix: hex.EncodeToString(h.Sum(nil))[:16],
+		Size: s.FileSize, Architecture: s.Architecture, EffectiveBPW: s.BitsPerWeight, TypeHistogram: s.TypeHistogram}, nil
+}
+
+func baseName(path string) string {
+	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// cpuModel is the CPU's model name where the OS says it (Linux).
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// version is this build's module version and VCS revision.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))] + dirty
+	}
+	return v
+}

@@ -1,0 +1,438 @@
+// record.go owns records: a finished run's report kept under a results
+// root with what makes it comparable and reproducible (the protocol, its
+// digest, the model's identity and size, the machine, the plexbench
+// version, wall times). A record is the JSON report with a "record"
+// object added, so every reader of reports reads records. WriteRecord is
+// the one place records are written; GroupRecords puts records of one
+// protocol together for `plexbench compare`.
+package scoring
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// RecordSchemaVersion is the version of RecordInfo's layout.
+const RecordSchemaVersion = 1
+
+// ErrBadRecord marks a file under a results root that is not a usable record.
+var ErrBadRecord = errors.New("bad record")
+
+// RecordInfo is the record part of a report.
+type RecordInfo struct {
+	SchemaVersion int    `json:"schema_version"`
+	Name          string `json:"name"` // the file stem: model, text, digest
+	// Digest hashes the protocol, the engine config and the model's
+	// identity: two runs with the same digest ran the same thing.
+	Digest         string      `json:"digest"`
+	ProtocolDigest string      `json:"protocol_digest"`
+	Protocol       Protocol    `json:"protocol"`
+	Model          RecordModel `json:"model"`
+	Machine        Machine     `json:"machine"`
+	Version        string      `json:"plexbench_version"`
+	Profile        string      `json:"profile,omitempty"` // the profile's name
+	Started        time.Time   `json:"started"`
+	Finished       time.Time   `json:"finished"`
+	WallSeconds    float64     `json:"wall_seconds"`
+}
+
+// Protocol is what makes two runs' numbers comparable: the same windows of
+// the same tokens, against the same base. TokenIDsSHA256 is the witness.
+type Protocol struct {
+	Method         string `json:"method"`
+	Ctx            int    `json:"ctx"`
+	Stride         int    `json:"stride"`
+	ChunkLimit     int    `json:"chunk_limit"`
+	TokenIDsSHA256 string `json:"token_ids_sha256"`
+	Text           string `json:"text,omitempty"` // the text's file name, for people; not in the digest
+	// Base is the identity of the KLD base the run compared against or
+	// recorded (BaseIdentity); TopK its ids per token.
+	Base     string `json:"base,omitempty"`
+	BaseName string `json:"base_name,omitempty"` // its file name, for people; not in the digest
+	TopK     int    `json:"top_k,omitempty"`
+	// Shard is "i/n" for a shard's record: shards are never grouped with
+	// each other or with whole runs.
+	Shard string `json:"shard,omitempty"`
+}
+
+// RecordModel identifies the model file and its size in bits.
+type RecordModel struct {
+	File          string         `json:"file"` // base name only
+	SHA256Prefix  string         `json:"sha256_prefix"`
+	Size          int64          `json:"size"`
+	Architecture  string         `json:"architecture"`
+	EffectiveBPW  float64        `json:"effective_bpw"` // tensor bits over tensor elements
+	TypeHistogram map[string]int `json:"type_histogram"`
+}
+
+// Machine is where the run ran.
+type Machine struct {
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	CPUModel    string `json:"cpu_model,omitempty"`
+	CPUs        int    `json:"cpus"`
+	CPUFeatures string `json:"cpu_features,omitempty"` // what the kernels used
+	CPULevel    string `json:"cpu_level,omitempty"`
+	GPU         string `json:"gpu,omitempty"`
+}
+
+// digestOf is a short hex SHA-256 of v's JSON.
+func digestOf(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // plain structs always encode
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// Digest hashes the fields that decide comparability (not the names).
+func (p Protocol) Digest() string {
+	p.Text, p.BaseName = "", ""
+	return digestOf(p)
+}
+
+// ProtocolOf is the report's protocol; base identifies the base compared
+// against, or else the one recorded (zero without one). A llama.cpp base
+// holds only the chunks it scored, with no chunk limit: its runs' protocol
+// takes the base's tokens and no limit, so the run that wrote it and the
+// runs compared with it share one protocol.
+func ProtocolOf(r *Report, base BaseID) Protocol {
+	p := Protocol{Method: r.Method, Ctx: r.Ctx, Stride: r.Stride, ChunkLimit: r.ChunkLimit,
+		TokenIDsSHA256: r.TokenIDsSHA256, Base: base.Identity}
+	if base.Format == BaseFormatLlama {
+		p.TokenIDsSHA256, p.ChunkLimit = base.TokenIDsSHA256, 0
+	}
+	p.Shard = r.ShardSpec().String()
+	if r.Text != "" {
+		p.Text = filepath.Base(r.Text)
+	}
+	switch {
+	case r.KLD != nil:
+		p.BaseName, p.TopK = filepath.Base(r.KLD.Base), r.KLD.TopK
+	case r.KLDBaseOut != "":
+		p.BaseName, p.TopK = filepath.Base(r.KLDBaseOut), r.KLDBaseTopK
+	}
+	if p.Base == "" {
+		p.BaseName, p.TopK = "", 0
+	}
+	return p
+}
+
+// NewRecordInfo completes a record for rep: the protocol and the digests
+// (over the protocol, rep's engine config without paths, and the model's
+// hash), the name, and the times.
+func NewRecordInfo(rep *Report, base BaseID, model RecordModel, m Machine, version string, started, finished time.Time) RecordInfo {
+	ri := RecordInfo{SchemaVersion: RecordSchemaVersion, Protocol: ProtocolOf(rep, base), Model: model,
+		Machine: m, Version: version, Started: started.UTC(), Finished: finished.UTC(),
+		WallSeconds: finished.Sub(started).Seconds()}
+	ri.seal(rep)
+	return ri
+}
+
+// MergedRecordInfo is the record of shards merged into merged: the
+// shards' protocol without the shard, their first start and last finish.
+func MergedRecordInfo(shards []Report, merged *Report) RecordInfo {
+	ri := *shards[0].Record
+	for _, s := range shards[1:] {
+		if s.Record.Started.Before(ri.Started) {
+			ri.Started = s.Record.Started
+		}
+		if s.Record.Finished.After(ri.Finished) {
+			ri.Finished = s.Record.Finished
+		}
+	}
+	ri.WallSeconds = ri.Finished.Sub(ri.Started).Seconds()
+	ri.Protocol.Shard = ""
+	ri.seal(merged)
+	return ri
+}
+
+// seal sets the digests and the name from the protocol, rep's engine
+// config and the model.
+func (ri *RecordInfo) seal(rep *Report) {
+	ri.ProtocolDigest = ri.Protocol.Digest()
+	cfg := rep.Config
+	cfg.Model = ModelInfo{}
+	ri.Digest = digestOf(struct {
+		Protocol string
+		Engine   EngineConfig
+		Model    string
+	}{ri.ProtocolDigest, cfg, ri.Model.SHA256Prefix})
+	stem := func(p, empty string) string {
+		if p == "" {
+			return empty
+		}
+		return safeName(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
+	}
+	text := stem(rep.Text, "tokens")
+	if rep.Text == "" && rep.KLD != nil {
+		text = "vs-" + stem(rep.KLD.Base, "base") // the tokens came from the base
+	}
+	ri.Name = stem(ri.Model.File, "model") + "_" + text + "_" + ri.Digest
+	if ri.Protocol.Shard != "" {
+		ri.Name += "_shard" + strings.ReplaceAll(ri.Protocol.Shard, "/", "of")
+	}
+}
+
+// safeName keeps letters, digits, '.', '-' of s (others become '-'), at
+// most 48 bytes.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '.' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+			b[i] = '-'
+		}
+	}
+	return string(b[:min(len(b), 48)])
+}
+
+// WriteRecord writes rep, which must carry its Record, as
+// root/NAME.json, creating root; an identical rerun replaces its own
+// record and nothing else. It writes through WriteFileAtomic (temp file,
+// sync, rename), the one switch point to another safe-output helper.
+func WriteRecord(root string, rep *Report) (string, error) {
+	if rep.Record == nil || rep.Record.Name == "" {
+		return "", fmt.Errorf("record: the report has no record information")
+	}
+	if rep.Partial {
+		return "", fmt.Errorf("record %s: a partial run is not kept as a record", rep.Record.Name)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("results root: %w", err)
+	}
+	data, err := rep.JSON()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, rep.Record.Name+".json")
+	return path, WriteFileAtomic(path, data)
+}
+
+// maxRecord bounds what ReadRecord reads; a report of a million windows is
+// about 200 MB.
+const maxRecord = 256 << 20
+
+// ReadRecord reads one record. ok is false, with no error, for JSON that
+// is not a report (an A/B summary) and for a stopped run's partial report
+// (the TUI keeps those in its history); a complete report without a
+// record, or without a schema_version, is an error.
+func ReadRecord(path string) (rep Report, ok bool, err error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %s: %s", ErrBadRecord, path, fmt.Sprintf(format, args...))
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return rep, false, fmt.Errorf("record: %w", err)
+	}
+	if st.Size() > maxRecord {
+		return rep, false, bad("%d bytes is too large for a record", st.Size())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return rep, false, fmt.Errorf("record: %w", err)
+	}
+	var head struct {
+		Object string          `json:"object"`
+		Record json.RawMessage `json:"record"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return rep, false, bad("not JSON: %v", err)
+	}
+	if head.Object != ReportObject {
+		return rep, false, nil
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return rep, false, bad("%v", err)
+	}
+	switch {
+	case rep.Partial:
+		return rep, false, nil
+	case rep.Record == nil:
+		return rep, false, bad("a report without record information (no schema_version); rerun it to make a record")
+	case rep.Record.SchemaVersion == 0:
+		return rep, false, bad("the record has no schema_version")
+	case rep.Record.SchemaVersion > RecordSchemaVersion:
+		return rep, false, bad("schema_version %d, this build reads %d", rep.Record.SchemaVersion, RecordSchemaVersion)
+	}
+	return rep, true, nil
+}
+
+// BaseID identifies a base file for records: a short content identity,
+// cheap even for llama.cpp's multi-GiB files (a plexbench base's own
+// SHA-256 trailer; for a llama.cpp base a hash of its size, header, token
+// ids and first chunk of rows), its format and the hash of the token ids
+// it holds.
+type BaseID struct {
+	Identity       string
+	Format         string
+	TokenIDsSHA256 string
+}
+
+// IdentifyBase reads a base file's BaseID.
+func IdentifyBase(path string) (BaseID, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return BaseID{}, fmt.Errorf("kld base: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return BaseID{}, fmt.Errorf("kld base %s: %w", path, err)
+	}
+	bad := func(err error) (BaseID, error) { return BaseID{}, fmt.Errorf("%w %s: %v", ErrBadBase, path, err) }
+	var hdr [baseFixedHeader]byte
+	if n, err := f.ReadAt(hdr[:], 0); n < 8 {
+		return bad(fmt.Errorf("%d bytes: %v", n, err))
+	}
+	switch string(hdr[:8]) {
+	case baseMagic:
+		var sum [sha256.Size]byte
+		if _, err := f.ReadAt(sum[:], st.Size()-sha256.Size); err != nil {
+			return bad(err)
+		}
+		return BaseID{Identity: "plexbench:" + hex.EncodeToString(sum[:8]), Format: BaseFormatPlexbench,
+			TokenIDsSHA256: hex.EncodeToString(hdr[56:88])}, nil
+	case llamaMagic:
+		b, err := readLlamaBase(f, st.Size(), path) // checks sizes, reads the token ids
+		if err != nil {
+			return BaseID{}, err
+		}
+		h := &b.Header
+		head := llamaHeader + 4*int64(h.Tokens) + 2*int64(llamaRowWords(h.Meta.VocabSize))*int64(llamaRows(h.Ctx))
+		sum := sha256.New()
+		binary.Write(sum, binary.LittleEndian, st.Size())
+		if _, err := io.Copy(sum, io.NewSectionReader(f, 0, head)); err != nil {
+			return bad(err)
+		}
+		return BaseID{Identity: "llama:" + hex.EncodeToString(sum.Sum(nil)[:8]), Format: BaseFormatLlama,
+			TokenIDsSHA256: h.TokenHash()}, nil
+	}
+	return BaseID{}, fmt.Errorf("%w %s: neither a plexbench nor a llama.cpp KLD base", ErrBadBase, path)
+}
+
+// RecordGroup is the records of one protocol, best first: a run that
+// recorded the group's base first (its reference), then by mean KLD, or
+// by perplexity when the group has no base.
+type RecordGroup struct {
+	Protocol Protocol  `json:"protocol"`
+	Digest   string    `json:"protocol_digest"`
+	Records  []*Report `json:"records"`
+}
+
+// GroupRecords splits records by protocol digest (never blending two
+// protocols), keeps the newest of records with the same name, and sorts
+// each group. Groups are ordered by their best row's figure.
+func GroupRecords(recs []Report) []RecordGroup {
+	latest := map[string]int{}
+	for i := range recs {
+		r := recs[i].Record
+		if j, ok := latest[r.Name]; !ok || recs[j].Record.Finished.Before(r.Finished) {
+			latest[r.Name] = i
+		}
+	}
+	byProto := map[string]*RecordGroup{}
+	var order []string
+	for i := range recs {
+		r := &recs[i]
+		if latest[r.Record.Name] != i {
+			continue
+		}
+		d := r.Record.ProtocolDigest
+		g, ok := byProto[d]
+		if !ok {
+			g = &RecordGroup{Protocol: r.Record.Protocol, Digest: d}
+			byProto[d] = g
+			order = append(order, d)
+		}
+		if g.Protocol.Text == "" {
+			g.Protocol.Text = r.Record.Protocol.Text
+		}
+		if g.Protocol.BaseName == "" {
+			g.Protocol.BaseName = r.Record.Protocol.BaseName
+		}
+		g.Records = append(g.Records, r)
+	}
+	key := func(r *Report) float64 {
+		switch {
+		case r.KLD != nil:
+			return r.KLD.MeanKLD
+		case r.Record.Protocol.Base != "":
+			return math.Inf(-1) // the run that recorded the base
+		}
+		return r.Perplexity
+	}
+	out := make([]RecordGroup, 0, len(order))
+	for _, d := range order {
+		g := byProto[d]
+		slices.SortStableFunc(g.Records, func(a, b *Report) int {
+			if c := cmpFloat(key(a), key(b)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Record.Name, b.Record.Name)
+		})
+		out = append(out, *g)
+	}
+	slices.SortStableFunc(out, func(a, b RecordGroup) int {
+		if c := strings.Compare(a.Protocol.TokenIDsSHA256, b.Protocol.TokenIDsSHA256); c != 0 {
+			return c
+		}
+		if c := cmpFloat(float64(a.Protocol.Ctx), float64(b.Protocol.Ctx)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Digest, b.Digest)
+	})
+	return out
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// ProtocolDifferences names the protocol fields that differ across
+// groups, for the legend of a comparison with more than one group.
+func ProtocolDifferences(groups []RecordGroup) []string {
+	if len(groups) < 2 {
+		return nil
+	}
+	fields := []struct {
+		name string
+		get  func(p Protocol) string
+	}{
+		{"method", func(p Protocol) string { return p.Method }},
+		{"ctx", func(p Protocol) string { return fmt.Sprint(p.Ctx) }},
+		{"stride", func(p Protocol) string { return fmt.Sprint(p.Stride) }},
+		{"chunk limit", func(p Protocol) string { return fmt.Sprint(p.ChunkLimit) }},
+		{"tokens", func(p Protocol) string { return p.TokenIDsSHA256 }},
+		{"base", func(p Protocol) string { return p.Base }},
+		{"top-k", func(p Protocol) string { return fmt.Sprint(p.TopK) }},
+	}
+	var out []string
+	for _, f := range fields {
+		first := f.get(groups[0].Protocol)
+		for _, g := range groups[1:] {
+			if f.get(g.Protocol) != first {
+				out = append(out, f.name)
+				break
+			}
+		}
+	}
+	return out
+}
