@@ -24,9 +24,9 @@
 //	…    S×(8+8K) records in scoring order: f64 NLL, then K × (i32 id, f32 log-prob)
 //	…    32     SHA-256 of every byte before it
 //
-// A base is written to a temporary file in the target directory and renamed
-// into place only by Close after every promised record arrived, so an
-// aborted run never leaves a valid-looking base (Abort removes the temp).
+// A base is written through outfile (to a temporary file renamed into
+// place by Close only after every promised record arrived), so an aborted
+// run never leaves a valid-looking base (Abort removes the temporary).
 package scoring
 
 import (
@@ -42,7 +42,8 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
+
+	"plexbench/scoring/outfile"
 )
 
 // Base file constants.
@@ -127,8 +128,8 @@ func baseSize(metaLen int, h *BaseHeader) int64 {
 
 // BaseWriter streams a base file.
 type BaseWriter struct {
-	path, tmp string
-	f         *os.File
+	path      string
+	f         *outfile.File
 	bw        *bufio.Writer
 	sum       hash.Hash
 	w         io.Writer // bw and sum together
@@ -156,16 +157,11 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	if len(meta) > baseMaxMeta {
 		return nil, fmt.Errorf("kld base %s: header metadata too large (%d bytes)", path, len(meta))
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := outfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("kld base %s: %w", path, err)
+		return nil, fmt.Errorf("kld base: %w", err)
 	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600; a base is shared like a report
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("kld base %s: %w", path, err)
-	}
-	w := &BaseWriter{path: path, tmp: f.Name(), f: f, bw: bufio.NewWriterSize(f, 1<<20),
+	w := &BaseWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20),
 		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK))}
 	w.w = io.MultiWriter(w.bw, w.sum)
 
@@ -250,21 +246,15 @@ func (w *BaseWriter) Close() error {
 	if w.err == nil {
 		w.err = w.bw.Flush()
 	}
-	if w.err == nil {
-		w.err = w.f.Sync()
-	}
-	if err := w.f.Close(); w.err == nil {
-		w.err = err
-	}
+	f := w.f
 	w.f = nil
-	if w.err == nil {
-		w.err = os.Rename(w.tmp, w.path)
-	}
 	if w.err != nil {
-		os.Remove(w.tmp)
+		f.Abort()
 		return fmt.Errorf("kld base %s: %w", w.path, w.err)
 	}
-	syncDir(filepath.Dir(w.path))
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("kld base: %w", err)
+	}
 	return nil
 }
 
@@ -272,9 +262,8 @@ func (w *BaseWriter) Close() error {
 // as it was. Safe to call after Close.
 func (w *BaseWriter) Abort() {
 	if w.f != nil {
-		w.f.Close()
+		w.f.Abort()
 		w.f = nil
-		os.Remove(w.tmp)
 	}
 }
 

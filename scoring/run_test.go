@@ -419,26 +419,6 @@ func TestReportJSONFields(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "r.json")
-	if err := WriteFileAtomic(p, []byte("one")); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFileAtomic(p, []byte("two")); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "two" {
-		t.Fatalf("content %q", b)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("temporary files left: %v", ents)
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "no", "such", "dir"), nil); err == nil || !strings.Contains(err.Error(), "no/such/dir") {
-		t.Fatalf("error %v", err)
-	}
-}
-
 // TestRunProgressHeldTime: time the Progress callback holds the run (a
 // paused TUI) is reported and left out of the prefill rate.
 func TestRunProgressHeldTime(t *testing.T) {

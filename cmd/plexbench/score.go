@@ -8,9 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"plexbench/cmd/plexbench/demo"
@@ -18,6 +16,7 @@ import (
 	"plexbench/kernels"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/outfile"
 )
 
 // scoreExtras are the score flags that are not profile settings: where the
@@ -68,15 +67,11 @@ func runScore(args []string) int {
 		// unless the command line asks for one (then it must agree).
 		inheritFromBase(fs, &req)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	if !x.Quiet {
 		req.Progress = newProgressPrinter(os.Stderr).event
 	}
-	go func() {
-		<-ctx.Done()
-		stop() // a second interrupt ends the process
-	}()
 	rep, err := scoreProfile(ctx, p, req)
 	if err != nil && !errors.Is(err, scoring.ErrStopped) {
 		return fail(err)
@@ -222,17 +217,16 @@ func tokenHash(ids []int32) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// writeReport writes the JSON report to path atomically, or to stdout.
+// writeReport writes the JSON report to path (see outfile), or to stdout.
 func writeReport(path string, rep *scoring.Report) error {
 	data, err := rep.JSON()
 	if err != nil {
 		return err
 	}
-	if path == "" || path == "-" {
-		_, err = os.Stdout.Write(data)
-		return err
+	if path == "" {
+		path = outfile.Stdout
 	}
-	return scoring.WriteFileAtomic(path, data)
+	return outfile.WriteFile(path, data)
 }
 
 // progressPrinter renders run events on stderr: one rewritten status line
