@@ -236,7 +236,10 @@ func (m Model) onRun(msg tea.Msg) (Model, tea.Cmd) {
 	}
 	if m.quitWhenDone && !m.active() {
 		if _, ok := msg.(doneMsg); ok {
-			return m.quit()
+			// What the runs still have to save (the A/B summary) is
+			// written before the program ends.
+			m, quit := m.quit()
+			return m, tea.Sequence(tea.Batch(c1, c2), quit)
 		}
 	}
 	return m, tea.Batch(c1, c2)
