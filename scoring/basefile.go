@@ -24,6 +24,12 @@
 //	…    S×(8+8K) records in scoring order: f64 NLL, then K × (i32 id, f32 log-prob)
 //	…    32     SHA-256 of every byte before it
 //
+// A partial base, kept when a recording stopped early, is the same format
+// holding only the complete windows: windows and S in the fixed header
+// count what it holds, and the meta's windows_planned the windows the run
+// had planned (absent in bases from older builds, which are all complete).
+// A comparison may use the first windows of a partial base, never more.
+//
 // A base is written through outfile (to a temporary file renamed into
 // place by Close only after every promised record arrived), so an aborted
 // run never leaves a valid-looking base (Abort removes the temporary).
@@ -72,6 +78,9 @@ type BaseMeta struct {
 	ModelArchitecture string       `json:"model_architecture"`
 	VocabSize         int          `json:"vocab_size"`
 	Config            EngineConfig `json:"config"`
+	// WindowsPlanned is the recording run's window count; more than the
+	// header's windows marks a partial base. 0 (older files): complete.
+	WindowsPlanned int `json:"windows_planned,omitempty"`
 }
 
 // BaseHeader describes a base file.
@@ -89,6 +98,10 @@ type BaseHeader struct {
 	ModelSize      int64
 	Meta           BaseMeta
 }
+
+// Partial reports whether the base holds fewer windows than its recording
+// run planned (it was stopped early).
+func (h *BaseHeader) Partial() bool { return h.Meta.WindowsPlanned > h.Windows }
 
 // TokenHash is the hex SHA-256 of the header's token ids.
 func (h *BaseHeader) TokenHash() string { return hex.EncodeToString(h.TokenIDsSHA256[:]) }
@@ -135,6 +148,7 @@ type BaseWriter struct {
 	w         io.Writer // bw and sum together
 	k         int
 	want, got int
+	body      int64 // bytes before the first record
 	rec       []byte
 	err       error
 }
@@ -162,7 +176,8 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 		return nil, fmt.Errorf("kld base: %w", err)
 	}
 	w := &BaseWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20),
-		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK))}
+		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK)),
+		body: int64(baseFixedHeader) + int64(len(meta)) + 4*int64(h.Tokens)}
 	w.w = io.MultiWriter(w.bw, w.sum)
 
 	hdr := make([]byte, baseFixedHeader, baseFixedHeader+len(meta))
@@ -251,6 +266,55 @@ func (w *BaseWriter) Close() error {
 	if w.err != nil {
 		f.Abort()
 		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("kld base: %w", err)
+	}
+	return nil
+}
+
+// ClosePartial keeps the first scored records (the complete windows of a
+// stopped run) as a partial base: it cuts what follows, sets the header's
+// windows and scored counts, writes the checksum over the result and
+// renames it into place. The header's meta must carry WindowsPlanned. A
+// base written in place (a FIFO, a device) cannot be rewritten; it is
+// discarded with an error.
+func (w *BaseWriter) ClosePartial(windows, scored int) error {
+	if w.f == nil {
+		return fmt.Errorf("kld base %s: already closed", w.path)
+	}
+	f := w.f
+	w.f = nil
+	tmp := f.Temp()
+	switch {
+	case windows < 1 || scored < 0 || scored > w.got:
+		w.err = fmt.Errorf("partial base of %d windows and %d records, %d written", windows, scored, w.got)
+	case tmp == nil:
+		w.err = errors.New("a partial base cannot be kept in a file that is not a regular one")
+	}
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	end := w.body + int64(scored)*int64(len(w.rec))
+	if w.err == nil {
+		w.err = tmp.Truncate(end)
+	}
+	var counts [16]byte
+	binary.LittleEndian.PutUint64(counts[:], uint64(windows))
+	binary.LittleEndian.PutUint64(counts[8:], uint64(scored))
+	if w.err == nil {
+		_, w.err = tmp.WriteAt(counts[:], 40)
+	}
+	sum := sha256.New()
+	if w.err == nil {
+		_, w.err = io.Copy(sum, io.NewSectionReader(tmp, 0, end))
+	}
+	if w.err == nil {
+		_, w.err = tmp.WriteAt(sum.Sum(nil), end)
+	}
+	if w.err != nil {
+		f.Abort()
+		return fmt.Errorf("kld base %s: %w; base discarded", w.path, w.err)
 	}
 	if err := f.Commit(); err != nil {
 		return fmt.Errorf("kld base: %w", err)

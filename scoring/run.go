@@ -22,7 +22,8 @@ var ErrStopped = errors.New("perplexity run stopped early")
 // between windows: a cancelled run finishes the window in flight and
 // returns the partial report with an error wrapping ErrStopped. An engine
 // failure also returns the partial report, with that error. A base being
-// recorded is kept only when every window was scored.
+// recorded by a run that stops early is kept marked partial, holding the
+// complete windows.
 func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	start := time.Now()
 	if err := req.check(); err != nil {
@@ -59,9 +60,8 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		}
 		return Report{}, err
 	}
-	if base != nil && (plan.Scored != base.Header.Scored || len(plan.Windows) != base.Header.Windows) {
-		return Report{}, fmt.Errorf("%w: %s holds %d windows / %d scored tokens, this run plans %d / %d",
-			ErrBaseMismatch, base.Name, base.Header.Windows, base.Header.Scored, len(plan.Windows), plan.Scored)
+	if err := baseCovers(base, plan); err != nil {
+		return Report{}, err
 	}
 
 	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
@@ -82,7 +82,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 			Method: plan.Method, Ctx: plan.Ctx, Stride: plan.Stride, ChunkLimit: plan.ChunkLimit,
 			TopK: r.kout, Windows: len(plan.Windows), Scored: plan.Scored, ModelSize: info.Size,
 			Meta: BaseMeta{ModelFile: filepath.Base(info.Path), ModelArchitecture: info.Architecture,
-				VocabSize: info.VocabSize, Config: cfg},
+				VocabSize: info.VocabSize, Config: cfg, WindowsPlanned: len(plan.Windows)},
 		}
 		if r.out, err = CreateBase(req.KLDBaseOut, h, tokens); err != nil {
 			return Report{}, err
@@ -125,8 +125,10 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 
 	if r.out != nil {
 		if rep.Partial {
-			r.out.Abort()
-			rep.PartialReason += "; the KLD base was not written"
+			rep.PartialReason += r.closePartialBase()
+			if r.out != nil {
+				rep.KLDBaseOut, rep.KLDBaseTopK = req.KLDBaseOut, r.kout
+			}
 		} else if err := r.out.Close(); err != nil {
 			runErr = err
 			rep.Partial, rep.PartialReason = true, err.Error()
@@ -153,6 +155,11 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		k.Base, k.TopK = req.KLDBase, r.kb
 		rep.KLD = &k
 		rep.Warnings = append(rep.Warnings, k.Warnings()...)
+		if h := &base.Header; h.Partial() {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+				"the base is partial (%d of the %d windows its run planned); compared over its first %d",
+				h.Windows, h.Meta.WindowsPlanned, len(plan.Windows)))
+		}
 		if v := base.Header.Meta.VocabSize; v > 0 && info.VocabSize > 0 && v != info.VocabSize {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
 				"the base was recorded with a vocabulary of %d entries, this model has %d", v, info.VocabSize))
@@ -161,6 +168,48 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	rep.sanitize()
 	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason})
 	return rep, runErr
+}
+
+// closePartialBase keeps the complete windows of a stopped recording as a
+// partial base and returns what to add to the partial reason; r.out is nil
+// afterwards when no base was kept.
+func (r *runner) closePartialBase() string {
+	out := r.out
+	if len(r.windows) == 0 {
+		out.Abort()
+		r.out = nil
+		return "; the KLD base was not written (no complete window)"
+	}
+	if err := out.ClosePartial(len(r.windows), r.scoredDone); err != nil {
+		r.out = nil
+		return "; " + err.Error()
+	}
+	return fmt.Sprintf("; the KLD base holds the %d complete windows (marked partial)", len(r.windows))
+}
+
+// baseCovers checks that a base holds the windows plan scores: all of
+// them, or for a partial base its first ones.
+func baseCovers(base *BaseReader, plan Plan) error {
+	if base == nil {
+		return nil
+	}
+	h := &base.Header
+	if h.Partial() {
+		if len(plan.Windows) > h.Windows {
+			return fmt.Errorf("%w: %s is a partial base holding %d windows, this run needs %d (use --perplexity-chunks %d or fewer)",
+				ErrBaseMismatch, base.Name, h.Windows, len(plan.Windows), h.Windows)
+		}
+		if plan.Scored > h.Scored {
+			return fmt.Errorf("%w: %s is a partial base holding %d scored tokens, this run scores %d",
+				ErrBaseMismatch, base.Name, h.Scored, plan.Scored)
+		}
+		return nil
+	}
+	if plan.Scored != h.Scored || len(plan.Windows) != h.Windows {
+		return fmt.Errorf("%w: %s holds %d windows / %d scored tokens, this run plans %d / %d",
+			ErrBaseMismatch, base.Name, h.Windows, h.Scored, len(plan.Windows), plan.Scored)
+	}
+	return nil
 }
 
 // geometryFor resolves method/ctx/stride/chunks from the request and, when
@@ -191,7 +240,7 @@ func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfi
 		}
 		if g.Chunks <= 0 {
 			g.Chunks = h.ChunkLimit
-		} else if g.Chunks != h.ChunkLimit {
+		} else if g.Chunks != h.ChunkLimit && !h.Partial() { // a partial base is checked after planning
 			return g, mismatch("chunk limit", h.ChunkLimit, g.Chunks)
 		}
 	}

@@ -140,9 +140,15 @@ func TestEndToEndStop(t *testing.T) {
 	if d := profiles.Diff(p, q); len(d) != 0 {
 		t.Errorf("saved profile differs: %v", d)
 	}
-	// A stopped run keeps no base.
-	if kld, _ := filepath.Glob(filepath.Join(dir, "*.kld")); len(kld) != 0 {
-		t.Errorf("a stopped run left a base: %v", kld)
+	// A stopped run keeps its complete windows as a partial base.
+	kld, _ := filepath.Glob(filepath.Join(dir, "*.kld"))
+	if len(kld) != 1 {
+		t.Fatalf("bases: %v", kld)
+	}
+	if b, err := scoring.OpenBase(kld[0]); err != nil || !b.Header.Partial() || b.Header.Windows != 4 {
+		t.Errorf("partial base: %v", err)
+	} else {
+		b.Close()
 	}
 	// And history lists it.
 	h, err := History(dir)

@@ -54,7 +54,7 @@ func safeName(s string) string {
 type runFiles struct {
 	Report  string // .json
 	Profile string // .toml
-	Base    string // .kld, recorded while the run went; removed by scoring if it stopped early
+	Base    string // .kld, recorded while the run went; kept marked partial if it stopped early
 }
 
 // newRunFiles picks unused paths in dir for a run starting now.

@@ -80,7 +80,11 @@ func runScore(args []string) int {
 		return fail(werr)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)\n", err, rep.WindowsScored, rep.WindowsTotal)
+		kept := ""
+		if rep.KLDBaseOut != "" {
+			kept = ", partial base kept in " + rep.KLDBaseOut
+		}
+		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)%s\n", err, rep.WindowsScored, rep.WindowsTotal, kept)
 		return 130
 	}
 	return 0
