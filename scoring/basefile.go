@@ -337,10 +337,12 @@ type BaseReader struct {
 	Header BaseHeader
 	Tokens []int32
 
-	closer io.Closer
-	r      *bufio.Reader
-	read   int
-	rec    []byte
+	closer   io.Closer
+	size     int64
+	checksum [sha256.Size]byte // the file's trailing checksum
+	r        *bufio.Reader
+	read     int
+	rec      []byte
 }
 
 // OpenBase opens and verifies a base file.
@@ -463,7 +465,8 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	if TokenIDsSHA256(tokens) != h.TokenIDsSHA256 {
 		return nil, bad("token ids do not hash to the header's token_ids_sha256")
 	}
-	return &BaseReader{Name: name, Header: h, Tokens: tokens, r: br, rec: make([]byte, BaseRecordBytes(h.TopK))}, nil
+	return &BaseReader{Name: name, Header: h, Tokens: tokens, r: br, rec: make([]byte, BaseRecordBytes(h.TopK)),
+		size: size, checksum: want}, nil
 }
 
 // Remaining is the number of records not yet read.

@@ -5,6 +5,7 @@ package scoring
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -64,7 +65,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		return Report{}, err
 	}
 
-	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
+	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, cfg: cfg, plan: plan, tokens: tokens, base: base,
 		hidden: info.HiddenSize, start: start, nll: NLLStats{}}
 	if base != nil {
 		r.kb = base.Header.TopK
@@ -105,10 +106,18 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		rep.TokenIDs = tokens
 	}
 
+	resumed := 0
+	if req.Journal != "" {
+		if resumed, err = r.openJournal(); err != nil {
+			return Report{}, err
+		}
+		defer r.journal.close()
+	}
+
 	r.loopStart = time.Now()
-	r.event(Event{Kind: EventStarted})
+	r.event(Event{Kind: EventStarted, Resumed: resumed})
 	var runErr error
-	for _, w := range plan.Windows {
+	for _, w := range plan.Windows[resumed:] {
 		if err := ctx.Err(); err != nil {
 			runErr = fmt.Errorf("%w: %w", ErrStopped, context.Cause(ctx))
 			rep.PartialReason = fmt.Sprintf("stopped after %d of %d windows: %v",
@@ -145,7 +154,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	rep.ElapsedSeconds = time.Since(start).Seconds()
 	rep.ProgressHeldSeconds = r.held.Seconds()
 	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
-		rep.PrefillTokensPerSecond = float64(r.prefillDone) / working
+		rep.PrefillTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / working
 	}
 	if req.windowsWanted() {
 		rep.Windows = r.windows
@@ -298,6 +307,7 @@ type runner struct {
 	eng    Engine
 	req    *Request
 	info   ModelInfo
+	cfg    EngineConfig
 	plan   Plan
 	tokens []int32
 	hidden int
@@ -311,6 +321,12 @@ type runner struct {
 
 	nll     NLLStats
 	windows []WindowReport
+
+	journal *journal
+	jw      journalWindow // the window in flight's journal record
+	// prefillResumed is the prefill work taken from a journal, left out
+	// of rates.
+	prefillResumed int
 
 	start, loopStart time.Time
 	// held is the time the caller's Progress callback kept the run waiting
@@ -359,6 +375,7 @@ func (r *runner) alloc() {
 func (r *runner) window(w Window) error {
 	t0 := time.Now()
 	r.w, r.wNLL, r.nextRow, r.nrows = w, NLLStats{}, w.FirstRow, 0
+	r.jw = journalWindow{Index: w.Index, NLL: r.jw.NLL[:0], Cmp: r.jw.Cmp[:0], IDs: r.jw.IDs[:0], LP: r.jw.LP[:0]}
 	r.input = w.Input(r.tokens, r.input)
 	// The window in flight always finishes: cancellation is honoured
 	// between windows, so a partial report never holds half a window.
@@ -372,10 +389,27 @@ func (r *runner) window(w Window) error {
 	if done := r.nextRow - w.FirstRow; done != w.Scored {
 		return fmt.Errorf("engine emitted %d of the window's %d scored rows", done, w.Scored)
 	}
+	secs := time.Since(t0).Seconds()
+	if r.journal != nil {
+		r.jw.Seconds = secs
+		if err := r.journal.append(w, &r.jw); err != nil {
+			return err
+		}
+	}
+	wr := r.finishWindow(w, secs)
+	ev := Event{Kind: EventWindowDone, Window: &wr}
+	if secs > 0 {
+		ev.TokensPerSecond = float64(w.Len()) / secs
+	}
+	r.event(ev)
+	return nil
+}
+
+// finishWindow adds a scored window (r.wNLL) to the run and its report.
+func (r *runner) finishWindow(w Window, secs float64) WindowReport {
 	r.prefillDone += w.Len()
 	r.scoredDone += w.Scored
 	r.nll.Merge(r.wNLL)
-	secs := time.Since(t0).Seconds()
 	wr := WindowReport{Index: w.Index, Begin: w.Begin, End: w.End, FirstTarget: w.FirstTarget,
 		Scored: w.Scored, NLLSum: r.wNLL.Sum, Seconds: secs}
 	if res := r.wNLL.Result(); res.N > 0 {
@@ -387,11 +421,61 @@ func (r *runner) window(w Window) error {
 		}
 	}
 	r.windows = append(r.windows, wr)
-	ev := Event{Kind: EventWindowDone, Window: &wr}
-	if secs > 0 {
-		ev.TokensPerSecond = float64(w.Len()) / secs
+	return wr
+}
+
+// openJournal opens the request's journal (resuming it when asked) and
+// replays the windows it holds; it returns how many.
+func (r *runner) openJournal() (int, error) {
+	tsum := TokenIDsSHA256(r.tokens)
+	id := journalIdentity{
+		Model: modelIdentityOf(r.info), TokenIDsSHA256: hex.EncodeToString(tsum[:]),
+		Tokens: len(r.tokens), Method: r.plan.Method, Ctx: r.plan.Ctx, Stride: r.plan.Stride,
+		ChunkLimit: r.plan.ChunkLimit, Windows: len(r.plan.Windows), KLDBaseOutTopK: r.kout, Config: r.cfg,
 	}
-	r.event(ev)
+	if r.req.Text != "" {
+		sum := sha256.Sum256([]byte(r.req.Text))
+		id.TextSHA256 = hex.EncodeToString(sum[:])
+	}
+	if r.base != nil {
+		id.KLDBase = &baseIdentity{Size: r.base.size, Checksum: hex.EncodeToString(r.base.checksum[:])}
+	}
+	j, resuming, err := openJournal(r.req.Journal, id, r.req.Resume, r.kld != nil, r.kout)
+	if err != nil {
+		return 0, err
+	}
+	r.journal = j
+	if !resuming {
+		return 0, nil
+	}
+	n, err := j.replay(r.plan, r.replay)
+	if err != nil {
+		j.close()
+		return 0, fmt.Errorf("resuming from %s: window %d: %w", j.path, n, err)
+	}
+	r.prefillResumed = r.prefillDone
+	return n, nil
+}
+
+// replay adds a window taken from the journal as if it had just been
+// scored: its tokens' NLLs and comparisons, and its base rows.
+func (r *runner) replay(w Window, jw *journalWindow) error {
+	r.wNLL = NLLStats{}
+	for i, nll := range jw.NLL {
+		r.wNLL.Add(nll)
+		if r.out != nil {
+			if err := r.out.Append(nll, jw.IDs[i*r.kout:(i+1)*r.kout], jw.LP[i*r.kout:(i+1)*r.kout]); err != nil {
+				return err
+			}
+		}
+		if r.kld != nil {
+			if _, err := r.base.Next(r.baseIDs[0], r.baseLP[0]); err != nil {
+				return err
+			}
+			r.kld.Add(w.Index, jw.Cmp[i])
+		}
+	}
+	r.finishWindow(w, jw.Seconds)
 	return nil
 }
 
@@ -506,12 +590,19 @@ func (r *runner) score(i, pos int) error {
 			pos, q.IDs[0], res.Max, res.SumExp, res.Picked[0])
 	}
 	r.wNLL.Add(nll)
+	jr := r.journal != nil
+	if jr {
+		r.jw.NLL = append(r.jw.NLL, nll)
+	}
 	if r.out != nil {
 		for j := range r.kout {
 			r.lp[j] = LogProb(res.TopLogits[j], res.Max, lnS)
 		}
 		if err := r.out.Append(nll, res.TopIDs[:r.kout], r.lp); err != nil {
 			return err
+		}
+		if jr {
+			r.jw.IDs, r.jw.LP = append(r.jw.IDs, res.TopIDs[:r.kout]...), append(r.jw.LP, r.lp...)
 		}
 	}
 	if r.kld != nil {
@@ -520,6 +611,9 @@ func (r *runner) score(i, pos int) error {
 		}
 		c := CompareToken(nll, r.baseNLL[i], res.ArgMax, r.baseIDs[i], r.baseLP[i], r.runLP, r.restEmpty)
 		r.kld.Add(r.w.Index, c)
+		if jr {
+			r.jw.Cmp = append(r.jw.Cmp, c)
+		}
 	}
 	return nil
 }
@@ -534,8 +628,8 @@ func (r *runner) event(e Event) {
 	e.ScoredTotal, e.ScoredDone = r.plan.Scored, r.scoredDone
 	e.PrefillTotal, e.PrefillDone = r.plan.PrefillToks, r.prefillDone
 	e.Elapsed = time.Since(r.start)
-	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > 0 {
-		e.MeanTokensPerSecond = float64(r.prefillDone) / loop
+	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > r.prefillResumed {
+		e.MeanTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / loop
 		left := float64(r.plan.PrefillToks - r.prefillDone)
 		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
 	}

@@ -27,6 +27,7 @@ type scoreExtras struct {
 	KLDBaseOut string
 	KLDBase    string
 	Quiet      bool
+	Resume     bool
 }
 
 func runScore(args []string) int {
@@ -39,6 +40,8 @@ func runScore(args []string) int {
 	fs.StringVar(&x.KLDBaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
 	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base")
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
+	fs.BoolVar(&x.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
+		"beside --perplexity-output, else BASE.journal beside --perplexity-kld-base-out")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -67,6 +70,10 @@ func runScore(args []string) int {
 		// unless the command line asks for one (then it must agree).
 		inheritFromBase(fs, &req)
 	}
+	if req.Journal, err = journalPath(x); err != nil {
+		return fail(err)
+	}
+	req.Resume = x.Resume
 	ctx, stop := signalContext()
 	defer stop()
 	if !x.Quiet {
@@ -84,10 +91,38 @@ func runScore(args []string) int {
 		if rep.KLDBaseOut != "" {
 			kept = ", partial base kept in " + rep.KLDBaseOut
 		}
+		if req.Journal != "" {
+			kept += "; --resume continues it"
+		}
 		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)%s\n", err, rep.WindowsScored, rep.WindowsTotal, kept)
 		return 130
 	}
+	if req.Journal != "" && !rep.Partial {
+		if err := scoring.RemoveJournal(req.Journal); err != nil {
+			return fail(err)
+		}
+	}
 	return 0
+}
+
+// journalPath is where a run's journal lives: beside the report when it
+// goes to a file, else beside the base being recorded; "" when the run
+// writes neither to a file (a report on stdout or into a FIFO), and then
+// --resume is refused.
+func journalPath(x scoreExtras) (string, error) {
+	for _, out := range []string{x.Output, x.KLDBaseOut} {
+		if outfile.Atomic(out) {
+			p, err := outfile.Resolve(out)
+			if err != nil {
+				return "", err
+			}
+			return p + ".journal", nil
+		}
+	}
+	if x.Resume {
+		return "", errors.New("--resume: the journal lives beside --perplexity-output FILE or --perplexity-kld-base-out FILE, and this run writes neither to a file")
+	}
+	return "", nil
 }
 
 // inheritFromBase clears the geometry settings not given on the command
@@ -251,6 +286,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 	case scoring.EventStarted:
 		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
 			e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
+		if e.Resumed > 0 {
+			fmt.Fprintf(p.out, "plexbench: resumed: %d of %d windows taken from the journal\n", e.Resumed, e.WindowsTotal)
+		}
 	case scoring.EventWindowDone:
 		line := fmt.Sprintf("window %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
 			e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,
