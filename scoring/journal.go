@@ -382,6 +382,21 @@ func (j *journal) read(r io.Reader, w Window, jw *journalWindow) bool {
 
 // append writes window w's record and fsyncs it.
 func (j *journal) append(w Window, jw *journalWindow) error {
+	b, err := j.encode(w, jw)
+	if err != nil {
+		return err
+	}
+	if _, err := j.f.Write(b); err != nil {
+		return fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("run journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// encode returns window w's record (in j.buf, valid until the next use).
+func (j *journal) encode(w Window, jw *journalWindow) ([]byte, error) {
 	size := j.payloadSize(w.Scored)
 	le := binary.LittleEndian
 	b := slices.Grow(j.buf[:0], size+8)
@@ -412,17 +427,11 @@ func (j *journal) append(w Window, jw *journalWindow) error {
 		b = le.AppendUint32(b, math.Float32bits(jw.LP[i]))
 	}
 	if len(b) != 4+size {
-		return fmt.Errorf("run journal %s: window %d record of %d bytes, want %d", j.path, w.Index, len(b)-4, size)
+		return nil, fmt.Errorf("run journal %s: window %d record of %d bytes, want %d", j.path, w.Index, len(b)-4, size)
 	}
 	b = le.AppendUint32(b, crc32.Checksum(b[4:], crcTable))
 	j.buf = b
-	if _, err := j.f.Write(b); err != nil {
-		return fmt.Errorf("run journal %s: %w", j.path, err)
-	}
-	if err := j.f.Sync(); err != nil {
-		return fmt.Errorf("run journal %s: %w", j.path, err)
-	}
-	return nil
+	return b, nil
 }
 
 func (j *journal) close() { j.f.Close() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,4 +169,59 @@ func TestJournalRefusesOtherRun(t *testing.T) {
 	if n, _ := JournalWindows(fresh); n != 10 {
 		t.Errorf("fresh journal holds %d windows", n)
 	}
+}
+
+// FuzzJournal: no journal header or record may panic or allocate beyond
+// its checked sizes; a record that decodes encodes back to the same bytes.
+func FuzzJournal(f *testing.F) {
+	dir := f.TempDir()
+	tokens := randomTokens(2, 300, 64)
+	eng := newFake(64, 8, 3, 0)
+	ref := filepath.Join(dir, "ref.kld")
+	if _, err := Run(context.Background(), eng, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: ref, KLDTopK: 2}); err != nil {
+		f.Fatal(err)
+	}
+	// mode is the record shape: bit 0 comparing, bits 1.. the base top-k.
+	for i, c := range []struct {
+		mode byte
+		req  Request
+	}{
+		{0, Request{Tokens: tokens, Ctx: 100}},
+		{2 << 1, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: filepath.Join(dir, "b.kld"), KLDTopK: 2}},
+		{1, Request{KLDBase: ref}},
+	} {
+		req := c.req
+		req.Journal = filepath.Join(dir, fmt.Sprint("j", i))
+		if _, err := Run(context.Background(), eng, req); err != nil {
+			f.Fatal(err)
+		}
+		raw, err := os.ReadFile(req.Journal)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(c.mode, raw)
+		f.Add(c.mode, raw[:len(raw)-3])
+	}
+	f.Fuzz(func(t *testing.T, mode byte, data []byte) {
+		r := bytes.NewReader(data)
+		if _, n, err := readJournalHeader(r, "fuzz"); err == nil && n > int64(len(data)) {
+			t.Fatalf("header of %d bytes read from %d", n, len(data))
+		}
+		j := &journal{path: "fuzz", kld: mode&1 != 0, k: int(mode>>1) % 3}
+		var jw journalWindow
+		for i := range 3 {
+			w := Window{Index: i, Scored: 49}
+			if !j.read(r, w, &jw) {
+				return
+			}
+			got := append([]byte(nil), j.buf...)
+			enc, err := j.encode(w, &jw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(enc[4:], got) {
+				t.Fatalf("window %d: decoded record encodes differently", i)
+			}
+		}
+	})
 }
