@@ -208,7 +208,7 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	}
 	if w.err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("kld base %s: %w", path, w.err)
+		return nil, fmt.Errorf("kld base: %w", w.err) // outfile names the path
 	}
 	return w, nil
 }
@@ -223,7 +223,7 @@ func (w *BaseWriter) write(p []byte) {
 // ids with their log-probabilities (exactly k of each).
 func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error {
 	if w.err != nil {
-		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+		return fmt.Errorf("kld base: %w", w.err)
 	}
 	if len(ids) != w.k || len(logprobs) != w.k {
 		return fmt.Errorf("kld base %s: record with %d ids and %d log-probs, want %d", w.path, len(ids), len(logprobs), w.k)
@@ -240,7 +240,7 @@ func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error 
 	w.write(w.rec)
 	w.got++
 	if w.err != nil {
-		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+		return fmt.Errorf("kld base: %w", w.err)
 	}
 	return nil
 }
@@ -265,7 +265,7 @@ func (w *BaseWriter) Close() error {
 	w.f = nil
 	if w.err != nil {
 		f.Abort()
-		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+		return fmt.Errorf("kld base: %w", w.err)
 	}
 	if err := f.Commit(); err != nil {
 		return fmt.Errorf("kld base: %w", err)

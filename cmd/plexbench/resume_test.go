@@ -142,6 +142,27 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	}
 	t.Logf("killed with %d windows journaled", n)
 
+	// Another model file or engine config is refused, naming the field.
+	other := slices.Clone(args)
+	other[2] = shareddata.Path(t, "models", "stories260K-f32.gguf")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{other, "model.head_sha256 is"},
+		{append(slices.Clone(args), "--kv-cache-dtype", "f32"), `config.kv_cache_dtype is "f16" in the journal, "f32" in this run`},
+		{args, "continue it with --resume"},
+	} {
+		a := c.args
+		if c.want != "continue it with --resume" {
+			a = append(a, "--resume")
+		}
+		code, _, stderr := runCLI(t, a...)
+		if lines := strings.Split(strings.TrimSpace(stderr), "\n"); code == 0 || len(lines) != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("exit %d, stderr %q: want one line with %q", code, stderr, c.want)
+		}
+	}
+
 	if code, _, stderr := runCLI(t, append(args, "--resume")...); code != 0 {
 		t.Fatalf("resumed run: %s", stderr)
 	}
