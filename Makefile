@@ -2,8 +2,10 @@
 GO      ?= go
 BIN     := bin/plexbench
 FUZZTIME ?= 10s
+FUZZEXECS ?= 1000000x
+FUZZPARALLEL ?= 1
 
-.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz oracle oracle-hybrid clean
+.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid clean
 
 all: build
 
@@ -48,6 +50,24 @@ fuzz:
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$t"; \
 	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg || exit 1; \
+	  done; \
+	done
+
+# Every fuzz target for a fixed number of executions (FUZZEXECS, e.g. 20000x
+# for a quick check), FUZZPARALLEL workers; one line per target with its
+# executions and wall time. New interesting inputs stay in the Go cache
+# (go env GOCACHE)/fuzz; the committed corpus is each package's testdata/fuzz.
+fuzz-long:
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    start=$$(date +%s.%N); \
+	    if ! $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZEXECS) -parallel $(FUZZPARALLEL) $$pkg >$$log 2>&1; then \
+	      cat $$log; echo "fuzz-long: $$pkg $$t FAILED"; exit 1; \
+	    fi; \
+	    execs=$$(grep -o 'execs: [0-9]*' $$log | tail -1 | cut -d' ' -f2); \
+	    secs=$$(awk -v a=$$start -v b=$$(date +%s.%N) 'BEGIN { printf "%.1f", b - a }'); \
+	    printf 'fuzz-long: %-28s %-14s %10s execs %8ss\n' $$pkg $$t "$$execs" $$secs; \
 	  done; \
 	done
 

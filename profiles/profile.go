@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"plexbench/scoring/outfile"
 )
 
 // Profile is one run configuration. The zero value is not useful; start from
@@ -416,42 +418,14 @@ func (p Profile) Encode() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Save writes p to path atomically (a temporary file in the same directory,
-// then a rename), so a reader never sees half a profile.
+// Save writes p to path (see outfile: a reader never sees half a profile,
+// and a symlink or device given as path is not replaced).
 func Save(path string, p Profile) error {
 	data, err := p.Encode()
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, data, 0o644)
-}
-
-// WriteFileAtomic writes data to path through a temporary file and a rename.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, perm)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return outfile.WriteFile(path, data)
 }
 
 // Resolve returns p with Model, Text and Tokens made absolute: relative

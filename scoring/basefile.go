@@ -24,9 +24,15 @@
 //	…    S×(8+8K) records in scoring order: f64 NLL, then K × (i32 id, f32 log-prob)
 //	…    32     SHA-256 of every byte before it
 //
-// A base is written to a temporary file in the target directory and renamed
-// into place only by Close after every promised record arrived, so an
-// aborted run never leaves a valid-looking base (Abort removes the temp).
+// A partial base, kept when a recording stopped early, is the same format
+// holding only the complete windows: windows and S in the fixed header
+// count what it holds, and the meta's windows_planned the windows the run
+// had planned (absent in bases from older builds, which are all complete).
+// A comparison may use the first windows of a partial base, never more.
+//
+// A base is written through outfile (to a temporary file renamed into
+// place by Close only after every promised record arrived), so an aborted
+// run never leaves a valid-looking base (Abort removes the temporary).
 package scoring
 
 import (
@@ -42,6 +48,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"plexbench/scoring/outfile"
 )
 
 // Base file constants.
@@ -70,6 +78,9 @@ type BaseMeta struct {
 	ModelArchitecture string       `json:"model_architecture"`
 	VocabSize         int          `json:"vocab_size"`
 	Config            EngineConfig `json:"config"`
+	// WindowsPlanned is the recording run's window count; more than the
+	// header's windows marks a partial base. 0 (older files): complete.
+	WindowsPlanned int `json:"windows_planned,omitempty"`
 }
 
 // BaseHeader describes a base file.
@@ -87,6 +98,10 @@ type BaseHeader struct {
 	ModelSize      int64
 	Meta           BaseMeta
 }
+
+// Partial reports whether the base holds fewer windows than its recording
+// run planned (it was stopped early).
+func (h *BaseHeader) Partial() bool { return h.Meta.WindowsPlanned > h.Windows }
 
 // TokenHash is the hex SHA-256 of the header's token ids.
 func (h *BaseHeader) TokenHash() string { return hex.EncodeToString(h.TokenIDsSHA256[:]) }
@@ -127,11 +142,13 @@ func baseSize(metaLen int, h *BaseHeader) int64 {
 // BaseWriter streams a base file.
 type BaseWriter struct {
 	path      string
-	out       *pendingFile
+	f         *outfile.File
+	bw        *bufio.Writer
 	sum       hash.Hash
 	w         io.Writer // bw and sum together
 	k         int
 	want, got int
+	body      int64 // bytes before the first record
 	rec       []byte
 	err       error
 }
@@ -154,13 +171,14 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	if len(meta) > baseMaxMeta {
 		return nil, fmt.Errorf("kld base %s: header metadata too large (%d bytes)", path, len(meta))
 	}
-	out, err := createPending("kld base", path)
+	f, err := outfile.Create(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kld base: %w", err)
 	}
-	w := &BaseWriter{path: path, out: out, sum: sha256.New(), k: h.TopK, want: h.Scored,
-		rec: make([]byte, BaseRecordBytes(h.TopK))}
-	w.w = io.MultiWriter(out.bw, w.sum)
+	w := &BaseWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20),
+		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK)),
+		body: int64(baseFixedHeader) + int64(len(meta)) + 4*int64(h.Tokens)}
+	w.w = io.MultiWriter(w.bw, w.sum)
 
 	hdr := make([]byte, baseFixedHeader, baseFixedHeader+len(meta))
 	copy(hdr, baseMagic)
@@ -190,7 +208,7 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	}
 	if w.err != nil {
 		w.Abort()
-		return nil, fmt.Errorf("kld base %s: %w", path, w.err)
+		return nil, fmt.Errorf("kld base: %w", w.err) // outfile names the path
 	}
 	return w, nil
 }
@@ -205,7 +223,7 @@ func (w *BaseWriter) write(p []byte) {
 // ids with their log-probabilities (exactly k of each).
 func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error {
 	if w.err != nil {
-		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+		return fmt.Errorf("kld base: %w", w.err)
 	}
 	if len(ids) != w.k || len(logprobs) != w.k {
 		return fmt.Errorf("kld base %s: record with %d ids and %d log-probs, want %d", w.path, len(ids), len(logprobs), w.k)
@@ -222,7 +240,7 @@ func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error 
 	w.write(w.rec)
 	w.got++
 	if w.err != nil {
-		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+		return fmt.Errorf("kld base: %w", w.err)
 	}
 	return nil
 }
@@ -230,7 +248,7 @@ func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error 
 // Close writes the checksum and renames the file into place. It fails, and
 // leaves no file at path, unless every promised record was appended.
 func (w *BaseWriter) Close() error {
-	if w.out.f == nil {
+	if w.f == nil {
 		return fmt.Errorf("kld base %s: already closed", w.path)
 	}
 	if w.got != w.want {
@@ -238,21 +256,80 @@ func (w *BaseWriter) Close() error {
 		return fmt.Errorf("kld base %s: %d of %d records written; base discarded", w.path, w.got, w.want)
 	}
 	if w.err == nil {
-		_, w.err = w.out.bw.Write(w.sum.Sum(nil))
+		_, w.err = w.bw.Write(w.sum.Sum(nil))
+	}
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	f := w.f
+	w.f = nil
+	if w.err != nil {
+		f.Abort()
+		return fmt.Errorf("kld base: %w", w.err)
+	}
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("kld base: %w", err)
+	}
+	return nil
+}
+
+// ClosePartial keeps the first scored records (the complete windows of a
+// stopped run) as a partial base: it cuts what follows, sets the header's
+// windows and scored counts, writes the checksum over the result and
+// renames it into place. The header's meta must carry WindowsPlanned. A
+// base written in place (a FIFO, a device) cannot be rewritten; it is
+// discarded with an error.
+func (w *BaseWriter) ClosePartial(windows, scored int) error {
+	if w.f == nil {
+		return fmt.Errorf("kld base %s: already closed", w.path)
+	}
+	f := w.f
+	w.f = nil
+	tmp := f.Temp()
+	switch {
+	case windows < 1 || scored < 0 || scored > w.got:
+		w.err = fmt.Errorf("partial base of %d windows and %d records, %d written", windows, scored, w.got)
+	case tmp == nil:
+		w.err = errors.New("a partial base cannot be kept in a file that is not a regular one")
+	}
+	if w.err == nil {
+		w.err = w.bw.Flush()
+	}
+	end := w.body + int64(scored)*int64(len(w.rec))
+	if w.err == nil {
+		w.err = tmp.Truncate(end)
+	}
+	var counts [16]byte
+	binary.LittleEndian.PutUint64(counts[:], uint64(windows))
+	binary.LittleEndian.PutUint64(counts[8:], uint64(scored))
+	if w.err == nil {
+		_, w.err = tmp.WriteAt(counts[:], 40)
+	}
+	sum := sha256.New()
+	if w.err == nil {
+		_, w.err = io.Copy(sum, io.NewSectionReader(tmp, 0, end))
+	}
+	if w.err == nil {
+		_, w.err = tmp.WriteAt(sum.Sum(nil), end)
 	}
 	if w.err != nil {
-		w.out.abort()
-		return fmt.Errorf("kld base %s: %w", w.path, w.err)
+		f.Abort()
+		return fmt.Errorf("kld base %s: %w; base discarded", w.path, w.err)
 	}
-	if err := w.out.commit(); err != nil {
-		return fmt.Errorf("kld base %s: %w", w.path, err)
+	if err := f.Commit(); err != nil {
+		return fmt.Errorf("kld base: %w", err)
 	}
 	return nil
 }
 
 // Abort discards the base: the temporary file is removed and path is left
 // as it was. Safe to call after Close.
-func (w *BaseWriter) Abort() { w.out.abort() }
+func (w *BaseWriter) Abort() {
+	if w.f != nil {
+		w.f.Abort()
+		w.f = nil
+	}
+}
 
 // BaseReader reads a verified base file record by record.
 type BaseReader struct {
@@ -261,10 +338,12 @@ type BaseReader struct {
 	Header BaseHeader
 	Tokens []int32
 
-	closer io.Closer
-	r      *bufio.Reader
-	read   int
-	rec    []byte
+	closer   io.Closer
+	size     int64
+	checksum [sha256.Size]byte // the file's trailing checksum
+	r        *bufio.Reader
+	read     int
+	rec      []byte
 }
 
 // OpenBase opens and verifies a base file.
@@ -395,7 +474,7 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 		return nil, bad("token ids do not hash to the header's token_ids_sha256")
 	}
 	return &BaseReader{Name: name, Format: BaseFormatPlexbench, Header: h, Tokens: tokens, r: br,
-		rec: make([]byte, BaseRecordBytes(h.TopK))}, nil
+		rec: make([]byte, BaseRecordBytes(h.TopK)), size: size, checksum: want}, nil
 }
 
 // Remaining is the number of records not yet read.

@@ -2,6 +2,7 @@ package scoring
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -175,6 +176,17 @@ func FuzzBaseFile(f *testing.F) {
 	f.Add(raw)
 	f.Add(raw[:len(raw)/2])
 	f.Add(raw[:100])
+	// A partial base: a recording stopped after one of its two windows.
+	ctx, cancel := context.WithCancel(context.Background())
+	partial := filepath.Join(dir, "partial.kld")
+	Run(ctx, newFake(64, 8, 3, 0), Request{Tokens: randomTokens(2, 200, 64), Ctx: 100, KLDTopK: 2,
+		KLDBaseOut: partial, Progress: stopAfter(1, cancel)})
+	cancel()
+	if raw, err := os.ReadFile(partial); err == nil {
+		f.Add(raw)
+	} else {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := ReadBase(bytes.NewReader(data), int64(len(data)), "fuzz")
 		if err != nil {

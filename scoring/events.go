@@ -69,6 +69,10 @@ type Event struct {
 	// KLD is the running comparison against a base; nil when not comparing.
 	KLD *KLDSnapshot
 
+	// Started only: the windows taken from a resumed run's journal
+	// (WindowsDone counts them too).
+	Resumed int
+
 	// Finished only: whether the run stopped before its last window, and why.
 	Partial bool
 	Reason  string

@@ -30,6 +30,7 @@ type fakeEngine struct {
 	firstTokens  []int32 // each prefill's first input token
 	failPrefill  int     // fail the n-th prefill (1-based); 0 never
 	sparse       bool    // PrefillBlocks reports dropped blocks
+	failHead     int     // fail the n-th head call (1-based); 0 never
 }
 
 func newFake(v, h int, seed uint64, noise float64) *fakeEngine {
@@ -150,6 +151,9 @@ func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit
 func (f *fakeEngine) HeadReduce(hidden []float32, n int, reqs []RowRequest, out []RowResult) error {
 	f.headCalls++
 	f.maxHeadRows = max(f.maxHeadRows, n)
+	if f.failHead > 0 && f.headCalls == f.failHead {
+		return fmt.Errorf("fake engine: induced head failure")
+	}
 	if n > HeadRows {
 		return fmt.Errorf("fake engine: %d rows > %d", n, HeadRows)
 	}

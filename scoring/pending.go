@@ -1,67 +1,51 @@
-// pending.go owns pendingFile, the one temp-then-rename writer behind every
-// streamed output of scoring (plexbench and llama.cpp base files): bytes go
-// to a hidden temporary file beside the target, which is renamed into place
-// only by commit, so an aborted run never leaves a valid-looking file.
+// pending.go owns pendingFile, a buffered outfile.File for the streamed
+// llama.cpp base: bytes go to outfile's temporary file beside the target
+// (or straight into a device or FIFO), which only commit puts in place,
+// so an aborted run never leaves a valid-looking file.
 package scoring
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+
+	"plexbench/scoring/outfile"
 )
 
 type pendingFile struct {
-	path, tmp string
-	f         *os.File
-	bw        *bufio.Writer
+	f  *outfile.File
+	bw *bufio.Writer
 }
 
-// createPending opens a temporary file for path; what names the kind of
-// file in errors ("kld base").
+// createPending opens path for writing through outfile; what names the
+// kind of file in errors ("kld base").
 func createPending(what, path string) (*pendingFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := outfile.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := f.Chmod(0o644); err != nil { // CreateTemp makes 0600; outputs are shared like reports
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("%s %s: %w", what, path, err)
-	}
-	return &pendingFile{path: path, tmp: f.Name(), f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &pendingFile{f: f, bw: bufio.NewWriterSize(f, 1<<20)}, nil
 }
 
-// commit flushes, syncs and renames the file into place; on any failure
-// the temporary file is removed and path is left as it was.
+// commit flushes the buffer and commits the file; on any failure the
+// temporary file is removed and path is left as it was.
 func (p *pendingFile) commit() error {
 	if p.f == nil {
-		return fmt.Errorf("already closed")
+		return errors.New("already closed")
 	}
-	err := p.bw.Flush()
-	if err == nil {
-		err = p.f.Sync()
-	}
-	if cerr := p.f.Close(); err == nil {
-		err = cerr
-	}
+	f := p.f
 	p.f = nil
-	if err == nil {
-		err = os.Rename(p.tmp, p.path)
-	}
-	if err != nil {
-		os.Remove(p.tmp)
+	if err := p.bw.Flush(); err != nil {
+		f.Abort()
 		return err
 	}
-	syncDir(filepath.Dir(p.path))
-	return nil
+	return f.Commit()
 }
 
 // abort removes the temporary file; safe after commit.
 func (p *pendingFile) abort() {
 	if p.f != nil {
-		p.f.Close()
+		p.f.Abort()
 		p.f = nil
-		os.Remove(p.tmp)
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"plexbench/scoring/outfile"
 )
 
 // RecordSchemaVersion is the version of RecordInfo's layout.
@@ -200,7 +202,7 @@ func safeName(s string) string {
 
 // WriteRecord writes rep, which must carry its Record, as
 // root/NAME.json, creating root; an identical rerun replaces its own
-// record and nothing else. It writes through WriteFileAtomic (temp file,
+// record and nothing else. It writes through outfile.WriteFile (temp file,
 // sync, rename), the one switch point to another safe-output helper.
 func WriteRecord(root string, rep *Report) (string, error) {
 	if rep.Record == nil || rep.Record.Name == "" {
@@ -217,7 +219,7 @@ func WriteRecord(root string, rep *Report) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(root, rep.Record.Name+".json")
-	return path, WriteFileAtomic(path, data)
+	return path, outfile.WriteFile(path, data)
 }
 
 // maxRecord bounds what ReadRecord reads; a report of a million windows is

@@ -1,13 +1,10 @@
 // report.go owns the JSON report of a run (the "lse.perplexity" object and
-// its kld object) and WriteFileAtomic, which the CLI and the TUI use to
-// write reports and which base files use for their final rename.
+// its kld object). Writing it is outfile's job.
 package scoring
 
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 )
 
 // ReportObject is the report's "object" value.
@@ -167,48 +164,4 @@ func (r *Report) JSON() ([]byte, error) {
 		return nil, fmt.Errorf("perplexity report: %w", err)
 	}
 	return append(b, '\n'), nil
-}
-
-// WriteFileAtomic writes data to a temporary file in path's directory,
-// syncs it and renames it over path, so readers see the old file or the
-// whole new one, never a torn write.
-func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	syncDir(filepath.Dir(path))
-	return nil
-}
-
-// syncDir makes a rename durable where the platform allows; failure is
-// not an error because some filesystems refuse directory syncs.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

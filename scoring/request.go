@@ -48,6 +48,16 @@ type Request struct {
 	IncludeWindows  *bool `json:"include_windows,omitempty"`
 	IncludeTokenIDs bool  `json:"include_token_ids,omitempty"`
 
+	// Journal, when set, is the run journal's path (see journal.go): it is
+	// appended and fsynced after each window. Resume continues the run it
+	// records (same model file, text, protocol and engine config) from its
+	// last complete window, or starts one when there is none. Without
+	// Resume an existing journal is refused, never overwritten. The caller
+	// removes it (RemoveJournal) once the outputs of a complete run are
+	// written.
+	Journal string `json:"-"`
+	Resume  bool   `json:"-"`
+
 	// TextPath names where Text came from, for messages and the report.
 	TextPath string `json:"-"`
 	// Progress, when set, receives events synchronously from Run's goroutine.

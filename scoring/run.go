@@ -5,6 +5,7 @@ package scoring
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ var ErrStopped = errors.New("perplexity run stopped early")
 // between windows: a cancelled run finishes the window in flight and
 // returns the partial report with an error wrapping ErrStopped. An engine
 // failure also returns the partial report, with that error. A base being
-// recorded is kept only when every window was scored.
+// recorded by a run that stops early is kept marked partial, holding the
+// complete windows.
 func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	start := time.Now()
 	if err := req.check(); err != nil {
@@ -63,12 +65,11 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		}
 		return Report{}, err
 	}
-	if base != nil && (plan.Scored != base.Header.Scored || len(plan.Windows) != base.Header.Windows) {
-		return Report{}, fmt.Errorf("%w: %s holds %d windows / %d scored tokens, this run plans %d / %d",
-			ErrBaseMismatch, base.Name, base.Header.Windows, base.Header.Scored, len(plan.Windows), plan.Scored)
+	if err := baseCovers(base, plan); err != nil {
+		return Report{}, err
 	}
 
-	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, plan: plan, tokens: tokens, base: base,
+	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, cfg: cfg, plan: plan, tokens: tokens, base: base,
 		hidden: info.HiddenSize, start: start, nll: NLLStats{}}
 	r.todo = plan
 	if req.Shard.N > 0 {
@@ -114,7 +115,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 			Method: plan.Method, Ctx: plan.Ctx, Stride: plan.Stride, ChunkLimit: plan.ChunkLimit,
 			TopK: r.kout, Windows: len(plan.Windows), Scored: plan.Scored, ModelSize: info.Size,
 			Meta: BaseMeta{ModelFile: filepath.Base(info.Path), ModelArchitecture: info.Architecture,
-				VocabSize: info.VocabSize, Config: cfg},
+				VocabSize: info.VocabSize, Config: cfg, WindowsPlanned: len(plan.Windows)},
 		}
 		if r.out, err = CreateBase(req.KLDBaseOut, h, tokens); err != nil {
 			return Report{}, err
@@ -138,10 +139,18 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		rep.TokenIDs = tokens
 	}
 
+	resumed := 0
+	if req.Journal != "" {
+		if resumed, err = r.openJournal(); err != nil {
+			return Report{}, err
+		}
+		defer r.journal.close()
+	}
+
 	r.loopStart = time.Now()
-	r.event(Event{Kind: EventStarted})
+	r.event(Event{Kind: EventStarted, Resumed: resumed})
 	var runErr error
-	for _, w := range plan.Windows {
+	for _, w := range plan.Windows[resumed:] {
 		if !req.Shard.has(w.Index) {
 			if err := r.skipBase(w.Scored); err != nil {
 				runErr = err
@@ -166,8 +175,15 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 
 	if r.sink != nil {
 		if rep.Partial {
-			r.sink.Abort()
-			rep.PartialReason += "; the KLD base was not written"
+			if r.out != nil {
+				rep.PartialReason += r.closePartialBase()
+				if r.out != nil {
+					rep.KLDBaseOut, rep.KLDBaseTopK = req.KLDBaseOut, r.kout
+				}
+			} else {
+				r.sink.Abort() // a llama.cpp base is kept whole or not at all
+				rep.PartialReason += "; the KLD base was not written"
+			}
 		} else if err := r.sink.Close(); err != nil {
 			runErr = err
 			rep.Partial, rep.PartialReason = true, err.Error()
@@ -188,7 +204,7 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	rep.ElapsedSeconds = time.Since(start).Seconds()
 	rep.ProgressHeldSeconds = r.held.Seconds()
 	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
-		rep.PrefillTokensPerSecond = float64(r.prefillDone) / working
+		rep.PrefillTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / working
 	}
 	if req.windowsWanted() || req.Shard.N > 0 {
 		rep.Windows = r.windows // a shard's windows are what merge pairs and sorts
@@ -208,6 +224,11 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		}
 		rep.KLD = &k
 		rep.Warnings = append(rep.Warnings, k.Warnings()...)
+		if h := &base.Header; h.Partial() {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+				"the base is partial (%d of the %d windows its run planned); compared over its first %d",
+				h.Windows, h.Meta.WindowsPlanned, len(plan.Windows)))
+		}
 		if v := base.Header.Meta.VocabSize; v > 0 && info.VocabSize > 0 && v != info.VocabSize {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
 				"the base was recorded with a vocabulary of %d entries, this model has %d", v, info.VocabSize))
@@ -216,6 +237,48 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	rep.sanitize()
 	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason})
 	return rep, runErr
+}
+
+// closePartialBase keeps the complete windows of a stopped recording as a
+// partial base and returns what to add to the partial reason; r.out is nil
+// afterwards when no base was kept.
+func (r *runner) closePartialBase() string {
+	out := r.out
+	if len(r.windows) == 0 {
+		out.Abort()
+		r.out = nil
+		return "; the KLD base was not written (no complete window)"
+	}
+	if err := out.ClosePartial(len(r.windows), r.scoredDone); err != nil {
+		r.out = nil
+		return "; " + err.Error()
+	}
+	return fmt.Sprintf("; the KLD base holds the %d complete windows (marked partial)", len(r.windows))
+}
+
+// baseCovers checks that a base holds the windows plan scores: all of
+// them, or for a partial base its first ones.
+func baseCovers(base *BaseReader, plan Plan) error {
+	if base == nil {
+		return nil
+	}
+	h := &base.Header
+	if h.Partial() {
+		if len(plan.Windows) > h.Windows {
+			return fmt.Errorf("%w: %s is a partial base holding %d windows, this run needs %d (use --perplexity-chunks %d or fewer)",
+				ErrBaseMismatch, base.Name, h.Windows, len(plan.Windows), h.Windows)
+		}
+		if plan.Scored > h.Scored {
+			return fmt.Errorf("%w: %s is a partial base holding %d scored tokens, this run scores %d",
+				ErrBaseMismatch, base.Name, h.Scored, plan.Scored)
+		}
+		return nil
+	}
+	if plan.Scored != h.Scored || len(plan.Windows) != h.Windows {
+		return fmt.Errorf("%w: %s holds %d windows / %d scored tokens, this run plans %d / %d",
+			ErrBaseMismatch, base.Name, h.Windows, h.Scored, len(plan.Windows), plan.Scored)
+	}
+	return nil
 }
 
 // geometryFor resolves method/ctx/stride/chunks from the request and, when
@@ -246,7 +309,7 @@ func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfi
 		}
 		if g.Chunks <= 0 {
 			g.Chunks = h.ChunkLimit
-		} else if g.Chunks != h.ChunkLimit {
+		} else if g.Chunks != h.ChunkLimit && !h.Partial() { // a partial base is checked after planning
 			return g, mismatch("chunk limit", h.ChunkLimit, g.Chunks)
 		}
 	}
@@ -309,6 +372,7 @@ type runner struct {
 	eng    Engine
 	req    *Request
 	info   ModelInfo
+	cfg    EngineConfig
 	plan   Plan
 	todo   Plan // the windows this run scores: plan's, or its shard's
 	tokens []int32
@@ -333,6 +397,12 @@ type runner struct {
 
 	nll     NLLStats
 	windows []WindowReport
+
+	journal *journal
+	jw      journalWindow // the window in flight's journal record
+	// prefillResumed is the prefill work taken from a journal, left out
+	// of rates.
+	prefillResumed int
 
 	start, loopStart time.Time
 	// held is the time the caller's Progress callback kept the run waiting
@@ -388,6 +458,7 @@ func (r *runner) alloc() {
 func (r *runner) window(w Window) error {
 	t0 := time.Now()
 	r.w, r.wNLL, r.nextRow, r.nrows = w, NLLStats{}, w.FirstRow, 0
+	r.jw = journalWindow{Index: w.Index, NLL: r.jw.NLL[:0], Cmp: r.jw.Cmp[:0], IDs: r.jw.IDs[:0], LP: r.jw.LP[:0]}
 	r.input = w.Input(r.tokens, r.input)
 	// The window in flight always finishes: cancellation is honoured
 	// between windows, so a partial report never holds half a window.
@@ -401,11 +472,28 @@ func (r *runner) window(w Window) error {
 	if done := r.nextRow - w.FirstRow; done != w.Scored {
 		return fmt.Errorf("engine emitted %d of the window's %d scored rows", done, w.Scored)
 	}
+	secs := time.Since(t0).Seconds()
+	blocks := r.eng.PrefillBlocks()
+	if r.journal != nil {
+		r.jw.Seconds, r.jw.Blocks = secs, blocks
+		if err := r.journal.append(w, &r.jw); err != nil {
+			return err
+		}
+	}
+	wr := r.finishWindow(w, secs, blocks)
+	ev := Event{Kind: EventWindowDone, Window: &wr}
+	if secs > 0 {
+		ev.TokensPerSecond = float64(w.Len()) / secs
+	}
+	r.event(ev)
+	return nil
+}
+
+// finishWindow adds a scored window (r.wNLL) to the run and its report.
+func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowReport {
 	r.prefillDone += w.Len()
 	r.scoredDone += w.Scored
 	r.nll.Merge(r.wNLL)
-	secs := time.Since(t0).Seconds()
-	b := r.eng.PrefillBlocks()
 	r.blocks.Kept += b.Kept
 	r.blocks.Total += b.Total
 	wr := WindowReport{Index: w.Index, Begin: w.Begin, End: w.End, FirstTarget: w.FirstTarget,
@@ -419,11 +507,61 @@ func (r *runner) window(w Window) error {
 		}
 	}
 	r.windows = append(r.windows, wr)
-	ev := Event{Kind: EventWindowDone, Window: &wr}
-	if secs > 0 {
-		ev.TokensPerSecond = float64(w.Len()) / secs
+	return wr
+}
+
+// openJournal opens the request's journal (resuming it when asked) and
+// replays the windows it holds; it returns how many.
+func (r *runner) openJournal() (int, error) {
+	tsum := TokenIDsSHA256(r.tokens)
+	id := journalIdentity{
+		Model: modelIdentityOf(r.info), TokenIDsSHA256: hex.EncodeToString(tsum[:]),
+		Tokens: len(r.tokens), Method: r.plan.Method, Ctx: r.plan.Ctx, Stride: r.plan.Stride,
+		ChunkLimit: r.plan.ChunkLimit, Windows: len(r.plan.Windows), KLDBaseOutTopK: r.kout, Config: r.cfg,
 	}
-	r.event(ev)
+	if r.req.Text != "" {
+		sum := sha256.Sum256([]byte(r.req.Text))
+		id.TextSHA256 = hex.EncodeToString(sum[:])
+	}
+	if r.base != nil {
+		id.KLDBase = &baseIdentity{Size: r.base.size, Checksum: hex.EncodeToString(r.base.checksum[:])}
+	}
+	j, resuming, err := openJournal(r.req.Journal, id, r.req.Resume, r.kld != nil, r.kout)
+	if err != nil {
+		return 0, err
+	}
+	r.journal = j
+	if !resuming {
+		return 0, nil
+	}
+	n, err := j.replay(r.plan, r.replay)
+	if err != nil {
+		j.close()
+		return 0, fmt.Errorf("resuming from %s: window %d: %w", j.path, n, err)
+	}
+	r.prefillResumed = r.prefillDone
+	return n, nil
+}
+
+// replay adds a window taken from the journal as if it had just been
+// scored: its tokens' NLLs and comparisons, and its base rows.
+func (r *runner) replay(w Window, jw *journalWindow) error {
+	r.wNLL = NLLStats{}
+	for i, nll := range jw.NLL {
+		r.wNLL.Add(nll)
+		if r.out != nil {
+			if err := r.out.Append(nll, jw.IDs[i*r.kout:(i+1)*r.kout], jw.LP[i*r.kout:(i+1)*r.kout]); err != nil {
+				return err
+			}
+		}
+		if r.kld != nil {
+			if _, err := r.base.Next(r.baseIDs[0], r.baseLP[0]); err != nil {
+				return err
+			}
+			r.kld.Add(w.Index, jw.Cmp[i])
+		}
+	}
+	r.finishWindow(w, jw.Seconds, jw.Blocks)
 	return nil
 }
 
@@ -542,12 +680,19 @@ func (r *runner) score(i, pos int) error {
 			pos, q.IDs[0], res.Max, res.SumExp, res.Picked[0])
 	}
 	r.wNLL.Add(nll)
+	jr := r.journal != nil
+	if jr {
+		r.jw.NLL = append(r.jw.NLL, nll)
+	}
 	if r.out != nil {
 		for j := range r.kout {
 			r.lp[j] = LogProb(res.TopLogits[j], res.Max, lnS)
 		}
 		if err := r.out.Append(nll, res.TopIDs[:r.kout], r.lp); err != nil {
 			return err
+		}
+		if jr {
+			r.jw.IDs, r.jw.LP = append(r.jw.IDs, res.TopIDs[:r.kout]...), append(r.jw.LP, r.lp...)
 		}
 	}
 	full := res.Picked[1+r.kb:]
@@ -564,6 +709,9 @@ func (r *runner) score(i, pos int) error {
 		}
 		c := CompareToken(nll, r.baseNLL[i], res.ArgMax, r.baseIDs[i], r.baseLP[i], r.runLP, r.restEmpty)
 		r.kld.Add(r.w.Index, c)
+		if jr {
+			r.jw.Cmp = append(r.jw.Cmp, c)
+		}
 	}
 	return nil
 }
@@ -603,8 +751,8 @@ func (r *runner) event(e Event) {
 		e.AttentionKept = r.blocks.Fraction()
 	}
 	e.Elapsed = time.Since(r.start)
-	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > 0 {
-		e.MeanTokensPerSecond = float64(r.prefillDone) / loop
+	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > r.prefillResumed {
+		e.MeanTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / loop
 		left := float64(r.todo.PrefillToks - r.prefillDone)
 		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
 	}

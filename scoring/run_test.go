@@ -302,18 +302,134 @@ func TestRunCancellationGivesPartialReport(t *testing.T) {
 	}
 	if !rep.Partial || rep.WindowsScored != 2 || len(rep.Windows) != 2 || rep.WindowsTotal != 10 ||
 		rep.ScoredTokens != 2*49 || !strings.Contains(rep.PartialReason, "stopped after 2 of 10 windows") ||
-		!strings.Contains(rep.PartialReason, "base was not written") || rep.KLDBaseOut != "" {
+		!strings.Contains(rep.PartialReason, "base holds the 2 complete windows") || rep.KLDBaseOut != req.KLDBaseOut {
 		t.Fatalf("partial report %+v", rep)
 	}
 	if last.Kind != EventFinished || !last.Partial {
 		t.Fatalf("last event %+v", last)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Fatalf("a stopped run left base files: %v", ents)
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("a stopped run left %v, want its partial base alone", ents)
 	}
 	if _, err := rep.JSON(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPartialBase: a recording stopped early (cancelled, or an engine
+// failure mid-window) keeps its complete windows as a base marked partial;
+// a comparison over at most that many windows works and gives what a
+// comparison against the complete base gives over those windows; one that
+// needs more is refused with both numbers.
+func TestPartialBase(t *testing.T) {
+	dir := t.TempDir()
+	tokens := randomTokens(2, 1000, 64)
+	f := newFake(64, 8, 3, 0)
+	full := filepath.Join(dir, "full.kld")
+	if _, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: full}); err != nil {
+		t.Fatal(err)
+	}
+
+	stopped := filepath.Join(dir, "stopped.kld")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := 0
+	_, err := Run(ctx, f, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: stopped, Progress: func(e Event) {
+		if e.Kind == EventWindowDone {
+			if done++; done == 3 {
+				cancel()
+			}
+		}
+	}})
+	cancel()
+	if !errors.Is(err, ErrStopped) {
+		t.Fatal(err)
+	}
+	failed := filepath.Join(dir, "failed.kld")
+	g := newFake(64, 8, 3, 0)
+	g.failPrefill = 4
+	if _, err := Run(context.Background(), g, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: failed}); err == nil {
+		t.Fatal("induced failure did not fail")
+	}
+	// A failure after the window's first 128 records were appended: the
+	// base is cut back to the complete window (199 records).
+	cut := filepath.Join(dir, "cut.kld")
+	g = newFake(64, 8, 3, 0)
+	g.failHead = 4
+	if _, err := Run(context.Background(), g, Request{Tokens: tokens, Ctx: 400, KLDBaseOut: cut}); err == nil {
+		t.Fatal("induced head failure did not fail")
+	}
+	if b, err := OpenBase(cut); err != nil || !b.Header.Partial() || b.Header.Windows != 1 || b.Header.Scored != 199 {
+		t.Fatalf("cut base: %v %+v", err, b)
+	} else {
+		b.Close()
+	}
+	if got, err := Run(context.Background(), f, Request{KLDBase: cut, Chunks: 1}); err != nil || got.KLD.MeanKLD != 0 || got.KLD.Tokens != 199 {
+		t.Fatalf("against the cut base: %v", err)
+	}
+
+	for _, path := range []string{stopped, failed} {
+		b, err := OpenBase(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := b.Header
+		b.Close()
+		if !h.Partial() || h.Windows != 3 || h.Scored != 3*49 || h.Meta.WindowsPlanned != 10 || h.ChunkLimit != 0 {
+			t.Fatalf("%s: header %+v", path, h)
+		}
+		if raw, _ := os.ReadFile(path); int64(len(raw)) != baseSize(len(mustMeta(t, h.Meta)), &h) {
+			t.Fatalf("%s: %d bytes", path, len(raw))
+		}
+		for _, chunks := range []int{1, 3} {
+			got, err := Run(context.Background(), f, Request{KLDBase: path, Chunks: chunks})
+			if err != nil {
+				t.Fatalf("%s chunks %d: %v", path, chunks, err)
+			}
+			want, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100, Chunks: chunks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.KLD == nil || got.KLD.Tokens != chunks*49 || got.KLD.MeanKLD != 0 || got.MeanNLL != want.MeanNLL ||
+				got.KLD.BasePerplexity != got.KLD.Perplexity || !strings.Contains(strings.Join(got.Warnings, "\n"), "partial") {
+				t.Fatalf("%s chunks %d: report %+v kld %+v", path, chunks, got, got.KLD)
+			}
+		}
+		for chunks, want := range map[int]string{0: "holding 3 windows, this run needs 10", 4: "holding 3 windows, this run needs 4"} {
+			_, err := Run(context.Background(), f, Request{KLDBase: path, Chunks: chunks})
+			if !errors.Is(err, ErrBaseMismatch) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s chunks %d: %v, want %q", path, chunks, err, want)
+			}
+		}
+	}
+	// The complete base is not partial, and still refuses a prefix.
+	b, err := OpenBase(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if b.Header.Partial() || b.Header.Meta.WindowsPlanned != 10 {
+		t.Fatalf("full base header %+v", b.Header)
+	}
+	if _, err := Run(context.Background(), f, Request{KLDBase: full, Chunks: 3}); !errors.Is(err, ErrBaseMismatch) {
+		t.Errorf("complete base, chunks 3: %v", err)
+	}
+	// Stopped before any window: nothing is kept.
+	none := filepath.Join(dir, "none.kld")
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	rep, _ := Run(ctx, f, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: none})
+	if _, err := os.Stat(none); err == nil || rep.KLDBaseOut != "" || !strings.Contains(rep.PartialReason, "not written") {
+		t.Errorf("no window: base %v, report %+v", err, rep)
+	}
+}
+
+func mustMeta(t *testing.T, m BaseMeta) []byte {
+	t.Helper()
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestRunEngineFailure(t *testing.T) {
@@ -416,26 +532,6 @@ func TestReportJSONFields(t *testing.T) {
 	b, _ = rep.JSON()
 	if strings.Contains(string(b), `"windows"`) || strings.Contains(string(b), `"token_ids"`) {
 		t.Error("include_windows=false / include_token_ids=false still wrote them")
-	}
-}
-
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "r.json")
-	if err := WriteFileAtomic(p, []byte("one")); err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteFileAtomic(p, []byte("two")); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(p); string(b) != "two" {
-		t.Fatalf("content %q", b)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
-		t.Fatalf("temporary files left: %v", ents)
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "no", "such", "dir"), nil); err == nil || !strings.Contains(err.Error(), "no/such/dir") {
-		t.Fatalf("error %v", err)
 	}
 }
 

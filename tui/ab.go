@@ -116,7 +116,7 @@ func (m abModel) afterA() (abModel, tea.Cmd) {
 		if m.b.status == runWaiting {
 			m.b.status = runStopped
 		}
-		return m, nil
+		return m, m.savePair()
 	}
 	if m.givenBase == "" {
 		if m.a.report == nil || m.a.report.KLDBaseOut == "" {
@@ -155,9 +155,28 @@ func (m abModel) compare() abModel {
 	return m
 }
 
-// savePair writes the A/B summary beside B's report.
+func findWindow(ws []scoring.WindowReport, index int) (scoring.WindowReport, bool) {
+	if index < len(ws) && ws[index].Index == index {
+		return ws[index], true
+	}
+	for _, w := range ws {
+		if w.Index == index {
+			return w, true
+		}
+	}
+	return scoring.WindowReport{}, false
+}
+
+// savePair writes the A/B summary beside B's report, or beside A's when
+// A stopped or failed before B ran.
 func (m abModel) savePair() tea.Cmd {
-	if !m.b.saved || m.a.files.Report == "" {
+	beside := m.b.files.Report
+	if m.b.files.Report == "" {
+		beside = m.a.files.Report
+	} else if !m.b.saved {
+		return nil
+	}
+	if !m.a.saved || beside == "" {
 		return nil
 	}
 	diff := make([]string, len(m.diff))
@@ -166,7 +185,7 @@ func (m abModel) savePair() tea.Cmd {
 	}
 	pf := pairFile{A: m.a.files.Report, B: m.b.files.Report, Base: m.b.base, Diff: diff,
 		Comparison: m.cmp, Verdict: m.verdict(), Partial: m.b.status != runDone}
-	path := strings.TrimSuffix(m.b.files.Report, ".json") + ".ab.json"
+	path := strings.TrimSuffix(beside, ".json") + ".ab.json"
 	return func() tea.Msg { return pairSavedMsg{path: path, err: savePair(path, pf)} }
 }
 

@@ -140,9 +140,15 @@ func TestEndToEndStop(t *testing.T) {
 	if d := profiles.Diff(p, q); len(d) != 0 {
 		t.Errorf("saved profile differs: %v", d)
 	}
-	// A stopped run keeps no base.
-	if kld, _ := filepath.Glob(filepath.Join(dir, "*.kld")); len(kld) != 0 {
-		t.Errorf("a stopped run left a base: %v", kld)
+	// A stopped run keeps its complete windows as a partial base.
+	kld, _ := filepath.Glob(filepath.Join(dir, "*.kld"))
+	if len(kld) != 1 {
+		t.Fatalf("bases: %v", kld)
+	}
+	if b, err := scoring.OpenBase(kld[0]); err != nil || !b.Header.Partial() || b.Header.Windows != 4 {
+		t.Errorf("partial base: %v", err)
+	} else {
+		b.Close()
 	}
 	// And history lists it.
 	h, err := History(dir)
@@ -221,4 +227,66 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestEndToEndABCtrlC: ctrl+c during run A, and during run B, stops the
+// run after its window, saves its partial report and the A/B summary, and
+// only then ends the program.
+func TestEndToEndABCtrlC(t *testing.T) {
+	for _, during := range []string{"A", "B"} {
+		t.Run(during, func(t *testing.T) {
+			dir := t.TempDir()
+			steps := make(chan struct{})
+			a, b := abProfiles()
+			a.Model, a.Text, b.Model, b.Text = "", "", "", ""
+			app, err := New(Config{Profiles: []profiles.Profile{a, b}, ResultsDir: dir,
+				Runner: fakeRunner{text: fakeText(64 * 12), step: steps}, NoColor: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			obs := &observer{notify: make(chan struct{}, 1)}
+			tm := teatest.NewTestModel(t, observed{m: app, obs: obs}, teatest.WithInitialTermSize(120, 40))
+			windows := 3 // of A's 12
+			if during == "B" {
+				windows = 12 + 3
+			}
+			for range windows {
+				steps <- struct{}{}
+			}
+			want := "3/12 windows"
+			obs.waitScreen(t, during+" at "+want, func(s string) bool { return strings.Contains(s, want) })
+			if during == "B" {
+				obs.waitScreen(t, "B running", func(s string) bool { return strings.Count(s, "12/12") >= 1 && strings.Contains(s, "3/12") })
+			}
+			// The next window is in flight when ctrl+c arrives.
+			tm.Send(tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl})
+			obs.waitScreen(t, "stopping", func(s string) bool { return strings.Contains(s, "STOPPING") })
+			steps <- struct{}{}
+			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+
+			pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
+			if len(pairs) != 1 {
+				t.Fatalf("A/B summaries after ctrl+c during %s: %v", during, pairs)
+			}
+			var pf pairFile
+			data, _ := os.ReadFile(pairs[0])
+			if err := json.Unmarshal(data, &pf); err != nil {
+				t.Fatal(err)
+			}
+			if pf.Object != pairObject || !pf.Partial || pf.A == "" || pf.Verdict == "" {
+				t.Errorf("A/B summary: %+v", pf)
+			}
+			if during == "A" && (pf.B != "" || pf.Comparison.Windows != 0) {
+				t.Errorf("B never ran, yet the summary says %+v", pf)
+			}
+			if during == "B" && (pf.B == "" || pf.Comparison.Windows != 4) {
+				t.Errorf("summary pairs %d windows, want B's 4: %+v", pf.Comparison.Windows, pf)
+			}
+			reports, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+			if want := map[string]int{"A": 2, "B": 3}[during]; len(reports) != want {
+				t.Errorf("results folder holds %v, want %d json files", reports, want)
+			}
+		})
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/outfile"
 )
 
 // DefaultResultsDir is where runs are saved unless configured otherwise.
@@ -53,7 +54,7 @@ func safeName(s string) string {
 type runFiles struct {
 	Report  string // .json
 	Profile string // .toml
-	Base    string // .kld, recorded while the run went; removed by scoring if it stopped early
+	Base    string // .kld, recorded while the run went; kept marked partial if it stopped early
 }
 
 // newRunFiles picks unused paths in dir for a run starting now.
@@ -81,7 +82,7 @@ func (f runFiles) save(p profiles.Profile, rep *scoring.Report) error {
 	if err != nil {
 		return err
 	}
-	if err := scoring.WriteFileAtomic(f.Report, data); err != nil {
+	if err := outfile.WriteFile(f.Report, data); err != nil {
 		return err
 	}
 	return profiles.Save(f.Profile, p.RelativeTo(filepath.Dir(f.Profile)))
@@ -108,7 +109,7 @@ func savePair(path string, p pairFile) error {
 	if err != nil {
 		return err
 	}
-	return scoring.WriteFileAtomic(path, append(data, '\n'))
+	return outfile.WriteFile(path, append(data, '\n'))
 }
 
 // Entry is one past run in the results folder.

@@ -134,7 +134,7 @@ func (m historyModel) view(s Styles, w, h int) string {
 		if e.Base != "" {
 			lines = append(lines, s.Dim.Render("base   "+e.Base+"  (b: start a run against it)"))
 		} else {
-			lines = append(lines, s.Dim.Render("no base kept (the run stopped early)"))
+			lines = append(lines, s.Dim.Render("no base kept"))
 		}
 	}
 	return strings.Join(lines, "\n")

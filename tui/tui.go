@@ -236,7 +236,10 @@ func (m Model) onRun(msg tea.Msg) (Model, tea.Cmd) {
 	}
 	if m.quitWhenDone && !m.active() {
 		if _, ok := msg.(doneMsg); ok {
-			return m.quit()
+			// What the runs still have to save (the A/B summary) is
+			// written before the program ends.
+			m, quit := m.quit()
+			return m, tea.Sequence(tea.Batch(c1, c2), quit)
 		}
 	}
 	return m, tea.Batch(c1, c2)
@@ -320,12 +323,18 @@ func (m Model) onHistoryKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		if e.Base == "" {
-			m.flash = "that run kept no base (it stopped early)"
+			m.flash = "that run kept no base"
 			return m, nil
 		}
-		// A new run of the first profile against the chosen run's base.
-		m.run, m.view = newRunModel("", m.cfg.Profiles[0], e.Base), viewRun
+		// A new run of the first profile against the chosen run's base; a
+		// partial base (its run stopped early) covers its complete windows.
+		p := m.cfg.Profiles[0]
 		m.flash = "new run against " + e.Base
+		if n := e.Run.WindowsScored; e.Run.Partial && (p.Chunks <= 0 || p.Chunks > n) {
+			p.Chunks = n
+			m.flash += fmt.Sprintf(" (partial: its %d complete windows)", n)
+		}
+		m.run, m.view = newRunModel("", p, e.Base), viewRun
 		var cmd tea.Cmd
 		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
 		return m.withClock(cmd)

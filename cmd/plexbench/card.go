@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"plexbench/scoring"
+	"plexbench/scoring/outfile"
 )
 
 func runCard(args []string) int {
@@ -45,7 +46,7 @@ func writeCard(path string, rep *scoring.Report) error {
 		_, err := os.Stdout.WriteString(card)
 		return err
 	}
-	return scoring.WriteFileAtomic(path, []byte(card))
+	return outfile.WriteFile(path, []byte(card))
 }
 
 // modelCard is the Markdown card of a record.

@@ -8,9 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"plexbench/cmd/plexbench/demo"
@@ -18,6 +16,7 @@ import (
 	"plexbench/kernels"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/outfile"
 	"plexbench/tui"
 )
 
@@ -30,6 +29,7 @@ type scoreExtras struct {
 	KLDFormat  string
 	KLDBase    string
 	Quiet      bool
+	Resume     bool
 }
 
 func runScore(args []string) int {
@@ -46,6 +46,8 @@ func runScore(args []string) int {
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
 	progress := fs.String("progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
 	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
+	fs.BoolVar(&x.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
+		"beside --perplexity-output, else BASE.journal beside --perplexity-kld-base-out")
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
 	card := fs.String("card", "", "write a Markdown model card of the run here")
 	shard := fs.String("perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
@@ -87,7 +89,11 @@ func runScore(args []string) int {
 		// unless the command line asks for one (then it must agree).
 		inheritFromBase(fs, &req)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if req.Journal, err = journalPath(x); err != nil {
+		return fail(err)
+	}
+	req.Resume = x.Resume
+	ctx, stop := signalContext()
 	defer stop()
 	pw := os.Stderr
 	if *progressOut != "" {
@@ -106,10 +112,6 @@ func runScore(args []string) int {
 		pp.kept = p.PrefillAttention == profiles.FlashPrefillV2
 		req.Progress = pp.event
 	}
-	go func() {
-		<-ctx.Done()
-		stop() // a second interrupt ends the process
-	}()
 	rep, err := scoreProfile(ctx, p, req)
 	if err != nil && !errors.Is(err, scoring.ErrStopped) {
 		return fail(err)
@@ -134,10 +136,42 @@ func runScore(args []string) int {
 		return fail(fmt.Errorf("--card %s: the run has no record to describe (%s)", *card, strings.Join(rep.Warnings, "; ")))
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)\n", err, rep.WindowsScored, rep.WindowsTotal)
+		kept := ""
+		if rep.KLDBaseOut != "" {
+			kept = ", partial base kept in " + rep.KLDBaseOut
+		}
+		if req.Journal != "" {
+			kept += "; --resume continues it"
+		}
+		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)%s\n", err, rep.WindowsScored, rep.WindowsTotal, kept)
 		return 130
 	}
+	if req.Journal != "" && !rep.Partial {
+		if err := scoring.RemoveJournal(req.Journal); err != nil {
+			return fail(err)
+		}
+	}
 	return 0
+}
+
+// journalPath is where a run's journal lives: beside the report when it
+// goes to a file, else beside the base being recorded; "" when the run
+// writes neither to a file (a report on stdout or into a FIFO), and then
+// --resume is refused.
+func journalPath(x scoreExtras) (string, error) {
+	for _, out := range []string{x.Output, x.KLDBaseOut} {
+		if outfile.Atomic(out) {
+			p, err := outfile.Resolve(out)
+			if err != nil {
+				return "", err
+			}
+			return p + ".journal", nil
+		}
+	}
+	if x.Resume {
+		return "", errors.New("--resume: the journal lives beside --perplexity-output FILE or --perplexity-kld-base-out FILE, and this run writes neither to a file")
+	}
+	return "", nil
 }
 
 // inheritFromBase clears the geometry settings not given on the command
@@ -299,17 +333,16 @@ func tokenHash(ids []int32) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// writeReport writes the JSON report to path atomically, or to stdout.
+// writeReport writes the JSON report to path (see outfile), or to stdout.
 func writeReport(path string, rep *scoring.Report) error {
 	data, err := rep.JSON()
 	if err != nil {
 		return err
 	}
-	if path == "" || path == "-" {
-		_, err = os.Stdout.Write(data)
-		return err
+	if path == "" {
+		path = outfile.Stdout
 	}
-	return scoring.WriteFileAtomic(path, data)
+	return outfile.WriteFile(path, data)
 }
 
 // progressPrinter renders run events on stderr: one rewritten status line
@@ -331,6 +364,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 	case scoring.EventStarted:
 		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
 			e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
+		if e.Resumed > 0 {
+			fmt.Fprintf(p.out, "plexbench: resumed: %d of %d windows taken from the journal\n", e.Resumed, e.WindowsTotal)
+		}
 	case scoring.EventWindowDone:
 		line := fmt.Sprintf("window %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
 			e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,

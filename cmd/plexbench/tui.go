@@ -14,6 +14,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/outfile"
 	"plexbench/tui"
 )
 
@@ -84,6 +85,9 @@ func runTUI(args []string) int {
 		}
 		return fail(err)
 	}
+	// Runs still writing when the program ends (a signal, a quit) leave no
+	// temporary files behind.
+	defer outfile.RemoveTemps()
 	defer m.Close()
 	final, err := tea.NewProgram(m).Run()
 	if err != nil {

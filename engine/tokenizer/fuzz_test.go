@@ -50,7 +50,7 @@ func checkRange(t *testing.T, tok *Tokenizer, s string, ids []int32) {
 func FuzzBPE(f *testing.F) {
 	fuzzSeeds(f)
 	var toks []*Tokenizer
-	for _, pre := range []string{"default", "falcon", "gpt-2", "llama-bpe", "qwen2", "qwen35", "smollm", "deepseek-coder"} {
+	for _, pre := range preTypeNames {
 		tok, err := openTokenizer(f, bpeVocabKV(pre))
 		if err != nil {
 			f.Fatal(err)
@@ -104,6 +104,44 @@ func FuzzSPM(f *testing.F) {
 			}
 			if back := tok.Decode(ids); back != s {
 				t.Fatalf("round trip %q → %q", s, back)
+			}
+		}
+	})
+}
+
+// preTypeNames has one tokenizer.ggml.pre value for each distinct list of
+// pre-tokenizer steps (and flags) lookupPre knows.
+var preTypeNames = []string{"default", "falcon", "gpt-2", "llama-bpe", "dbrx", "qwen2", "qwen35", "smollm", "deepseek-coder"}
+
+// FuzzPreSplit: every pre-tokenizer splits any text, valid UTF-8 or not,
+// into non-empty words that cover it in order.
+func FuzzPreSplit(f *testing.F) {
+	fuzzSeeds(f)
+	var steps [][]splitStep
+	for _, name := range preTypeNames {
+		pt, ok := lookupPre(name)
+		if !ok {
+			f.Fatalf("pre-type %q unknown", name)
+		}
+		steps = append(steps, pt.steps)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cps, _, _ := decodeLenient(s, nil, nil)
+		fl := make([]uint16, len(cps))
+		for i, c := range cps {
+			fl[i] = cpFlags(c)
+		}
+		for i, st := range steps {
+			ends, _ := preSplit(st, cps, fl, nil, nil)
+			prev := 0
+			for _, e := range ends {
+				if int(e) <= prev || int(e) > len(cps) {
+					t.Fatalf("%s: word end %d after %d (of %d code points) for %q", preTypeNames[i], e, prev, len(cps), s)
+				}
+				prev = int(e)
+			}
+			if prev != len(cps) {
+				t.Fatalf("%s: words end at %d of %d code points for %q", preTypeNames[i], prev, len(cps), s)
 			}
 		}
 	})

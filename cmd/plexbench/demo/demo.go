@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"plexbench/scoring/outfile"
 )
 
 //go:embed stories260K-f32.gguf
@@ -43,21 +45,7 @@ func ModelPath() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("demo model: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".demo-*")
-	if err != nil {
-		return "", fmt.Errorf("demo model: %w", err)
-	}
-	if _, err := tmp.Write(model); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("demo model: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("demo model: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := outfile.WriteFile(path, model); err != nil {
 		return "", fmt.Errorf("demo model: %w", err)
 	}
 	return path, nil
