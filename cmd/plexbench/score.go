@@ -89,7 +89,13 @@ func runScore(args []string) int {
 		// unless the command line asks for one (then it must agree).
 		inheritFromBase(fs, &req)
 	}
-	if req.Journal, err = journalPath(x); err != nil {
+	if req.Shard.N > 1 {
+		// A shard is a slice of a run; it is redone, not resumed (merge
+		// combines finished shards).
+		if x.Resume {
+			return fail(errors.New("--resume: a shard (--perplexity-shard) is not resumable; rerun it"))
+		}
+	} else if req.Journal, err = journalPath(x); err != nil {
 		return fail(err)
 	}
 	req.Resume = x.Resume
