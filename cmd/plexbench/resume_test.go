@@ -174,6 +174,11 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		for i := range r.Windows {
 			r.Windows[i].Seconds = 0
 		}
+		if r.Record != nil {
+			rec := *r.Record
+			rec.Started, rec.Finished, rec.WallSeconds = time.Time{}, time.Time{}, 0
+			r.Record = &rec
+		}
 		b, _ := r.JSON()
 		return string(b)
 	}
