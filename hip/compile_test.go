@@ -27,16 +27,16 @@ const childEnv = "PLEXBENCH_COMPILE_CHILD" // "file|arch|warp" for the child pro
 // gfx1030 (wave32) and gfx90a (wave64), no GPU needed, each compile in a
 // child process (a vendor compiler that aborts must not take the test
 // binary with it), and checks that each code object is an ELF defining
-// the manifest's entry points. Without hiprtc it skips, except under
-// CI=true, where .ci/run installs it.
+// the manifest's entry points. Without hiprtc it skips, except under CI
+// when .ci/run installed it (PLEXBENCH_EXPECT_HIPRTC=1).
 func TestCompileKernelsHIPRTC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode: the hiprtc compile check takes ~1 minute")
 	}
 	c, err := OpenCompiler(HIP, Env{})
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("hiprtc not loadable under CI (.ci/run installs libamdhip64-5 libhiprtc-builtins5): %v", err)
+		if os.Getenv("CI") != "" && os.Getenv("PLEXBENCH_EXPECT_HIPRTC") == "1" {
+			t.Fatalf("hiprtc not loadable, but .ci/run installed it (libamdhip64-5 libhiprtc-builtins5): %v", err)
 		}
 		t.Skipf("hiprtc not found (apt-get install libamdhip64-5 libhiprtc-builtins5 to run this check): %v", err)
 	}
