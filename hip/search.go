@@ -148,7 +148,7 @@ var nvrtcMajors = []int{13, 12}
 
 // nvrtcCandidates lists libnvrtc paths in cuda-pathfinder's order: the
 // override; NVIDIA's wheels under a named prefix ($PLEXBENCH_CUDA_PREFIX,
-// $VIRTUAL_ENV, $CONDA_PREFIX); the bare SONAMEs; $CUDA_PATH/lib64,
+// $VIRTUAL_ENV, $CONDA_PREFIX; site- or dist-packages); the bare SONAMEs; $CUDA_PATH/lib64,
 // $CUDA_HOME/lib64; /usr/local/cuda/lib64; /usr/local/cuda-*/lib64 newest
 // first. Majors above the driver's (driverMajor > 0) go last: an NVRTC
 // newer than the driver emits code it cannot load.
@@ -162,7 +162,9 @@ func nvrtcCandidates(env Env, driverMajor int) []string {
 		if pre == "" {
 			continue
 		}
-		for _, sp := range env.glob(filepath.Join(pre, "lib", "python3*", "site-packages")) {
+		sps := env.glob(filepath.Join(pre, "lib", "python3*", "site-packages"))
+		sps = append(sps, env.glob(filepath.Join(pre, "lib", "python3*", "dist-packages"))...) // Debian's pip
+		for _, sp := range sps {
 			out = append(out, filepath.Join(sp, "nvidia", "cu13", "lib", "libnvrtc.so.13"),
 				filepath.Join(sp, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12"))
 		}
