@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -182,5 +183,27 @@ func TestErrorLine(t *testing.T) {
 	}
 	if !errors.Is(e, ErrNoDevice) || errors.Is(e, ErrNoLibrary) {
 		t.Error("errors.Is")
+	}
+}
+
+// TestThreadLocked: every call a thread runs lands on one OS thread,
+// whichever goroutine asks.
+func TestThreadLocked(t *testing.T) {
+	th := newThread()
+	defer th.stop()
+	var first int
+	th.do(func() { first = syscall.Gettid() })
+	done := make(chan int, 8)
+	for range 8 {
+		go func() {
+			var tid int
+			th.do(func() { tid = syscall.Gettid() })
+			done <- tid
+		}()
+	}
+	for range 8 {
+		if tid := <-done; tid != first {
+			t.Fatalf("call ran on thread %d, not %d", tid, first)
+		}
 	}
 }
