@@ -184,4 +184,3 @@ func TestErrorLine(t *testing.T) {
 		t.Error("errors.Is")
 	}
 }
-
