@@ -165,6 +165,9 @@ func TestCheckArch(t *testing.T) {
 		{HIP, "gfx1030", "hiprtc 9.0 (HIP runtime 50221153)", true},
 		{HIP, "gfx1201", "hiprtc 9.0 (HIP runtime 50221153)", false},
 		{HIP, "gfx1201", "hiprtc 9.0 (HIP runtime 60443483)", true},
+		{HIP, "gfx1201", "hiprtc 9.0 (HIP runtime 60242134)", false},
+		{HIP, "gfx1100", "hiprtc 9.0 (HIP runtime 60242134)", true},
+		{HIP, "gfx1100", "hiprtc 9.0 (HIP runtime 50422804)", false},
 		{HIP, "sm_90", "hiprtc", false},
 		{HIP, "gfx", "hiprtc", false},
 	} {

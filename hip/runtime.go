@@ -486,8 +486,8 @@ func (e *Event) Destroy() error {
 
 // CheckArch says whether this package's kernels and the named compiler
 // can target arch: CUDA needs sm_70+ (the *_sync warp intrinsics); HIP
-// needs a known gfx family, and hiprtc from ROCm 5 knows no gfx11/gfx12
-// (it aborts the process on them).
+// needs a known gfx family, gfx11 a ROCm 5.5+ hiprtc and gfx12 a 6.4+ one
+// (older ones abort the process on them).
 func CheckArch(kind Kind, arch, compilerVersion string) error {
 	bad := func(why string) error {
 		return &Error{Kind: kind, Op: "arch " + arch, Detail: why, Err: ErrUnsupportedArch}
@@ -508,13 +508,30 @@ func CheckArch(kind Kind, arch, compilerVersion string) error {
 	switch fam := arch[3:5]; {
 	case arch[3] == '9' && len(arch) == 6, fam == "10":
 	case fam == "11" || fam == "12":
-		if strings.Contains(compilerVersion, "HIP runtime 5") {
-			return bad("hiprtc from ROCm 5 cannot target gfx11/gfx12 (ROCm 6.4+ needed for gfx12)")
+		// hiprtc aborts the process on a target its device libraries
+		// lack: gfx11 came with ROCm 5.5, gfx12 (RX 9000) with 6.4.
+		need, name := 50500000, "5.5"
+		if fam == "12" {
+			need, name = 60400000, "6.4"
+		}
+		if v := hipRuntimeVersion(compilerVersion); v > 0 && v < need {
+			return bad(fmt.Sprintf("hiprtc of HIP runtime %d cannot target it (ROCm %s or newer needed)", v, name))
 		}
 	default:
 		return bad("unknown AMD family")
 	}
 	return nil
+}
+
+// hipRuntimeVersion reads N from a HIP compiler's "… (HIP runtime N)"
+// (major·10⁷ + minor·10⁵ + patch); 0 when absent.
+func hipRuntimeVersion(compilerVersion string) int {
+	_, rest, ok := strings.Cut(compilerVersion, "HIP runtime ")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimRight(rest, ")"))
+	return n
 }
 
 // Status is what Probe found for one runtime.
