@@ -268,36 +268,59 @@ func TestDeviceSwiGLU(t *testing.T) {
 	check(t, "swiglu_f32 n=10007 (rel)", worst, 1e-6)
 }
 
+// TestDeviceKVStore stores a pass into a cache in the engine's layout
+// ((nkv, cap, hd), token t at pos0 + t) for each cache type and compares
+// the whole cache, bytes untouched included, with the CPU's conversion.
 func TestDeviceKVStore(t *testing.T) {
-	f32k, f16k := fn(t, "kvstore.cu", "kv_store_f32"), fn(t, "kvstore.cu", "kv_store_f16")
 	r := rand.New(rand.NewPCG(7, 8))
-	tokens, dim, kvLen, pos := 9, 1000, 20, 5
-	src := randF32(r, tokens*dim, 100)
+	tokens, nkv, hd, capacity, pos0 := 9, 3, 128, 64, 21
+	src := randF32(r, tokens*nkv*hd, 100)
 	// Specials: NaNs, infinities, f16 subnormals and overflow, ties.
 	sp := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
-		6e-8, 3e-5, 65504, 65520, 70000, 1 + 1.0/2048, 1 + 3.0/2048, 1e-45, -2.98e-8}
-	copy(src, sp)
-	bs := upload(t, f32Bytes(src))
-	d32, d16 := output(t, 4*kvLen*dim), output(t, 2*kvLen*dim)
-	var a hip.Args
-	a.Ptr(bs, 0).Ptr(d32, 0).I32(int32(dim)).I32(int32(pos))
-	launch(t, f32k, hip.Dim3{X: (dim + 255) / 256, Y: tokens}, hip.Dim3{X: 256}, &a)
-	a.Reset()
-	a.Ptr(bs, 0).Ptr(d16, 0).I32(int32(dim)).I32(int32(pos))
-	launch(t, f16k, hip.Dim3{X: (dim + 255) / 256, Y: tokens}, hip.Dim3{X: 256}, &a)
-	g32 := bytesF32(download(t, d32, 4*kvLen*dim))
-	g16 := download(t, d16, 2*kvLen*dim)
-	bad := 0
-	for i, v := range src {
-		j := pos*dim + i
-		if math.Float32bits(g32[j]) != math.Float32bits(v) {
-			bad++
-		}
-		if binary.LittleEndian.Uint16(g16[2*j:]) != kernels.F32ToF16(v) {
-			bad++
-		}
+		6e-8, 3e-5, 65504, 65520, 70000, 1 + 1.0/2048, 1 + 3.0/2048, 1e-45, -2.98e-8, 1 + 1.0/256, 3.4e38}
+	copy(src[5:], sp)
+	for i := 64; i < 96; i++ {
+		src[i] = 0 // an all-zero Q8_0 block
 	}
-	check(t, "kv_store_f32/f16 with specials (bad)", float64(bad), 0)
+	bs := upload(t, f32Bytes(src))
+	var a hip.Args
+	bad := 0
+	for _, c := range []struct {
+		typ   kernels.Type
+		entry string
+	}{{kernels.F32, "kv_store_f32"}, {kernels.F16, "kv_store_f16"}, {kernels.BF16, "kv_store_bf16"}, {kernels.Q8_0, "kv_store_q8_0"}} {
+		f := fn(t, "kvstore.cu", c.entry)
+		rb := c.typ.RowBytes(hd)
+		want := make([]byte, nkv*capacity*rb)
+		var ks kernels.KernelSet
+		for tk := range tokens {
+			for g := range nkv {
+				s := (tk*nkv + g) * hd
+				d := (g*capacity + pos0 + tk) * rb
+				ks.QuantizeActivation(c.typ, src[s:s+hd], want[d:d+rb])
+			}
+		}
+		dst := output(t, len(want))
+		a.Reset()
+		a.Ptr(bs, 0).Ptr(dst, 0).I32(int32(nkv)).I32(int32(hd)).I32(int32(capacity)).I32(int32(pos0))
+		grid, block := hip.Dim3{X: (hd + 255) / 256, Y: nkv, Z: tokens}, hip.Dim3{X: 256}
+		if c.typ == kernels.Q8_0 {
+			grid, block = hip.Dim3{X: (hd/32 + 63) / 64, Y: nkv, Z: tokens}, hip.Dim3{X: 64}
+		}
+		launch(t, f, grid, block, &a)
+		got := download(t, dst, len(want))
+		n := 0
+		for i := range got {
+			if got[i] != want[i] {
+				n++
+			}
+		}
+		if n > 0 {
+			t.Logf("%s: %d bytes differ", c.entry, n)
+		}
+		bad += n
+	}
+	check(t, "kv_store f32/f16/bf16/q8_0, specials (bytes differing)", float64(bad), 0)
 }
 
 // logitRows makes rows of a vocabulary-sized logit matrix with ties (a

@@ -28,14 +28,14 @@ type Kernel struct {
 // Manifest lists every device source. It returns a fresh slice.
 func Manifest() []Kernel {
 	return []Kernel{
-		{File: "rmsnorm.cu", Entries: []string{"rms_norm_f32"}, Twin: "kernels.KernelSet.RMSNorm (go)", Tolerance: "1 ulp"},
+		{File: "rmsnorm.cu", Entries: []string{"rms_norm_f32"}, Twin: "kernels.KernelSet.RMSNorm (also the q/k head norms: one row per head)", Tolerance: "1 ulp"},
 		{File: "rope.cu", Entries: []string{"rope_f32"}, Twin: "kernels.KernelSet.RoPE", Tolerance: "exact", Exact: true},
 		{File: "swiglu.cu", Entries: []string{"swiglu_f32"}, Twin: "kernels.KernelSet.SwiGLU", Tolerance: "1e-6 relative"},
-		{File: "kvstore.cu", Entries: []string{"kv_store_f32", "kv_store_f16"}, Twin: "copy; kernels.F32ToF16", Tolerance: "exact", Exact: true},
+		{File: "kvstore.cu", Entries: []string{"kv_store_f32", "kv_store_f16", "kv_store_bf16", "kv_store_q8_0"}, Twin: "kernels.KernelSet.QuantizeActivation (the engine's KV store)", Tolerance: "exact", Exact: true},
 		{File: "pick.cu", Entries: []string{"pick_f32"}, Twin: "kernels.Pick", Tolerance: "max/argmax/picked exact; Σexp 3e-7 relative"},
 		{File: "topk.cu", Entries: []string{"topk_f32"}, Twin: "kernels.TopK", Tolerance: "exact", Exact: true},
 		{File: "matmul.cu", Entries: []string{"matmul_f32", "matmul_f16"}, Twin: "kernels.KernelSet.MatMul (ref)", Tolerance: "1e-5·Σ|w·x|"},
-		{File: "q8_0.cu", Entries: []string{"quantize_q8_0", "mm_q8_0"}, Twin: "quantizeActQ8_0; kernels.KernelSet.MatMul (Q8_0)", Tolerance: "quantize exact; product 1e-5·Σ|d·isum|"},
+		{File: "q8_0.cu", Entries: []string{"quantize_q8_0", "mm_q8_0"}, Twin: "kernels.QuantizeActivation (Q8_0); kernels.KernelSet.MatMul (Q8_0)", Tolerance: "quantize exact; product 1e-5·Σ|d·isum|"},
 	}
 }
 

@@ -1,11 +1,9 @@
 // q8_0.cu — Q8_0 weights (blocks of 32: f16 scale d, 32 int8; 34 bytes)
 // times activations quantized to Q8_0 on the device, as the CPU does.
 //
-// quantize_q8_0 — CPU twin: kernels' quantizeActQ8_0 (x86 semantics):
-// amax, id = 127/amax, q = round-half-even(x·id) via the 1.5·2^23 trick
-// (kernels.nearestInt) saturated to int8, d = amax/127 stored as f16.
-// Tolerance: bit-exact (products and adds rounded alone: __fmul_rn and
-// __fadd_rn are never contracted).
+// quantize_q8_0 — CPU twin: kernels.QuantizeActivation(Q8_0) (x86
+// semantics; pb_quantize_q8_0_block in dialect.h). Tolerance: bit-exact
+// (products and adds rounded alone: __fmul_rn and __fadd_rn never fuse).
 // Launch: grid = ceil(blocks/256), block = 256; one thread per block of 32.
 //
 // mm_q8_0 — CPU twin: kernels.KernelSet.MatMul on Q8_0 (vecDotQ8_0): per
@@ -20,21 +18,7 @@ __device__ __forceinline__ u16 pb_ld_u16(const u8* p) { return (u16)p[0] | ((u16
 PB_KERNEL void quantize_q8_0(const float* __restrict__ x, u8* __restrict__ q, i64 nblocks) {
     i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nblocks) return;
-    const float* xb = x + b * QK8_0;
-    u8* qb = q + b * Q8_0_BYTES;
-    float amax = 0.0f;
-    for (int j = 0; j < QK8_0; ++j) amax = fmaxf(amax, fabsf(xb[j]));
-    float d = amax / 127.0f;
-    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < QK8_0; ++j) {
-        float v = __fadd_rn(__fmul_rn(xb[j], id), 12582912.0f);
-        int n = (int)(__float_as_uint(v) & 0x7fffffu) - 0x400000;
-        n = n < -128 ? -128 : (n > 127 ? 127 : n);
-        qb[2 + j] = (u8)(i8)n;
-    }
-    u16 h = pb_f32_to_f16(d);
-    qb[0] = (u8)(h & 0xff);
-    qb[1] = (u8)(h >> 8);
+    pb_quantize_q8_0_block(x + b * QK8_0, q + b * Q8_0_BYTES);
 }
 
 PB_KERNEL void mm_q8_0(const u8* __restrict__ W, const u8* __restrict__ xq, float* __restrict__ y, int N, int K, int M) {

@@ -1,4 +1,5 @@
-// rmsnorm.cu — RMSNorm of each row times a weight (ggml rms_norm + mul).
+// rmsnorm.cu — RMSNorm of each row times a weight (ggml rms_norm + mul);
+// the q/k head norms are the same kernel with one row per head.
 // CPU twin: kernels.KernelSet.RMSNorm ("go": rmsNormGo). The squares are
 // rounded to f32 and summed in f64 (here per thread, then across the block,
 // an order other than the CPU's), the mean is rounded to f32, scale =
