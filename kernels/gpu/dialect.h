@@ -97,8 +97,13 @@ __device__ __forceinline__ u16 pb_f32_to_bf16(float f) {
 // 1.5·2^23 trick (kernels.nearestInt), saturated; d = amax/127 as f16.
 // __fmul_rn/__fadd_rn keep the product and the add from fusing.
 __device__ __forceinline__ void pb_quantize_q8_0_block(const float* x, u8* q) {
+    // amax as Go's max (kernels.absMax): a NaN propagates, where fmaxf
+    // would drop it.
     float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) amax = fmaxf(amax, fabsf(x[j]));
+    for (int j = 0; j < 32; ++j) {
+        float a = fabsf(x[j]);
+        amax = (a != a || amax != amax) ? __int_as_float(0x7fc00000) : fmaxf(amax, a);
+    }
     float d = amax / 127.0f;
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int j = 0; j < 32; ++j) {
