@@ -25,7 +25,9 @@ import (
 	"plexbench/kernels/gpu"
 )
 
-const emuWarp = 32
+// emuWarp is the emulated warp: 32, or 64 (AMD CDNA's wave64) with
+// PLEXBENCH_EMU_WARP=64.
+var emuWarp = map[bool]int{false: 32, true: 64}[os.Getenv("PLEXBENCH_EMU_WARP") == "64"]
 
 // emuFn is a wrapper and its own library's launcher: each library has its
 // own emulator state (blockDim, barriers), which its kernels read.
@@ -176,7 +178,7 @@ func launch(t *testing.T, f kernelFn, grid, block Dim3, a *Args) {
 	defer pin.Unpin()
 	gx, gy, gz := grid.dims()
 	bx, by, bz := block.dims()
-	f.launch(f.sym, gx, gy, gz, bx, by, bz, emuWarp, a.params(&pin))
+	f.launch(f.sym, gx, gy, gz, bx, by, bz, int32(emuWarp), a.params(&pin))
 }
 
 func warpSize(*testing.T) int { return emuWarp }
