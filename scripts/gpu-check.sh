@@ -9,7 +9,7 @@
 #                                the checks below from bin/gpu-check/.
 #
 # With the device tool: build here, then run `bash scripts/gpu-check.sh run`
-# there carrying bin/gpu-check (~17 MB). `make gpu-check` does both halves
+# there carrying bin/gpu-check (~21 MB). `make gpu-check` does both halves
 # on a machine that has Go and a GPU. On an AMD device set
 # PLEXBENCH_GPU_BACKEND=hip GPU_POOL=hip:0 (default: CUDA first, cuda:0).
 #
