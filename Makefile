@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 FUZZEXECS ?= 1000000x
 FUZZPARALLEL ?= 1
 
-.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid clean
+.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build clean
 
 all: build
 
@@ -79,6 +79,16 @@ oracle:
 # (every CPU build of the npm package this machine runs; npm + gcc).
 oracle-hybrid:
 	cmd/plexbench/testdata/oracle/run-hybrid.sh
+
+# The prepared device check (issue 12): kernels against their CPU twins,
+# PPL against the CPU backend, one summary line per check. gpu-check-build
+# runs here; on the device machine run `bash scripts/gpu-check.sh run`
+# carrying bin/gpu-check (see the script).
+gpu-check-build:
+	@GO=$(GO) scripts/gpu-check.sh build
+
+gpu-check:
+	@GO=$(GO) scripts/gpu-check.sh all
 
 clean:
 	rm -rf bin

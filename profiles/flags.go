@@ -56,8 +56,23 @@ var fields = []field{
 	strField("kv_cache_dtype", "kv-cache-dtype", "KV cache type: f32 | f16 | bf16 | q8_0", false, func(p *Profile) *string { return &p.KVCacheDType }),
 	intField("kv_len", "kv-len", "KV cache positions (0 = the window size)", func(p *Profile) *int { return &p.KVLen }),
 	intField("threads", "threads", "worker threads (0 = all cores)", func(p *Profile) *int { return &p.Threads }),
-	strField("backend", "backend", "cpu | hip", false, func(p *Profile) *string { return &p.Backend }),
-	strField("device", "device", "device for a GPU backend", false, func(p *Profile) *string { return &p.Device }),
+	strField("backend", "backend", "cpu | cuda | hip", false, func(p *Profile) *string { return &p.Backend }),
+	strField("device", "device", "device ordinal N for a GPU backend (plexbench devices lists them)", false, func(p *Profile) *string { return &p.Device }),
+	{key: "backend", flag: "pool", usage: "backend and device as one value: hip:0, cuda:1, cpu (as --backend and --device)", alias: true,
+		get: func(p *Profile) string {
+			if p.Device == "" {
+				return p.Backend
+			}
+			return p.Backend + ":" + p.Device
+		},
+		set: func(p *Profile, s string) error {
+			b, d, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), ":")
+			if b == "" {
+				return fmt.Errorf("%q is not backend[:device]", s)
+			}
+			p.Backend, p.Device = b, d
+			return nil
+		}},
 	strField("prefill_attention", "prefill-attention", "prefill attention: dense | flashprefill-v2", false, func(p *Profile) *string { return &p.PrefillAttention }),
 	{key: "prefill_attention", flag: "FlashPrefillV2", usage: "on | off: prefill attention flashprefill-v2 or dense (as --prefill-attention)", isBool: true, alias: true,
 		get: func(p *Profile) string {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -81,7 +82,7 @@ const FlashPrefillV2 = "flashprefill-v2"
 var (
 	methods          = []string{"chunks", "sliding"}
 	kvDTypes         = []string{"f32", "f16", "bf16", "q8_0"}
-	backends         = []string{"cpu", "hip"}
+	backends         = []string{"cpu", "cuda", "hip"}
 	prefillAttention = []string{"dense", FlashPrefillV2}
 )
 
@@ -324,6 +325,8 @@ func (p Profile) Validate() error {
 	}
 	if p.Device != "" && p.Backend == "cpu" {
 		bad("device", "%q set, but the cpu backend has no devices", p.Device)
+	} else if n, err := strconv.Atoi(p.Device); p.Device != "" && (err != nil || n < 0) {
+		bad("device", "%q is not a device ordinal (0, 1, ...)", p.Device)
 	}
 	if !slices.Contains(prefillAttention, p.PrefillAttention) {
 		bad("prefill_attention", "%q is not one of %s", p.PrefillAttention, strings.Join(prefillAttention, ", "))

@@ -31,6 +31,7 @@ Usage:
   plexbench tokenize --model M --file TEXT [--ids] [--json]
   plexbench generate --model M --prompt TEXT [-n N]
   plexbench kernels              list kernel variants and what this CPU supports
+  plexbench devices              list the GPU runtimes and devices found (CUDA, HIP), or why none
 
 With no --model and no --perplexity, score uses the embedded demo
 (stories260K on a TinyStories excerpt). Run 'plexbench CMD -h' for a command's flags.
@@ -69,6 +70,8 @@ func run(args []string) int {
 		return runGenerate(rest)
 	case "kernels":
 		return runKernels(rest)
+	case "devices":
+		return runDevices(rest)
 	case "help", "-h", "-help", "--help":
 		fmt.Print(usage)
 		return 0

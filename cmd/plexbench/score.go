@@ -275,7 +275,15 @@ func readTokenFile(path string) ([]int32, error) {
 // p's engine settings.
 func loadEngine(p profiles.Profile, req scoring.Request) (*engine.Model, error) {
 	if p.Backend != "" && p.Backend != "cpu" {
-		return nil, fmt.Errorf("backend %q is not available in this build (have: cpu)", p.Backend)
+		rt, d, err := openDevice(p.Backend, p.Device)
+		if err != nil {
+			return nil, err
+		}
+		rt.Close()
+		// The device answers, but the engine's passes have no device
+		// path yet (issue 12, item 3): say so rather than run on the CPU
+		// under a GPU backend's name.
+		return nil, fmt.Errorf("backend %s: device %d (%s, %q) is usable, but the engine does not run on the device yet; use --backend cpu", p.Backend, d.Ordinal, d.Target, d.Name)
 	}
 	kvType, err := parseKVType(p.KVCacheDType)
 	if err != nil {

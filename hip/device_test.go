@@ -1,0 +1,411 @@
+// device_test.go: every device kernel against its CPU twin. With -tags gpu
+// the helpers (device_gpu_test.go) run them on a real GPU (make gpu-check
+// runs that binary on the device machine); without it, on the CPU
+// emulation of emu_test.go. Each test is one check and logs one "CHECK"
+// line: the kernel, the shapes, the worst error against the tolerance its
+// source states.
+package hip
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"plexbench/kernels"
+)
+
+// guard is the byte pattern written past every output, checked after.
+const guard = 0xA5
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func bytesF32(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func randF32(r *rand.Rand, n int, scale float32) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64()) * scale
+	}
+	return v
+}
+
+// check logs the one summary line and fails when worst exceeds tol.
+func check(t *testing.T, what string, worst, tol float64) {
+	t.Helper()
+	status := "PASS"
+	if !(worst <= tol) {
+		status = "FAIL"
+		t.Errorf("%s: worst error %.3g over the tolerance %.3g", what, worst, tol)
+	}
+	t.Logf("CHECK %-40s worst %.3g tol %.3g %s", what, worst, tol, status)
+}
+
+func relErr(got, want float32) float64 {
+	if got == want || (got != got && want != want) {
+		return 0
+	}
+	return math.Abs(float64(got)-float64(want)) / max(math.Abs(float64(want)), 1e-30)
+}
+
+func TestDeviceRMSNorm(t *testing.T) {
+	f := fn(t, "rmsnorm.cu", "rms_norm_f32")
+	r := rand.New(rand.NewPCG(1, 2))
+	var ks kernels.KernelSet
+	worst := 0.0
+	for _, n := range []int{1, 33, 896, 4096, 5003} {
+		rows := 7
+		x, w := randF32(r, rows*n, 3), randF32(r, n, 1)
+		want := make([]float32, rows*n)
+		ks.RMSNorm(want, x, w, 1e-6)
+		bx, bw, by := upload(t, f32Bytes(x)), upload(t, f32Bytes(w)), output(t, 4*rows*n)
+		var a Args
+		a.Ptr(bx, 0).Ptr(bw, 0).Ptr(by, 0).I32(int32(n)).F32(1e-6)
+		launch(t, f, Dim3{X: rows}, Dim3{X: 256}, &a)
+		got := bytesF32(download(t, by, 4*rows*n))
+		for i := range got {
+			worst = max(worst, relErr(got[i], want[i]))
+		}
+	}
+	check(t, "rms_norm_f32 n=1..5003 (rel)", worst, 2.4e-7)
+}
+
+func TestDeviceRoPE(t *testing.T) {
+	f := fn(t, "rope.cu", "rope_f32")
+	r := rand.New(rand.NewPCG(3, 4))
+	var ks kernels.KernelSet
+	bad := 0
+	for _, c := range []struct{ hd, half int }{{64, 32}, {128, 64}, {128, 32}, {80, 16}} {
+		for _, neox := range []bool{false, true} {
+			tokens, heads := 5, 3
+			v := randF32(r, tokens*heads*c.hd, 1)
+			cs, sn := make([]float32, tokens*c.half), make([]float32, tokens*c.half)
+			for i := range cs {
+				a := r.Float64() * 2 * math.Pi
+				cs[i], sn[i] = float32(math.Cos(a)), float32(math.Sin(a))
+			}
+			want := append([]float32(nil), v...)
+			for tk := range tokens {
+				ks.RoPE(want[tk*heads*c.hd:(tk+1)*heads*c.hd], c.hd, cs[tk*c.half:(tk+1)*c.half], sn[tk*c.half:(tk+1)*c.half], neox)
+			}
+			bv, bc, bs := upload(t, f32Bytes(v)), upload(t, f32Bytes(cs)), upload(t, f32Bytes(sn))
+			var a Args
+			a.Ptr(bv, 0).Ptr(bc, 0).Ptr(bs, 0).I32(int32(heads)).I32(int32(c.hd)).I32(int32(c.half)).I32(map[bool]int32{false: 0, true: 1}[neox])
+			launch(t, f, Dim3{X: tokens, Y: heads}, Dim3{X: min(c.half, 256)}, &a)
+			got := bytesF32(download(t, bv, 4*len(v)))
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					bad++
+				}
+			}
+		}
+	}
+	check(t, "rope_f32 norm+neox, partial (bits differing)", float64(bad), 0)
+}
+
+func TestDeviceSwiGLU(t *testing.T) {
+	f := fn(t, "swiglu.cu", "swiglu_f32")
+	r := rand.New(rand.NewPCG(5, 6))
+	var ks kernels.KernelSet
+	n := 10007
+	g, u := randF32(r, n, 4), randF32(r, n, 1)
+	want := append([]float32(nil), g...)
+	ks.SwiGLU(want, u)
+	bg, bu := upload(t, f32Bytes(g)), upload(t, f32Bytes(u))
+	var a Args
+	a.Ptr(bg, 0).Ptr(bu, 0).U64(uint64(n))
+	launch(t, f, Dim3{X: (n + 255) / 256}, Dim3{X: 256}, &a)
+	got := bytesF32(download(t, bg, 4*n))
+	worst := 0.0
+	for i := range got {
+		worst = max(worst, relErr(got[i], want[i]))
+	}
+	check(t, "swiglu_f32 n=10007 (rel)", worst, 1e-6)
+}
+
+// TestDeviceKVStore stores a pass into a cache in the engine's layout
+// ((nkv, cap, hd), token t at pos0 + t) for each cache type and compares
+// the whole cache, bytes untouched included, with the CPU's conversion.
+func TestDeviceKVStore(t *testing.T) {
+	fn(t, "kvstore.cu", "kv_store_f32") // builds (or skips) before any upload
+	r := rand.New(rand.NewPCG(7, 8))
+	tokens, nkv, hd, capacity, pos0 := 9, 3, 128, 64, 21
+	src := randF32(r, tokens*nkv*hd, 100)
+	// Specials: NaNs, infinities, f16 subnormals and overflow, ties.
+	sp := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
+		6e-8, 3e-5, 65504, 65520, 70000, 1 + 1.0/2048, 1 + 3.0/2048, 1e-45, -2.98e-8, 1 + 1.0/256, 3.4e38}
+	copy(src[5:], sp)
+	for i := 64; i < 96; i++ {
+		src[i] = 0 // an all-zero Q8_0 block
+	}
+	// A NaN or inf in a Q8_0 block is not specified: the CPU's result
+	// follows x86's NaN rules for max and convert (every other value
+	// quantizes to 127), the device's gives d = NaN and q = 0; either way
+	// the block reads back as NaN. The Q8_0 cache gets the finite values.
+	finite := append([]float32(nil), src...)
+	for i, v := range finite {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || math.Abs(float64(v)) > 1e30 {
+			finite[i] = 1
+		}
+	}
+	bs, bfin := upload(t, f32Bytes(src)), upload(t, f32Bytes(finite))
+	var a Args
+	bad := 0
+	for _, c := range []struct {
+		typ   kernels.Type
+		entry string
+	}{{kernels.F32, "kv_store_f32"}, {kernels.F16, "kv_store_f16"}, {kernels.BF16, "kv_store_bf16"}, {kernels.Q8_0, "kv_store_q8_0"}} {
+		f := fn(t, "kvstore.cu", c.entry)
+		rb := c.typ.RowBytes(hd)
+		want := make([]byte, nkv*capacity*rb)
+		var ks kernels.KernelSet
+		in, bin := src, bs
+		if c.typ == kernels.Q8_0 {
+			in, bin = finite, bfin
+		}
+		for tk := range tokens {
+			for g := range nkv {
+				s := (tk*nkv + g) * hd
+				d := (g*capacity + pos0 + tk) * rb
+				ks.QuantizeActivation(c.typ, in[s:s+hd], want[d:d+rb])
+			}
+		}
+		dst := output(t, len(want))
+		a.Reset()
+		a.Ptr(bin, 0).Ptr(dst, 0).I32(int32(nkv)).I32(int32(hd)).I32(int32(capacity)).I32(int32(pos0))
+		grid, block := Dim3{X: (hd + 255) / 256, Y: nkv, Z: tokens}, Dim3{X: 256}
+		if c.typ == kernels.Q8_0 {
+			grid, block = Dim3{X: (hd/32 + 63) / 64, Y: nkv, Z: tokens}, Dim3{X: 64}
+		}
+		launch(t, f, grid, block, &a)
+		got := download(t, dst, len(want))
+		n, first := 0, -1
+		for i := range got {
+			if got[i] != want[i] {
+				if n++; first < 0 {
+					first = i
+				}
+			}
+		}
+		if n > 0 {
+			lo := first / rb * rb
+			t.Logf("%s: %d bytes differ, the first at byte %d: got % x, want % x", c.entry, n, first, got[lo:lo+rb], want[lo:lo+rb])
+		}
+		bad += n
+	}
+	check(t, "kv_store f32/f16/bf16/q8_0, specials (bytes differing)", float64(bad), 0)
+}
+
+// logitRows makes rows of a vocabulary-sized logit matrix with ties (a
+// repeated max), NaNs and infinities in some rows.
+func logitRows(r *rand.Rand, rows, V int) []float32 {
+	x := randF32(r, rows*V, 4)
+	if rows > 1 {
+		x[V+10], x[V+20] = 30, 30 // a tie for the max: the first index wins
+	}
+	if rows > 2 {
+		x[2*V+3] = float32(math.NaN())
+		x[2*V+V-1] = float32(math.Inf(-1))
+	}
+	if rows > 3 {
+		x[3*V] = float32(math.NaN()) // row[0] NaN: the max stays NaN
+	}
+	return x
+}
+
+func TestDevicePick(t *testing.T) {
+	f := fn(t, "pick.cu", "pick_f32")
+	r := rand.New(rand.NewPCG(9, 10))
+	rows, V, nids := 5, 151936, 33
+	x := logitRows(r, rows, V)
+	ids := make([]int32, rows*nids)
+	for i := range ids {
+		ids[i] = int32(r.IntN(V))
+	}
+	idb := make([]byte, 4*len(ids))
+	for i, v := range ids {
+		binary.LittleEndian.PutUint32(idb[4*i:], uint32(v))
+	}
+	bx, bi := upload(t, f32Bytes(x)), upload(t, idb)
+	bm, ba, bsum, bp := output(t, 4*rows), output(t, 4*rows), output(t, 8*rows), output(t, 4*rows*nids)
+	var a Args
+	a.Ptr(bx, 0).I32(int32(V)).Ptr(bi, 0).I32(int32(nids)).Ptr(bm, 0).Ptr(ba, 0).Ptr(bsum, 0).Ptr(bp, 0)
+	launch(t, f, Dim3{X: rows}, Dim3{X: 256}, &a)
+	gm, ga := bytesF32(download(t, bm, 4*rows)), download(t, ba, 4*rows)
+	gs, gp := download(t, bsum, 8*rows), bytesF32(download(t, bp, 4*rows*nids))
+	exact, worst := 0, 0.0
+	picked := make([]float32, nids)
+	for row := range rows {
+		m, arg, sum := kernels.Pick(x[row*V:(row+1)*V], ids[row*nids:(row+1)*nids], picked)
+		if math.Float32bits(gm[row]) != math.Float32bits(m) || int32(binary.LittleEndian.Uint32(ga[4*row:])) != arg {
+			exact++
+			t.Logf("row %d: max %g arg %d, want %g %d", row, gm[row], int32(binary.LittleEndian.Uint32(ga[4*row:])), m, arg)
+		}
+		for i := range nids {
+			if math.Float32bits(gp[row*nids+i]) != math.Float32bits(picked[i]) {
+				exact++
+			}
+		}
+		g := math.Float64frombits(binary.LittleEndian.Uint64(gs[8*row:]))
+		if sum == sum && g != sum {
+			worst = max(worst, math.Abs(g-sum)/sum)
+		} else if (sum != sum) != (g != g) {
+			worst = math.Inf(1)
+		}
+	}
+	check(t, "pick_f32 max/argmax/picked (bad)", float64(exact), 0)
+	check(t, "pick_f32 Σexp V=151936 (rel)", worst, 3e-7)
+	timePick(t, f) // a no-op without a device
+}
+
+func TestDeviceTopK(t *testing.T) {
+	f := fn(t, "topk.cu", "topk_f32")
+	r := rand.New(rand.NewPCG(11, 12))
+	rows, V := 4, 151936
+	x := logitRows(r, rows, V)
+	// Many equal values: ties decided by index.
+	for i := range 100 {
+		x[i*7] = 12
+	}
+	bx := upload(t, f32Bytes(x))
+	bad := 0
+	for _, k := range []int{1, 5, 32} {
+		bi, bv := output(t, 4*rows*k), output(t, 4*rows*k)
+		var a Args
+		a.Ptr(bx, 0).I32(int32(V)).I32(int32(k)).Ptr(bi, 0).Ptr(bv, 0)
+		launch(t, f, Dim3{X: rows}, Dim3{X: 128}, &a)
+		gi, gv := download(t, bi, 4*rows*k), bytesF32(download(t, bv, 4*rows*k))
+		ids, vals := make([]int32, k), make([]float32, k)
+		for row := range rows {
+			kernels.TopK(x[row*V:(row+1)*V], k, ids, vals)
+			for i := range k {
+				j := row*k + i
+				if int32(binary.LittleEndian.Uint32(gi[4*j:])) != ids[i] || math.Float32bits(gv[j]) != math.Float32bits(vals[i]) {
+					bad++
+				}
+			}
+		}
+	}
+	check(t, "topk_f32 k=1,5,32 V=151936 (bad)", float64(bad), 0)
+}
+
+// refMatMul is y[m][n] = Σ_k W[n][k]·x[m][k] in float64, and the bound
+// Σ|W·x| for the tolerance.
+func refMatMul(W, x []float32, N, K, M int) (y, mag []float64) {
+	y, mag = make([]float64, M*N), make([]float64, M*N)
+	for m := range M {
+		for n := range N {
+			var s, a float64
+			for k := range K {
+				p := float64(W[n*K+k]) * float64(x[m*K+k])
+				s += p
+				a += math.Abs(p)
+			}
+			y[m*N+n], mag[m*N+n] = s, a
+		}
+	}
+	return y, mag
+}
+
+func TestDeviceMatMulFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range []string{"f32", "f16"} {
+		f := fn(t, "matmul.cu", "matmul_"+typ)
+		worst := 0.0
+		for _, c := range []struct{ N, K, M int }{{67, 129, 1}, {256, 896, 17}, {1000, 64, 40}} {
+			W, x := randF32(r, c.N*c.K, 1), randF32(r, c.M*c.K, 1)
+			var wb []byte
+			xr := x
+			if typ == "f16" {
+				wb = make([]byte, 2*len(W))
+				for i, v := range W {
+					h := kernels.F32ToF16(v)
+					binary.LittleEndian.PutUint16(wb[2*i:], h)
+					W[i] = kernels.F16ToF32(h)
+				}
+				xr = make([]float32, len(x))
+				for i, v := range x {
+					xr[i] = kernels.RoundF16(v) // the CPU's vec_dot_type
+				}
+			} else {
+				wb = f32Bytes(W)
+			}
+			want, mag := refMatMul(W, xr, c.N, c.K, c.M)
+			bw, bx, by := upload(t, wb), upload(t, f32Bytes(x)), output(t, 4*c.M*c.N)
+			var a Args
+			a.Ptr(bw, 0).Ptr(bx, 0).Ptr(by, 0).I32(int32(c.N)).I32(int32(c.K)).I32(int32(c.M))
+			launch(t, f, Dim3{X: (c.N + 15) / 16, Y: (c.M + 15) / 16}, Dim3{X: 16, Y: 16}, &a)
+			got := bytesF32(download(t, by, 4*c.M*c.N))
+			for i := range got {
+				worst = max(worst, math.Abs(float64(got[i])-want[i])/(mag[i]+1e-30))
+			}
+		}
+		check(t, "matmul_"+typ+" (err/Σ|w·x|)", worst, 1e-5)
+	}
+}
+
+func TestDeviceQ8_0(t *testing.T) {
+	fq, fm := fn(t, "q8_0.cu", "quantize_q8_0"), fn(t, "q8_0.cu", "mm_q8_0")
+	r := rand.New(rand.NewPCG(15, 16))
+	N, K, M := 300, 896, 9
+	W, x := randF32(r, N*K, 0.05), randF32(r, M*K, 2)
+	x[0], x[5] = 0, 0 // ties and zeros in the first block
+	rb := kernels.Q8_0.RowBytes(K)
+	wq := make([]byte, N*rb)
+	if err := kernels.Quantize(kernels.Q8_0, W, wq); err != nil {
+		t.Fatal(err)
+	}
+	wantQ := make([]byte, M*rb)
+	for m := range M {
+		kernels.QuantizeActivation(kernels.Q8_0, x[m*K:(m+1)*K], wantQ[m*rb:(m+1)*rb])
+	}
+	bx, bq := upload(t, f32Bytes(x)), output(t, M*rb)
+	nb := M * K / 32
+	var a Args
+	a.Ptr(bx, 0).Ptr(bq, 0).U64(uint64(nb))
+	launch(t, fq, Dim3{X: (nb + 255) / 256}, Dim3{X: 256}, &a)
+	gotQ := download(t, bq, M*rb)
+	bad := 0
+	for i := range gotQ {
+		if gotQ[i] != wantQ[i] {
+			bad++
+		}
+	}
+	check(t, "quantize_q8_0 (bytes differing)", float64(bad), 0)
+	bw, by := upload(t, wq), output(t, 4*M*N)
+	a.Reset()
+	a.Ptr(bw, 0).Ptr(bq, 0).Ptr(by, 0).I32(int32(N)).I32(int32(K)).I32(int32(M))
+	launch(t, fm, Dim3{X: N, Y: M}, Dim3{X: warpSize(t)}, &a)
+	got := bytesF32(download(t, by, 4*M*N))
+	worst := 0.0
+	f16 := func(b []byte) float64 { return float64(kernels.F16ToF32(binary.LittleEndian.Uint16(b))) }
+	for m := range M {
+		for n := range N {
+			var s, mag float64
+			for b := range K / 32 {
+				wb, xb := wq[n*rb+34*b:], wantQ[m*rb+34*b:]
+				isum := 0
+				for j := range 32 {
+					isum += int(int8(wb[2+j])) * int(int8(xb[2+j]))
+				}
+				p := f16(wb) * f16(xb) * float64(isum)
+				s += p
+				mag += math.Abs(p)
+			}
+			worst = max(worst, math.Abs(float64(got[m*N+n])-s)/(mag+1e-30))
+		}
+	}
+	check(t, "mm_q8_0 (err/Σ|d·isum|)", worst, 1e-5)
+}

@@ -1,0 +1,118 @@
+// dialect.h — plexbench's one device dialect for nvrtc and hiprtc
+// (gpu-runtime.md §4). It includes nothing: nvrtc has no std headers and
+// hiprtc force-includes its own runtime header. Every source is compiled
+// as this header followed by the kernel file. WARP (32 or 64) comes from
+// the host's warp-size attribute as -DWARP=N.
+#ifndef WARP
+#define WARP 32
+#endif
+
+#if defined(__HIPCC_RTC__) || defined(__HIP_DEVICE_COMPILE__) || defined(__HIP__)
+#define PB_HIP 1
+#endif
+
+typedef signed char i8;
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef int i32;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define PB_NEG_INF __int_as_float(0xff800000)
+#define PB_KERNEL extern "C" __global__
+
+// Warp shuffles: CUDA's *_sync with a full 32-bit mask, HIP's maskless
+// forms (HIP's own *_sync forms want a 64-bit mask; avoid them).
+__device__ __forceinline__ float pb_shfl_xor(float v, int m) {
+#ifdef PB_HIP
+    return __shfl_xor(v, m, WARP);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, m, WARP);
+#endif
+}
+__device__ __forceinline__ double pb_shfl_xor(double v, int m) {
+#ifdef PB_HIP
+    return __shfl_xor(v, m, WARP);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, m, WARP);
+#endif
+}
+__device__ __forceinline__ int pb_shfl_xor(int v, int m) {
+#ifdef PB_HIP
+    return __shfl_xor(v, m, WARP);
+#else
+    return __shfl_xor_sync(0xffffffffu, v, m, WARP);
+#endif
+}
+
+// Binary16 ↔ binary32 in integer arithmetic, bit for bit the CPU's
+// kernels.F16ToF32 / kernels.F32ToF16 (round to nearest even, overflow to
+// ±inf, NaN keeps the sign and top payload bits): no half types, no headers.
+__device__ __forceinline__ float pb_f16_to_f32(u16 h) {
+    u32 sign = (u32)(h & 0x8000u) << 16;
+    u32 exp = (h >> 10) & 0x1fu;
+    u32 man = h & 0x3ffu;
+    if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        // A subnormal (or zero) is man·2^-24, exact in float32.
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return __uint_as_float(sign | ((exp + 112u) << 23) | (man << 13));
+}
+
+__device__ __forceinline__ u16 pb_f32_to_f16(float f) {
+    const u32 f16_overflow = (127u + 16u) << 23;
+    const u32 min_normal = (127u - 14u) << 23;
+    const u32 denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    u32 b = __float_as_uint(f);
+    u16 sign = (u16)((b >> 16) & 0x8000u);
+    b &= 0x7fffffffu;
+    if (b > 0x7f800000u) return sign | 0x7e00u | (u16)((b >> 13) & 0x1ffu);
+    if (b >= f16_overflow) return sign | 0x7c00u;
+    if (b < min_normal) {
+        float v = __uint_as_float(b) + __uint_as_float(denorm_magic);
+        return sign | (u16)(__float_as_uint(v) - denorm_magic);
+    }
+    u32 odd = (b >> 13) & 1u;
+    b -= (127u - 15u) << 23;
+    b += 0xfffu + odd;
+    return sign | (u16)(b >> 13);
+}
+
+// bf16 → f32 is the top half of the bits.
+__device__ __forceinline__ float pb_bf16_to_f32(u16 h) { return __uint_as_float((u32)h << 16); }
+
+// f32 → bf16 as kernels.F32ToBF16 (ggml): a NaN turns quiet, everything
+// else rounds to nearest even (overflowing to inf).
+__device__ __forceinline__ u16 pb_f32_to_bf16(float f) {
+    u32 b = __float_as_uint(f);
+    if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40u);
+    return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+// One block of 32 activations to Q8_0 (f16 d, 32 int8) as the CPU's x86
+// quantizeActQ8_0: id = 127/amax, q = round-half-even(x·id) by the
+// 1.5·2^23 trick (kernels.nearestInt), saturated; d = amax/127 as f16.
+// __fmul_rn/__fadd_rn keep the product and the add from fusing.
+__device__ __forceinline__ void pb_quantize_q8_0_block(const float* x, u8* q) {
+    // amax as Go's max (kernels.absMax): a NaN propagates, where fmaxf
+    // would drop it.
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        float a = fabsf(x[j]);
+        amax = (a != a || amax != amax) ? __int_as_float(0x7fc00000) : fmaxf(amax, a);
+    }
+    float d = amax / 127.0f;
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        float v = __fadd_rn(__fmul_rn(x[j], id), 12582912.0f);
+        int n = (int)(__float_as_uint(v) & 0x7fffffu) - 0x400000;
+        n = n < -128 ? -128 : (n > 127 ? 127 : n);
+        q[2 + j] = (u8)(i8)n;
+    }
+    u16 h = pb_f32_to_f16(d);
+    q[0] = (u8)(h & 0xffu);
+    q[1] = (u8)(h >> 8);
+}

@@ -1,0 +1,49 @@
+// matmul.cu — tiled matrix products y = x·Wᵀ for float weights (ggml's
+// mul_mat: W is (N, K) row-major as stored in the GGUF, x is (M, K)
+// activations, y is (M, N)). 16×16 output tiles, K walked in 16-wide
+// slices through shared memory, f32 accumulation with fmaf in k order.
+// CPU twin: kernels.KernelSet.MatMul with the reference "ref" variant as
+// the oracle; F16 rounds the activations to f16 first, as the CPU converts
+// them to the weight's vec_dot_type. Tolerance: the sum's order differs:
+// |Δy| ≤ 1e-5 · Σ_k |w_k·x_k| + 1e-30.
+//
+// Launch: grid = (ceil(N/16), ceil(M/16)), block = (16, 16).
+#define MM_TILE 16
+
+PB_KERNEL void __launch_bounds__(MM_TILE * MM_TILE)
+matmul_f32(const float* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int N, int K, int M) {
+    __shared__ float ws[MM_TILE][MM_TILE + 1];
+    __shared__ float xs[MM_TILE][MM_TILE + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int n0 = blockIdx.x * MM_TILE, m0 = blockIdx.y * MM_TILE;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += MM_TILE) {
+        int k = k0 + tx;
+        ws[ty][tx] = (n0 + ty < N && k < K) ? W[(i64)(n0 + ty) * K + k] : 0.0f;
+        xs[ty][tx] = (m0 + ty < M && k < K) ? x[(i64)(m0 + ty) * K + k] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < MM_TILE; ++kk) acc = fmaf(ws[tx][kk], xs[ty][kk], acc);
+        __syncthreads();
+    }
+    if (n0 + tx < N && m0 + ty < M) y[(i64)(m0 + ty) * N + n0 + tx] = acc;
+}
+
+PB_KERNEL void __launch_bounds__(MM_TILE * MM_TILE)
+matmul_f16(const u16* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int N, int K, int M) {
+    __shared__ float ws[MM_TILE][MM_TILE + 1];
+    __shared__ float xs[MM_TILE][MM_TILE + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int n0 = blockIdx.x * MM_TILE, m0 = blockIdx.y * MM_TILE;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += MM_TILE) {
+        int k = k0 + tx;
+        ws[ty][tx] = (n0 + ty < N && k < K) ? pb_f16_to_f32(W[(i64)(n0 + ty) * K + k]) : 0.0f;
+        xs[ty][tx] = (m0 + ty < M && k < K) ? pb_f16_to_f32(pb_f32_to_f16(x[(i64)(m0 + ty) * K + k])) : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < MM_TILE; ++kk) acc = fmaf(ws[tx][kk], xs[ty][kk], acc);
+        __syncthreads();
+    }
+    if (n0 + tx < N && m0 + ty < M) y[(i64)(m0 + ty) * N + n0 + tx] = acc;
+}
