@@ -127,11 +127,7 @@ func BenchmarkAttention(b *testing.B) {
 						mb := int64(opt.FlashPrefill.Blocks(ctx))
 						frac = float64(kept) / float64(int64(nh)*mb*(mb+1)/2)
 					}
-					sec := b.Elapsed().Seconds() / float64(b.N)
-					b.ReportMetric(frac, "kept")
-					b.ReportMetric(sec, "s/op")
-					b.ReportMetric(float64(ctx)/sec, "tok/s")
-					b.ReportMetric(0, "ns/op")
+					reportWindow(b, ctx, frac)
 				})
 			}
 		}
@@ -166,11 +162,17 @@ func BenchmarkPrefillFlashPrefill(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			b.ReportMetric(m.PrefillBlocks().Fraction(), "kept")
-			b.ReportMetric(sec, "s/op")
-			b.ReportMetric(ctx/sec, "tok/s")
-			b.ReportMetric(0, "ns/op")
+			reportWindow(b, ctx, m.PrefillBlocks().Fraction())
 		})
 	}
+}
+
+// reportWindow reports a window benchmark's kept fraction, seconds per
+// window and tokens per second.
+func reportWindow(b *testing.B, ctx int, kept float64) {
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(kept, "kept")
+	b.ReportMetric(sec, "s/op")
+	b.ReportMetric(float64(ctx)/sec, "tok/s")
+	b.ReportMetric(0, "ns/op")
 }
