@@ -131,6 +131,9 @@ func abProfiles(pathA, pathB, givenBase, kind, results string, quiet bool) (abRe
 	if b, err = profiles.Load(pathB); err != nil {
 		return abResult{}, err
 	}
+	// Paths in a profile are relative to its file, not to the working
+	// directory.
+	a, b = a.Resolve(), b.Resolve()
 	for _, p := range []profiles.Profile{a, b} {
 		if err := p.Validate(); err != nil {
 			return abResult{}, err
