@@ -46,9 +46,20 @@ type hybridRef struct {
 	f   *gguf.File
 	h   synth.Hybrid
 	eps float64
+	w   map[string][]float64 // dequantized tensors by name, loaded once
 }
 
 func (r *hybridRef) get(name string) []float64 {
+	if v, ok := r.w[name]; ok {
+		return v
+	}
+	v := r.load(name)
+	r.w[name] = v
+	return v
+}
+
+// load dequantizes one tensor (nil when the file has none).
+func (r *hybridRef) load(name string) []float64 {
 	ti, ok := r.f.Tensor(name)
 	if !ok {
 		return nil
@@ -366,7 +377,7 @@ func newHybridRef(t testing.TB, path string, h synth.Hybrid) *hybridRef {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	return &hybridRef{t: t, f: f, h: h, eps: 1e-6}
+	return &hybridRef{t: t, f: f, h: h, eps: 1e-6, w: map[string][]float64{}}
 }
 
 func hybridTokens(n int) []int32 {

@@ -70,8 +70,7 @@ func (ld *loader) mat(name string, required bool, cols, rows int) *kernels.Matri
 	if t == nil {
 		return nil
 	}
-	if !kernels.CanMatMul(t.Type) {
-		ld.fail(fmt.Errorf("%w: tensor %q has type %v, which has no matrix multiply", ErrUnsupported, name, t.Type))
+	if !ld.multipliable(name, t) {
 		return nil
 	}
 	w := &kernels.Matrix{Type: t.Type, Rows: rows, Cols: cols, Data: ld.f.TensorData(t)}
@@ -82,6 +81,16 @@ func (ld *loader) mat(name string, required bool, cols, rows int) *kernels.Matri
 	return w
 }
 
+// multipliable reports whether t's type has a matrix multiply, failing
+// the load when it has none.
+func (ld *loader) multipliable(name string, t *gguf.TensorInfo) bool {
+	if kernels.CanMatMul(t.Type) {
+		return true
+	}
+	ld.fail(fmt.Errorf("%w: tensor %q has type %v, which has no matrix multiply", ErrUnsupported, name, t.Type))
+	return false
+}
+
 // experts loads a 3-D expert weight of ggml shape {cols, rows, n}: n
 // matrices of rows outputs of cols inputs, one after another in the file.
 func (ld *loader) experts(name string, cols, rows, n int) []*kernels.Matrix {
@@ -89,8 +98,7 @@ func (ld *loader) experts(name string, cols, rows, n int) []*kernels.Matrix {
 	if t == nil {
 		return nil
 	}
-	if !kernels.CanMatMul(t.Type) {
-		ld.fail(fmt.Errorf("%w: tensor %q has type %v, which has no matrix multiply", ErrUnsupported, name, t.Type))
+	if !ld.multipliable(name, t) {
 		return nil
 	}
 	data := ld.f.TensorData(t)
