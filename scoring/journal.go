@@ -7,7 +7,7 @@
 // Layout (little-endian):
 //
 //	8      magic "PLXJRNL\x00"
-//	4      u32 version (2)
+//	4      u32 version (3)
 //	4      u32 identity length H (<= 1 MiB)
 //	H      identity JSON: model file, text, protocol, base, engine config
 //	4      u32 CRC-32C of the identity
@@ -15,7 +15,8 @@
 //	4      u32 payload length L
 //	L      u32 window index, u32 scored n, f64 seconds,
 //	       n × f64 NLL,
-//	       comparing: n × (f64 base NLL, f64 KLD, f64 Δp, f64 base top mass, u8 same-top|top5<<1),
+//	       comparing: n × (f64 NLL, f64 base NLL, f64 KLD, f64 Δp, f64 base top mass, u8 same-top|top5<<1)
+//	         (the comparison's own NLL: against a llama.cpp base it is llama.cpp's f32 one),
 //	       recording a base with top-k K: n × K × (i32 id, f32 log-prob)
 //	4      u32 CRC-32C of the payload
 //
@@ -44,7 +45,7 @@ import (
 
 const (
 	journalMagic     = "PLXJRNL\x00"
-	journalVersion   = 2
+	journalVersion   = 3
 	journalMaxHeader = 1 << 20
 	modelHeadBytes   = 1 << 20 // hashed from the model file's start
 )
@@ -189,10 +190,13 @@ type journalWindow struct {
 	LP      []float32 // Scored × k
 }
 
+// cmpRecord is the bytes of one token's comparison in a record.
+const cmpRecord = 5*8 + 1
+
 func (j *journal) payloadSize(scored int) int {
 	n := 32 + 8*scored
 	if j.kld {
-		n += 33 * scored
+		n += cmpRecord * scored
 	}
 	return n + 8*j.k*scored
 }
@@ -364,13 +368,12 @@ func (j *journal) read(r io.Reader, w Window, jw *journalWindow) bool {
 	if j.kld {
 		jw.Cmp = slices.Grow(jw.Cmp[:0], n)[:n]
 		for i := range n {
-			q := p[33*i:]
-			jw.Cmp[i] = TokenComparison{NLL: jw.NLL[i],
-				BaseNLL: math.Float64frombits(le.Uint64(q)), KLD: math.Float64frombits(le.Uint64(q[8:])),
-				DeltaP: math.Float64frombits(le.Uint64(q[16:])), BaseTopMass: math.Float64frombits(le.Uint64(q[24:])),
-				SameTop: q[32]&1 != 0, Top5: q[32]&2 != 0}
+			q := p[cmpRecord*i:]
+			f := func(k int) float64 { return math.Float64frombits(le.Uint64(q[8*k:])) }
+			jw.Cmp[i] = TokenComparison{NLL: f(0), BaseNLL: f(1), KLD: f(2), DeltaP: f(3), BaseTopMass: f(4),
+				SameTop: q[40]&1 != 0, Top5: q[40]&2 != 0}
 		}
-		p = p[33*n:]
+		p = p[cmpRecord*n:]
 	}
 	m := n * j.k
 	jw.IDs = slices.Grow(jw.IDs[:0], m)[:m]
@@ -413,7 +416,7 @@ func (j *journal) encode(w Window, jw *journalWindow) ([]byte, error) {
 	}
 	if j.kld {
 		for _, c := range jw.Cmp {
-			for _, x := range []float64{c.BaseNLL, c.KLD, c.DeltaP, c.BaseTopMass} {
+			for _, x := range []float64{c.NLL, c.BaseNLL, c.KLD, c.DeltaP, c.BaseTopMass} {
 				b = le.AppendUint64(b, math.Float64bits(x))
 			}
 			var fl byte

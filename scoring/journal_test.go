@@ -55,6 +55,15 @@ func TestJournalResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A comparison against a llama.cpp base journals its comparisons too.
+	lref := filepath.Join(dir, "ref-llama.kld")
+	if _, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: lref, KLDBaseFormat: BaseFormatLlama}); err != nil {
+		t.Fatal(err)
+	}
+	refLlama, err := Run(context.Background(), g, Request{KLDBase: lref})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name string
@@ -64,6 +73,7 @@ func TestJournalResume(t *testing.T) {
 	}{
 		{"record", f, Request{Tokens: tokens, Ctx: 100}, refRep},
 		{"compare", g, Request{KLDBase: ref}, refCmp},
+		{"compare-llama", g, Request{KLDBase: lref}, refLlama},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sub := t.TempDir()

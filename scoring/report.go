@@ -49,6 +49,9 @@ type Report struct {
 	Sums   *RunSums `json:"sums,omitempty"`
 	// Record is set on reports kept as records (record.go).
 	Record *RecordInfo `json:"record,omitempty"`
+	// Floor is what `plexbench floor` measured: the model against its own
+	// bases (floor.go).
+	Floor *FloorReport `json:"floor,omitempty"`
 }
 
 // ShardSpec is the report's shard ("" for none).
@@ -123,6 +126,9 @@ type KLDReport struct {
 	DeltaPPercentiles        DeltaPPercentiles `json:"delta_p_percentiles"`
 	NonFiniteTokens          int               `json:"nonfinite_tokens"`
 	NonFiniteNote            string            `json:"nonfinite_note,omitempty"`
+	// TopKCoarsened is, against a llama.cpp base when asked, the top-k KLD
+	// of the same tokens beside the full-vocabulary one (floor.go).
+	TopKCoarsened *CoarseningReport `json:"top_k_coarsened,omitempty"`
 }
 
 // KLDPercentiles are llama.cpp's KLD percentile rows (f32 interpolation).

@@ -39,6 +39,10 @@ type Request struct {
 	// (default, top-k) or BaseFormatLlama (llama.cpp's full rows, chunks only).
 	KLDBaseFormat string `json:"kld_base_format,omitempty"`
 	KLDBase       string `json:"kld_base,omitempty"` // compare against this base
+	// CoarsenTopK, with a llama.cpp base, also gives each token the top-k
+	// KLD a plexbench base of this many ids would give (the report's
+	// kld.top_k_coarsened): what a compact base sees of the full KLD.
+	CoarsenTopK int `json:"kld_coarsen_top_k,omitempty"`
 
 	// Shard, when set, scores only every Shard.N-th window (from Shard.I);
 	// such a run cannot record a base.
@@ -97,6 +101,9 @@ func (r *Request) check() error {
 	}
 	if r.KLDTopK < 0 || r.KLDTopK > MaxTopK {
 		return badRequest("kld_top_k %d out of range 1..%d", r.KLDTopK, MaxTopK)
+	}
+	if r.CoarsenTopK < 0 || r.CoarsenTopK > MaxTopK {
+		return badRequest("kld_coarsen_top_k %d out of range 1..%d", r.CoarsenTopK, MaxTopK)
 	}
 	switch r.KLDBaseFormat {
 	case "", BaseFormatPlexbench:

@@ -86,6 +86,14 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 	case base != nil && base.Format == BaseFormatLlama:
 		r.llamaIn, r.full = true, base.Header.Meta.VocabSize
 		r.kld = &KLDStats{}
+		if req.CoarsenTopK > 0 {
+			if req.Journal != "" || req.Shard.N > 0 {
+				return Report{}, badRequest("kld_coarsen_top_k is kept by neither journals nor shards: run it whole, without a journal")
+			}
+			r.coarse = &CoarseningStats{TopK: req.CoarsenTopK}
+		}
+	case req.CoarsenTopK > 0:
+		return Report{}, badRequest("kld_coarsen_top_k needs a llama.cpp base to compare against (its rows hold the whole vocabulary)")
 	case base != nil:
 		r.kb = base.Header.TopK
 		if info.VocabSize > 0 && r.kb >= info.VocabSize {
@@ -221,6 +229,10 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 		k.Base, k.TopK = req.KLDBase, r.kb
 		if r.llamaIn {
 			k.BaseFormat, k.TopK = BaseFormatLlama, r.full
+		}
+		if r.coarse != nil {
+			c := r.coarse.Result()
+			k.TopKCoarsened = &c
 		}
 		rep.KLD = &k
 		rep.Warnings = append(rep.Warnings, k.Warnings()...)
@@ -382,6 +394,7 @@ type runner struct {
 	kb        int // base's top-k when comparing
 	restEmpty bool
 	kld       *KLDStats
+	coarse    *CoarseningStats // top-k KLDs beside a llama.cpp base's full ones
 	out       *BaseWriter
 	kout      int // top-k recorded when writing a base
 	// Full-vocabulary rows, for a llama.cpp base read (llamaIn) or
@@ -555,7 +568,7 @@ func (r *runner) replay(w Window, jw *journalWindow) error {
 			}
 		}
 		if r.kld != nil {
-			if _, err := r.base.Next(r.baseIDs[0], r.baseLP[0]); err != nil {
+			if err := r.skipBase(1); err != nil {
 				return err
 			}
 			r.kld.Add(w.Index, jw.Cmp[i])
@@ -701,35 +714,40 @@ func (r *runner) score(i, pos int) error {
 			return err
 		}
 	}
+	if r.kld == nil {
+		return nil
+	}
+	var c TokenComparison
 	if r.llamaIn {
-		r.kld.Add(r.w.Index, CompareFull(q.IDs[0], full, res.Max, res.ArgMax, res.SumExp, &r.lrows[i]))
-	} else if r.kld != nil {
+		c = CompareFull(q.IDs[0], full, res.Max, res.ArgMax, res.SumExp, &r.lrows[i])
+		if r.coarse != nil {
+			r.coarse.AddRow(c, full, res.Max, res.ArgMax, res.SumExp, &r.lrows[i])
+		}
+	} else {
 		for j := range r.kb {
 			r.runLP[j] = LogProb(res.Picked[1+j], res.Max, lnS)
 		}
-		c := CompareToken(nll, r.baseNLL[i], res.ArgMax, r.baseIDs[i], r.baseLP[i], r.runLP, r.restEmpty)
-		r.kld.Add(r.w.Index, c)
-		if jr {
-			r.jw.Cmp = append(r.jw.Cmp, c)
-		}
+		c = CompareToken(nll, r.baseNLL[i], res.ArgMax, r.baseIDs[i], r.baseLP[i], r.runLP, r.restEmpty)
+	}
+	r.kld.Add(r.w.Index, c)
+	if jr {
+		r.jw.Cmp = append(r.jw.Cmp, c)
 	}
 	return nil
 }
 
-// skipBase reads past the base records of n scored tokens of a window
-// another shard scores.
+// skipBase reads past the base records of n scored tokens: of a window
+// another shard scores, or of one the journal replays.
 func (r *runner) skipBase(n int) error {
 	if r.base == nil {
 		return nil
 	}
-	var row LlamaRow
-	ids, lp := make([]int32, r.kb), make([]float32, r.kb)
 	for range n {
 		var err error
 		if r.llamaIn {
-			err = r.base.NextLlama(&row)
+			err = r.base.NextLlama(&r.lrows[0])
 		} else {
-			_, err = r.base.Next(ids, lp)
+			_, err = r.base.Next(r.baseIDs[0], r.baseLP[0])
 		}
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"plexbench/scoring"
 )
@@ -36,6 +37,8 @@ type compareRow struct {
 	SameTopPM    *float64 `json:"same_top_uncertainty,omitempty"`
 	MeanDeltaP   *float64 `json:"mean_delta_p,omitempty"`
 	PrefillTokS  float64  `json:"prefill_tokens_per_second"`
+	FloorRun     bool     `json:"floor_run,omitempty"`     // plexbench floor's self-compare
+	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor
 }
 
 type compareGroup struct {
@@ -43,6 +46,10 @@ type compareGroup struct {
 	Protocol scoring.Protocol `json:"protocol"`
 	Digest   string           `json:"protocol_digest"`
 	Rows     []compareRow     `json:"rows"`
+	// Floor is the newest floor measured for the group's base, and the
+	// record that holds it.
+	Floor       *scoring.FloorReport `json:"floor,omitempty"`
+	FloorRecord string               `json:"floor_record,omitempty"`
 }
 
 type compareOutput struct {
@@ -127,6 +134,12 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 	out := compareOutput{Object: "plexbench.compare", Differ: scoring.ProtocolDifferences(groups)}
 	for _, g := range groups {
 		cg := compareGroup{Title: protocolTitle(g.Protocol), Protocol: g.Protocol, Digest: g.Digest}
+		var newest time.Time
+		for _, r := range g.Records {
+			if r.Floor != nil && r.KLD != nil && !r.Record.Finished.Before(newest) {
+				cg.Floor, cg.FloorRecord, newest = r.Floor, r.Record.Name, r.Record.Finished
+			}
+		}
 		for _, r := range g.Records {
 			row := compareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
 				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
@@ -136,6 +149,8 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 				row.MeanKLD, row.MeanKLDCR1 = &k.MeanKLD, &k.MeanKLDUncertaintyCR1
 				row.KLDP99, row.KLDMax = &k.KLDP99, &k.KLDMax
 				row.SameTop, row.SameTopPM, row.MeanDeltaP = &k.SameTop, &k.SameTopUncertainty, &k.MeanDeltaP
+				row.FloorRun = r.Floor != nil
+				row.FloorLimited = cg.Floor != nil && !row.FloorRun && k.MeanKLD <= 2*cg.Floor.Floor
 			} else if g.Protocol.Base != "" {
 				row.Reference = true
 			}
@@ -186,9 +201,16 @@ func (r compareRow) cells(i int) []string {
 		return f(*p)
 	}
 	g := func(x float64) string { return fmt.Sprintf("%.4g", x) }
-	c := []string{fmt.Sprint(i + 1), r.Model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), scoring.PM(r.PPL, r.PPLPM),
+	model, floor := r.Model, ""
+	if r.FloorRun {
+		model += " (floor)"
+	}
+	if r.FloorLimited {
+		floor = " ~"
+	}
+	c := []string{fmt.Sprint(i + 1), model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), scoring.PM(r.PPL, r.PPLPM),
 		opt(r.DeltaPPL, func(d float64) string { return scoring.PMSigned(d, *r.DeltaPPLPM) }),
-		opt(r.MeanKLD, func(k float64) string { return scoring.PM(k, *r.MeanKLDCR1) }),
+		opt(r.MeanKLD, func(k float64) string { return scoring.PM(k, *r.MeanKLDCR1) + floor }),
 		opt(r.KLDP99, g), opt(r.KLDMax, g),
 		opt(r.SameTop, func(s float64) string {
 			return scoring.Percent(s, 2) + " ± " + fmt.Sprintf("%.2f%%", 100**r.SameTopPM)
@@ -209,6 +231,9 @@ func writeCompareText(w io.Writer, out compareOutput, md bool) error {
 			for i, r := range g.Rows {
 				fmt.Fprintf(w, "| %s |\n", strings.Join(r.cells(i), " | "))
 			}
+			if notes := floorNotes(g); len(notes) > 0 {
+				fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "  \n"))
+			}
 			continue
 		}
 		fmt.Fprintf(w, "group %d: %s\n", gi+1, g.Title)
@@ -220,6 +245,9 @@ func writeCompareText(w io.Writer, out compareOutput, md bool) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		for _, n := range floorNotes(g) {
+			fmt.Fprintln(w, n)
+		}
 	}
 	if len(out.Differ) > 0 {
 		if md {
@@ -230,6 +258,22 @@ func writeCompareText(w io.Writer, out compareOutput, md bool) error {
 		return err
 	}
 	return nil
+}
+
+// floorNotes are the lines under a group's table that say what its floor
+// record measured.
+func floorNotes(g compareGroup) []string {
+	fl := g.Floor
+	if fl == nil {
+		return nil
+	}
+	notes := []string{fmt.Sprintf("floor: the base's model against its own top-%d base: mean KLD %.3g (measured; 0 for a deterministic engine); ~ marks results within 2× of it",
+		fl.TopK, fl.Floor)}
+	if a := fl.Against; a != nil {
+		notes = append(notes, fmt.Sprintf("top-%d coarsening: on %s a top-%d base saw %s of the full-vocabulary KLD (%.3g of %.3g); top-k KLDs are lower bounds",
+			fl.TopK, fl.AgainstModel, fl.TopK, scoring.Percent(a.SeenFraction, 1), a.MeanTopKKLD, a.MeanFullKLD))
+	}
+	return notes
 }
 
 func writeCompareCSV(w io.Writer, out compareOutput) error {

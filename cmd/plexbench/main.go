@@ -26,6 +26,8 @@ Usage:
                                  the records under the results root, one table per protocol
   plexbench card RECORD.json [-o card.md]   a Markdown model card of a record (also: score --card)
   plexbench merge SHARD.json...  combine score --perplexity-shard i/n records into one run's record
+  plexbench floor [--model M] [--against C.gguf]
+                                 a model against its own bases: what its KLD figures can resolve
   plexbench profile new|show|diff|validate ...
   plexbench inspect MODEL.gguf [--json]
   plexbench tokenize --model M --file TEXT [--ids] [--json]
@@ -60,6 +62,8 @@ func run(args []string) int {
 		return runCard(rest)
 	case "merge":
 		return runMerge(rest)
+	case "floor":
+		return runFloor(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":

@@ -30,6 +30,7 @@ type scoreExtras struct {
 	KLDBase    string
 	Quiet      bool
 	Resume     bool
+	Coarsen    int
 }
 
 func runScore(args []string) int {
@@ -43,6 +44,8 @@ func runScore(args []string) int {
 	fs.StringVar(&x.KLDFormat, "kld-format", scoring.BaseFormatPlexbench,
 		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
 	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
+	fs.IntVar(&x.Coarsen, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
+		"give on the same tokens (kld.top_k_coarsened; such a run keeps no journal)")
 	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
 	progress := fs.String("progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
 	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
@@ -89,7 +92,11 @@ func runScore(args []string) int {
 		// unless the command line asks for one (then it must agree).
 		inheritFromBase(fs, &req)
 	}
-	if req.Shard.N > 1 {
+	if x.Coarsen > 0 {
+		if x.Resume {
+			return fail(errors.New("--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"))
+		}
+	} else if req.Shard.N > 1 {
 		// A shard is a slice of a run; it is redone, not resumed (merge
 		// combines finished shards).
 		if x.Resume {
@@ -230,7 +237,7 @@ func buildRequest(p profiles.Profile, x scoreExtras) (scoring.Request, error) {
 	req := scoring.Request{
 		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
 		KLDBaseOut: x.KLDBaseOut, KLDBaseFormat: x.KLDFormat, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
-		IncludeTokenIDs: x.TokenIDs,
+		IncludeTokenIDs: x.TokenIDs, CoarsenTopK: x.Coarsen,
 	}
 	switch {
 	case p.Text != "" && p.Tokens != "":
