@@ -7,9 +7,11 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"plexbench/engine/gguf"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/outfile"
 	"plexbench/tui"
 )
 
@@ -64,17 +67,12 @@ func recordInfo(p profiles.Profile, rep *scoring.Report, started, finished time.
 	return ri, nil
 }
 
-// recordModel hashes the model file and sizes its tensors.
+// recordModel hashes the model file (once per file version: see
+// modelHash) and sizes its tensors.
 func recordModel(path string) (scoring.RecordModel, error) {
-	f, err := os.Open(path)
+	sum, err := modelHash(path)
 	if err != nil {
-		return scoring.RecordModel{}, fmt.Errorf("model: %w", err)
-	}
-	h := sha256.New()
-	_, err = io.Copy(h, bufio.NewReaderSize(f, 1<<20))
-	f.Close()
-	if err != nil {
-		return scoring.RecordModel{}, fmt.Errorf("model %s: %w", path, err)
+		return scoring.RecordModel{}, err
 	}
 	g, err := gguf.Open(path)
 	if err != nil {
@@ -82,7 +80,7 @@ func recordModel(path string) (scoring.RecordModel, error) {
 	}
 	defer g.Close()
 	s := summarize(g)
-	return scoring.RecordModel{File: baseName(path), SHA256Prefix: hex.EncodeToString(h.Sum(nil))[:16],
+	return scoring.RecordModel{File: baseName(path), SHA256Prefix: sum[:16],
 		Size: s.FileSize, Architecture: s.Architecture, EffectiveBPW: s.BitsPerWeight, TypeHistogram: s.TypeHistogram}, nil
 }
 
@@ -129,4 +127,70 @@ func version() string {
 		v += " " + rev[:min(12, len(rev))] + dirty
 	}
 	return v
+}
+
+// hashFile is the SHA-256 of a file, in hex (a variable so tests can count
+// the reads).
+var hashFile = func(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, bufio.NewReaderSize(f, 1<<20)); err != nil {
+		return "", fmt.Errorf("model %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// hashCachePath is the file that remembers model hashes (a variable so
+// tests use their own).
+var hashCachePath = func() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "plexbench", "model-hashes.json")
+}
+
+// modelHash is the SHA-256 of the model file at path. Reading a 20 GB
+// model costs tens of seconds, so the hash is remembered per file
+// version — absolute path, size, modification time and inode — in the
+// user's cache folder, as make and rsync judge a file unchanged. A cache
+// that cannot be read or written only costs the read.
+func modelHash(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("model: %w", err)
+	}
+	key := fmt.Sprintf("%s|%d|%d|%d", abs, fi.Size(), fi.ModTime().UnixNano(), inode(fi))
+	cachePath := hashCachePath()
+	cache := map[string]string{}
+	if cachePath != "" {
+		if data, err := os.ReadFile(cachePath); err == nil {
+			json.Unmarshal(data, &cache) // a damaged cache is rebuilt
+		}
+		if sum, ok := cache[key]; ok && len(sum) == 2*sha256.Size {
+			return sum, nil
+		}
+	}
+	sum, err := hashFile(path)
+	if err != nil || cachePath == "" {
+		return sum, err
+	}
+	for k := range cache { // forget older versions of this file
+		if strings.HasPrefix(k, abs+"|") {
+			delete(cache, k)
+		}
+	}
+	cache[key] = sum
+	if data, err := json.MarshalIndent(cache, "", " "); err == nil && os.MkdirAll(filepath.Dir(cachePath), 0o755) == nil {
+		outfile.WriteFile(cachePath, data) // best effort: a failure only costs the next read
+	}
+	return sum, nil
 }
