@@ -69,9 +69,13 @@ type WindowReport struct {
 	FirstTarget int     `json:"first_target"`
 	Scored      int     `json:"scored"`
 	NLLSum      float64 `json:"nll_sum"`
-	MeanNLL     float64 `json:"mean_nll"`
-	Perplexity  float64 `json:"perplexity"`
-	Seconds     float64 `json:"seconds"`
+	// NLLSumSq is Σ of the squared token NLLs (float64), so a reader can
+	// follow the running perplexity ± window by window; absent in records
+	// written before it.
+	NLLSumSq   float64 `json:"nll_sum_sq,omitempty"`
+	MeanNLL    float64 `json:"mean_nll"`
+	Perplexity float64 `json:"perplexity"`
+	Seconds    float64 `json:"seconds"`
 	// AttentionKept is the fraction of the window's causal (query block,
 	// key block, head) attention blocks prefill computed, over every layer:
 	// 1 for dense, FlashPrefill's selection otherwise.
@@ -123,6 +127,8 @@ type KLDReport struct {
 	DeltaPPercentiles        DeltaPPercentiles `json:"delta_p_percentiles"`
 	NonFiniteTokens          int               `json:"nonfinite_tokens"`
 	NonFiniteNote            string            `json:"nonfinite_note,omitempty"`
+	// Histogram counts the finite per-token KLDs (histogram.go).
+	Histogram *KLDHistogram `json:"histogram,omitempty"`
 }
 
 // KLDPercentiles are llama.cpp's KLD percentile rows (f32 interpolation).
