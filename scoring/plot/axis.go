@@ -65,14 +65,20 @@ func LinearTicks(lo, hi float64, n int) []Tick {
 	return out
 }
 
-// formatLinear writes v with dec decimals; large and tiny steps use an
-// exponent form.
+// formatLinear writes v with dec decimals; very large and very small
+// steps use an exponent form with as many digits as the step needs.
 func formatLinear(v float64, dec int, step float64) string {
-	if step >= 1e6 || (step < 1e-4 && v != 0) {
-		s := strconv.FormatFloat(v, 'g', 3, 64)
-		return strings.Replace(s, "-", "−", 1)
+	var s string
+	switch {
+	case v == 0:
+		s = "0"
+	case step >= 1e6 || step < 1e-4:
+		prec := max(0, int(math.Floor(math.Log10(math.Abs(v))+1e-9)-math.Floor(math.Log10(step)+1e-9)))
+		s = strconv.FormatFloat(v, 'e', prec, 64)
+	default:
+		s = strconv.FormatFloat(v, 'f', dec, 64)
 	}
-	return strings.Replace(strconv.FormatFloat(v, 'f', dec, 64), "-", "−", 1)
+	return strings.Replace(s, "-", "−", -1)
 }
 
 // LogTicks are the decades 10^k in [lo, hi] (labelled 10 with superscript
