@@ -172,4 +172,3 @@ func svgText(t *testing.T, data []byte) string {
 		}
 	}
 }
-
