@@ -259,7 +259,12 @@ func Layout(c *Chart, w, h int) *Canvas {
 		for _, s := range entries {
 			ly += legendSize * 1.7
 			drawSwatch(cv, s, Point{lx + 12, ly - legendSize*capHeight/2})
-			cv.add(&Text{At: Point{lx + 30, ly}, S: ellipsize(&f, s.Name, legendSize, (legendW-34)/svgSlack), Size: legendSize, Color: ink, Class: "legend"})
+			for i, line := range wrap(&f, s.Name, legendSize, (legendW-34)/svgSlack) {
+				if i > 0 {
+					ly += legendSize * 1.25
+				}
+				cv.add(&Text{At: Point{lx + 30, ly}, S: ellipsize(&f, line, legendSize, (legendW-34)/svgSlack), Size: legendSize, Color: ink, Class: "legend"})
+			}
 		}
 		if len(entries) > 0 {
 			ly += 8
@@ -358,39 +363,50 @@ type pointLabel struct {
 	color Color
 }
 
-// placeLabels puts each label at the first of eight spots around its
-// point that stays in the plot area and covers no marker, error bar,
-// front segment or earlier label; failing that, where it covers least.
+// placeLabels puts each label at the first of sixteen spots around its
+// point (eight near, eight farther out) that stays in the plot area and
+// covers no marker, error bar, front segment or earlier label; failing
+// that, where it covers least (leaving the plot area counts most).
 func placeLabels(f *fonts, cv *Canvas, plot Rect, labels []pointLabel, obstacles []Rect) {
 	type spot struct {
 		dx, dy float64
 		a      Anchor
 		v      VAnchor
 	}
-	const d = 8
-	spots := []spot{{d, 0, AnchorStart, VMiddle}, {-d, 0, AnchorEnd, VMiddle}, {d - 2, -d, AnchorStart, VBaseline},
-		{d - 2, d, AnchorStart, VTop}, {-d + 2, -d, AnchorEnd, VBaseline}, {-d + 2, d, AnchorEnd, VTop},
-		{0, -d - 2, AnchorMiddle, VBaseline}, {0, d + 2, AnchorMiddle, VTop}}
+	var spots []spot
+	for _, d := range []float64{8, 20} {
+		spots = append(spots, spot{d, 0, AnchorStart, VMiddle}, spot{-d, 0, AnchorEnd, VMiddle}, spot{d - 2, -d, AnchorStart, VBaseline},
+			spot{d - 2, d, AnchorStart, VTop}, spot{-d + 2, -d, AnchorEnd, VBaseline}, spot{-d + 2, d, AnchorEnd, VTop},
+			spot{0, -d - 2, AnchorMiddle, VBaseline}, spot{0, d + 2, AnchorMiddle, VTop})
+	}
 	inner := Rect{plot.X0 + 2, plot.Y0 + 2, plot.X1 - 2, plot.Y1 - 2}
 	for _, l := range labels {
 		var best *Text
 		bestCost := math.Inf(1)
 		var bestBox Rect
-		for _, s := range spots {
+		far := false
+		for i, s := range spots {
 			t := &Text{At: Point{l.at.X + s.dx, l.at.Y + s.dy}, S: l.text, Size: labelSize, Color: l.color, Anchor: s.a, VAnchor: s.v, Class: "point-label"}
 			b := f.box(t)
-			cost := 0.0
-			if !inner.contains(b) {
-				cost += 1e6 + b.W()*b.H() - inner.overlap(b)
-			}
+			cost := 50 * (b.W()*b.H() - inner.overlap(b))
 			for _, o := range obstacles {
 				cost += o.overlap(b) * 10
 			}
+			if i >= 8 {
+				cost += 1 // near spots first
+			}
 			if cost < bestCost {
-				best, bestCost, bestBox = t, cost, b
+				best, bestCost, bestBox, far = t, cost, b, i >= 8
 			}
 			if cost == 0 {
 				break
+			}
+		}
+		if far { // a leader from the marker to the label says whose it is
+			q := Point{min(max(l.at.X, bestBox.X0), bestBox.X1), min(max(l.at.Y, bestBox.Y0+2), bestBox.Y1-2)}
+			if d := math.Hypot(q.X-l.at.X, q.Y-l.at.Y); d > 8 {
+				p := Point{l.at.X + (q.X-l.at.X)*6/d, l.at.Y + (q.Y-l.at.Y)*6/d}
+				cv.add(&Polyline{Pts: []Point{p, q}, Stroke: gray, Width: 0.8, Class: "leader"})
 			}
 		}
 		cv.add(best)
