@@ -133,6 +133,17 @@ func plotFormat(format, out string) (string, error) {
 	return "", fmt.Errorf("--format %q: want svg or png", format)
 }
 
+// fileStem is name without its extension, spelled as record file names
+// spell it (characters other than letters, digits, '.' and '-' as '-').
+func fileStem(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return '-'
+	}, strings.TrimSuffix(name, filepath.Ext(name)))
+}
+
 // plotChart builds the kind's chart from the chosen records' groups.
 func plotChart(kind string, groups []scoring.RecordGroup, opt plot.Options) (*plot.Chart, error) {
 	var all []*scoring.Report
@@ -160,8 +171,9 @@ func plotChart(kind string, groups []scoring.RecordGroup, opt plot.Options) (*pl
 		for _, g := range withKLD {
 			names = append(names, fmt.Sprintf("%s (%s, ctx %d, base %s)", g.Digest, g.Protocol.Method, g.Protocol.Ctx, g.Protocol.BaseName))
 		}
-		return nil, fmt.Errorf("the records span %d protocols, which one chart never blends: %s; choose one with --pattern",
-			len(withKLD), strings.Join(names, "; "))
+		return nil, fmt.Errorf("the records span %d protocols, which one chart never blends: %s; choose one with --pattern "+
+			"(a compared record's file is named MODEL_vs-BASE_…, e.g. --pattern '*_vs-%s_*')",
+			len(withKLD), strings.Join(names, "; "), fileStem(withKLD[0].Protocol.BaseName))
 	case "ppl":
 		return plot.PPLConvergence(groups, opt)
 	}

@@ -225,8 +225,15 @@ func PPLConvergence(groups []scoring.RecordGroup, opt Options) (*Chart, error) {
 		recs = append(recs, g.Records...)
 	}
 	names := labels(recs)
+	if len(groups) > 1 { // say which protocol each line ran
+		for i, r := range recs {
+			if r.Record != nil {
+				names[i] += fmt.Sprintf(", ctx %d", r.Record.Protocol.Ctx)
+			}
+		}
+	}
 	c := &Chart{Title: "Perplexity convergence: running PPL ± after each window",
-		X: Axis{Label: "scored tokens"}, Y: Axis{Label: "perplexity", Log: opt.LogY}}
+		X: Axis{Label: "scored tokens", ZeroBased: true}, Y: Axis{Label: "perplexity", Log: opt.LogY}}
 	var clusteredAny []string
 	for i, r := range recs {
 		if len(r.Windows) == 0 {
