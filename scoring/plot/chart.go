@@ -445,7 +445,7 @@ func placeVLineLabels(f *fonts, cv *Canvas, plot Rect, labels []pointLabel) {
 		}
 		// A white halo keeps the label readable over bars and grid.
 		b := f.box(t)
-		cv.add(&Polygon{Pts: []Point{{b.X0 - 2, b.Y0 - 1}, {b.X1 + 2, b.Y0 - 1}, {b.X1 + 2, b.Y1}, {b.X0 - 2, b.Y1}}, Fill: Color{255, 255, 255, 210}})
+		cv.add(&Polygon{Pts: []Point{{b.X0 - 2, b.Y0 - 1}, {b.X1 + 2, b.Y0 - 1}, {b.X1 + 2, b.Y1}, {b.X0 - 2, b.Y1}}, Fill: white})
 		cv.add(t)
 	}
 }

@@ -299,6 +299,28 @@ func KLDHist(r *scoring.Report, p scoring.Protocol, opt Options) (*Chart, error)
 	c := &Chart{Title: fmt.Sprintf("Per-token KLD of %s", modelLabel(r)),
 		X: Axis{Label: "per-token KLD vs base (nats, log scale)", Log: true},
 		Y: Axis{Label: "tokens", Log: opt.LogY, ZeroBased: true}, Series: []Series{s}}
+	// The x axis spans the decades of the non-empty bins, exactly (bins
+	// start on decades, so no padding is needed to show them whole).
+	first, last := -1, -1
+	for i, n := range h.Counts {
+		if n > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first >= 0 {
+		lo := math.Floor(math.Log10(s.Edges[first]) + 1e-9)
+		hi := math.Ceil(math.Log10(s.Edges[last+1]) - 1e-9)
+		if m := math.Log10(max(k.MeanKLD, k.KLDPercentiles.Max)); m > hi {
+			hi = math.Ceil(m - 1e-9)
+		}
+		if hi-lo < 2 {
+			lo, hi = lo-1, hi+1
+		}
+		c.X.Min, c.X.Max, c.X.Fixed = math.Pow(10, lo), math.Pow(10, hi), true
+	}
 	c.Subtitle = ProtocolLine(p)
 	pc := k.KLDPercentiles
 	marks := []struct {
