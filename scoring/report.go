@@ -69,19 +69,19 @@ type WindowReport struct {
 	FirstTarget int     `json:"first_target"`
 	Scored      int     `json:"scored"`
 	NLLSum      float64 `json:"nll_sum"`
-	// NLLSumSq is Σ of the squared token NLLs (float64), so a reader can
-	// follow the running perplexity ± window by window; absent in records
-	// written before it.
-	NLLSumSq   float64 `json:"nll_sum_sq,omitempty"`
-	MeanNLL    float64 `json:"mean_nll"`
-	Perplexity float64 `json:"perplexity"`
-	Seconds    float64 `json:"seconds"`
+	MeanNLL     float64 `json:"mean_nll"`
+	Perplexity  float64 `json:"perplexity"`
+	Seconds     float64 `json:"seconds"`
 	// AttentionKept is the fraction of the window's causal (query block,
 	// key block, head) attention blocks prefill computed, over every layer:
 	// 1 for dense, FlashPrefill's selection otherwise.
 	AttentionKept float64  `json:"attention_kept"`
 	MeanKLD       *float64 `json:"mean_kld,omitempty"`
 	SameTop       *float64 `json:"same_top,omitempty"`
+	// NLLSumSq is Σ of the squared token NLLs (float64), so a reader can
+	// follow the running perplexity ± window by window; absent in records
+	// written before it.
+	NLLSumSq float64 `json:"nll_sum_sq,omitempty"`
 }
 
 // KLDReport is the comparison against a recorded base. Probabilities and
