@@ -16,10 +16,10 @@ import (
 	"plexbench/scoring"
 )
 
-// TestParetoFrontBruteForce: on random point sets, with many ties, the
+// TestPlotParetoFrontBruteForce: on random point sets, with many ties, the
 // front is exactly the points that no other dominates by the O(n²)
 // definition.
-func TestParetoFrontBruteForce(t *testing.T) {
+func TestPlotParetoFrontBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 500 {
 		n := rng.IntN(30)
@@ -56,10 +56,10 @@ func TestParetoFrontBruteForce(t *testing.T) {
 	}
 }
 
-// TestLinearTicks: ticks lie in the range, are evenly spaced by a 1-2-5
+// TestPlotLinearTicks: ticks lie in the range, are evenly spaced by a 1-2-5
 // step, there are between 2 and n+1 of them for a range wider than a
 // step, and their labels are distinct.
-func TestLinearTicks(t *testing.T) {
+func TestPlotLinearTicks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 2000 {
 		lo := (rng.Float64() - 0.5) * math.Pow(10, float64(rng.IntN(12)-6))
@@ -96,10 +96,10 @@ func TestLinearTicks(t *testing.T) {
 	}
 }
 
-// TestLogTicks: labelled ticks are whole decades in range, labelled 10
+// TestPlotLogTicks: labelled ticks are whole decades in range, labelled 10
 // with the exponent as superscript, in order; unlabelled ones are 2..9
 // times a decade.
-func TestLogTicks(t *testing.T) {
+func TestPlotLogTicks(t *testing.T) {
 	for _, c := range []struct{ lo, hi float64 }{{1e-9, 1e2}, {3e-4, 0.2}, {1e-3, 1e-2}, {5, 5e7}, {0.02, 0.09}} {
 		ts := LogTicks(c.lo, c.hi, 8)
 		var majors int
@@ -149,11 +149,11 @@ func windows(nlls [][]float64, withSq bool) []scoring.WindowReport {
 	return ws
 }
 
-// TestRunningPPLMatchesNLLStats: after every window the running PPL and
+// TestPlotRunningPPLMatchesNLLStats: after every window the running PPL and
 // ± equal NLLStats over the same tokens added one by one (to rounding);
 // windows out of order are taken in index order; without nll_sum_sq the
 // ± is the window-clustered one and says so.
-func TestRunningPPLMatchesNLLStats(t *testing.T) {
+func TestPlotRunningPPLMatchesNLLStats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var nlls [][]float64
 	for range 40 {
@@ -279,10 +279,10 @@ func parseSVG(t *testing.T, data []byte) svgDoc {
 	return d
 }
 
-// TestKLDvsBPWSVG: the SVG parses; it has the axis labels, a legend
+// TestPlotKLDvsBPWSVG: the SVG parses; it has the axis labels, a legend
 // entry per series, one marker per compared record, each labelled with
 // its model, the front, and a note for the reference it leaves out.
-func TestKLDvsBPWSVG(t *testing.T) {
+func TestPlotKLDvsBPWSVG(t *testing.T) {
 	g := fakeGroup(6)
 	for _, logY := range []bool{false, true} {
 		c, err := KLDvsBPW(g, Options{LogY: logY})
@@ -335,10 +335,10 @@ func TestKLDvsBPWSVG(t *testing.T) {
 	}
 }
 
-// TestHistogramAndPPLSVG: the histogram draws a bar per non-empty bin and
+// TestPlotHistogramAndPPLSVG: the histogram draws a bar per non-empty bin and
 // a line per percentile; the convergence chart a line and a band per
 // record, with the clustered fallback named in the legend.
-func TestHistogramAndPPLSVG(t *testing.T) {
+func TestPlotHistogramAndPPLSVG(t *testing.T) {
 	g := fakeGroup(3)
 	r := g.Records[2]
 	c, err := KLDHist(r, g.Protocol, Options{})
@@ -379,9 +379,9 @@ func TestHistogramAndPPLSVG(t *testing.T) {
 	}
 }
 
-// TestPNG: the PNG decodes at the asked size, has drawn pixels inside the
+// TestPlotPNG: the PNG decodes at the asked size, has drawn pixels inside the
 // plot area (not only background) and text pixels in the title region.
-func TestPNG(t *testing.T) {
+func TestPlotPNG(t *testing.T) {
 	c, err := KLDvsBPW(fakeGroup(5), Options{})
 	if err != nil {
 		t.Fatal(err)
