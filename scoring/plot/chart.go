@@ -4,6 +4,7 @@
 package plot
 
 import (
+	"fmt"
 	"math"
 	"strings"
 )
@@ -256,8 +257,19 @@ func Layout(c *Chart, w, h int) *Canvas {
 	// Legend.
 	if legendW > 0 {
 		lx, ly := W-16-legendW, top+4
-		for _, s := range entries {
-			ly += legendSize * 1.7
+		// Entries close up when many, and those that still do not fit
+		// above the notes are counted instead of drawn off the canvas.
+		gap := 1.7
+		if float64(len(entries))*gap*legendSize > 0.6*(H-top) {
+			gap = 1.3
+		}
+		notes := c.Notes
+		for i, s := range entries {
+			if ly+gap*legendSize*2 > H-0.25*(H-top) && i < len(entries)-1 {
+				notes = append([]string{fmt.Sprintf("… and %d more lines, not listed.", len(entries)-i)}, notes...)
+				break
+			}
+			ly += legendSize * gap
 			drawSwatch(cv, s, Point{lx + 12, ly - legendSize*capHeight/2})
 			for i, line := range wrap(&f, s.Name, legendSize, (legendW-34)/svgSlack) {
 				if i > 0 {
@@ -269,7 +281,7 @@ func Layout(c *Chart, w, h int) *Canvas {
 		if len(entries) > 0 {
 			ly += 8
 		}
-		for _, n := range c.Notes {
+		for _, n := range notes {
 			ly += 6
 			for _, line := range wrap(&f, n, noteSize, legendW/svgSlack) {
 				ly += noteSize * 1.35
