@@ -52,8 +52,8 @@ var (
 	ink       = Color{34, 34, 34, 255}
 	gray      = Color{110, 110, 110, 255}
 	gridColor = Color{225, 225, 225, 255}
-	// Palette is Tableau 10, the series colours in order.
-	Palette = []Color{{78, 121, 167, 255}, {242, 142, 43, 255}, {225, 87, 89, 255}, {89, 161, 79, 255},
+	// palette is Tableau 10, the series colours in order (read only).
+	palette = []Color{{78, 121, 167, 255}, {242, 142, 43, 255}, {225, 87, 89, 255}, {89, 161, 79, 255},
 		{176, 122, 161, 255}, {118, 183, 178, 255}, {156, 117, 95, 255}, {237, 201, 72, 255}, {255, 157, 167, 255}, {186, 176, 172, 255}}
 )
 

@@ -181,7 +181,7 @@ func KLDvsBPW(g scoring.RecordGroup, opt Options) (*Chart, error) {
 	}
 	names := labels(recs)
 	pts := make([]XY, len(recs))
-	s := Series{Kind: Points, Name: "mean KLD ± CR1 (window-clustered)", Color: Palette[0], Class: "point"}
+	s := Series{Kind: Points, Name: "mean KLD ± CR1 (window-clustered)", Color: palette[0], Class: "point"}
 	zeros := 0
 	for i, r := range recs {
 		k := r.KLD
@@ -198,14 +198,14 @@ func KLDvsBPW(g scoring.RecordGroup, opt Options) (*Chart, error) {
 	if zeros > 0 {
 		notes = append(notes, fmt.Sprintf("%d record(s) with a mean KLD of 0 cannot sit on a log axis: not drawn.", zeros))
 	}
-	front := Series{Kind: Step, Name: "Pareto front (less KLD at fewer bits)", Color: Palette[2], Width: 2, Class: "front"}
+	front := Series{Kind: Step, Name: "Pareto front (less KLD at fewer bits)", Color: palette[2], Width: 2, Class: "front"}
 	for _, i := range ParetoFront(pts) {
 		if opt.LogY && !(pts[i].Y > 0) {
 			continue
 		}
 		front.X, front.Y = append(front.X, pts[i].X), append(front.Y, pts[i].Y)
 	}
-	frontMark := Series{Kind: Points, Name: "on the front", Color: Palette[2], Shape: ShapeDiamond, X: front.X, Y: front.Y, Class: "front-point"}
+	frontMark := Series{Kind: Points, Name: "on the front", Color: palette[2], Shape: ShapeDiamond, X: front.X, Y: front.Y, Class: "front-point"}
 	c := &Chart{
 		Title:    "Mean KLD vs effective bits per weight",
 		Subtitle: ProtocolLine(g.Protocol),
@@ -240,9 +240,9 @@ func PPLConvergence(groups []scoring.RecordGroup, opt Options) (*Chart, error) {
 			return nil, fmt.Errorf("%w: record %s has no windows", ErrNoData, recordName(r))
 		}
 		pts, clustered := RunningPPL(r.Windows)
-		col := Palette[i%len(Palette)]
+		col := palette[i%len(palette)]
 		var dash []float64
-		if i >= len(Palette) {
+		if i >= len(palette) {
 			dash = []float64{6, 4}
 		}
 		band := Series{Kind: Band, Color: col, Class: "band"}
@@ -292,7 +292,7 @@ func KLDHist(r *scoring.Report, p scoring.Protocol, opt Options) (*Chart, error)
 		return nil, fmt.Errorf("%w: record %s has no KLD histogram (written before reports kept one); score it again", ErrNoData, recordName(r))
 	}
 	h := k.Histogram
-	s := Series{Kind: Bars, Name: "tokens per bin (4 per decade)", Edges: h.Edges(), Color: Palette[0], Class: "bar"}
+	s := Series{Kind: Bars, Name: "tokens per bin (4 per decade)", Edges: h.Edges(), Color: palette[0], Class: "bar"}
 	for _, c := range h.Counts {
 		s.Y = append(s.Y, float64(c))
 	}
@@ -329,11 +329,11 @@ func KLDHist(r *scoring.Report, p scoring.Protocol, opt Options) (*Chart, error)
 		col  Color
 		dash []float64
 	}{
-		{"median", pc.Median, Palette[3], []float64{5, 3}},
-		{"mean", k.MeanKLD, Palette[2], nil},
-		{"p90", pc.P90, Palette[1], []float64{5, 3}},
-		{"p99", pc.P99, Palette[4], []float64{5, 3}},
-		{"p99.9", pc.P99_9, Palette[6], []float64{5, 3}},
+		{"median", pc.Median, palette[3], []float64{5, 3}},
+		{"mean", k.MeanKLD, palette[2], nil},
+		{"p90", pc.P90, palette[1], []float64{5, 3}},
+		{"p99", pc.P99, palette[4], []float64{5, 3}},
+		{"p99.9", pc.P99_9, palette[6], []float64{5, 3}},
 		{"max", pc.Max, gray, []float64{2, 3}},
 	}
 	var skipped []string
