@@ -81,6 +81,10 @@ type WindowReport struct {
 	AttentionKept float64  `json:"attention_kept"`
 	MeanKLD       *float64 `json:"mean_kld,omitempty"`
 	SameTop       *float64 `json:"same_top,omitempty"`
+	// NLLSumSq is Σ of the squared token NLLs (float64), so a reader can
+	// follow the running perplexity ± window by window; absent in records
+	// written before it.
+	NLLSumSq float64 `json:"nll_sum_sq,omitempty"`
 }
 
 // KLDReport is the comparison against a recorded base. Probabilities and
@@ -126,6 +130,8 @@ type KLDReport struct {
 	DeltaPPercentiles        DeltaPPercentiles `json:"delta_p_percentiles"`
 	NonFiniteTokens          int               `json:"nonfinite_tokens"`
 	NonFiniteNote            string            `json:"nonfinite_note,omitempty"`
+	// Histogram counts the finite per-token KLDs (histogram.go).
+	Histogram *KLDHistogram `json:"histogram,omitempty"`
 	// TopKCoarsened is, against a llama.cpp base when asked, the top-k KLD
 	// of the same tokens beside the full-vocabulary one (floor.go).
 	TopKCoarsened *CoarseningReport `json:"top_k_coarsened,omitempty"`

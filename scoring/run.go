@@ -510,7 +510,7 @@ func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowR
 	r.blocks.Kept += b.Kept
 	r.blocks.Total += b.Total
 	wr := WindowReport{Index: w.Index, Begin: w.Begin, End: w.End, FirstTarget: w.FirstTarget,
-		Scored: w.Scored, NLLSum: r.wNLL.Sum, Seconds: secs, AttentionKept: b.Fraction()}
+		Scored: w.Scored, NLLSum: r.wNLL.Sum, NLLSumSq: r.wNLL.Sum2, Seconds: secs, AttentionKept: b.Fraction()}
 	if res := r.wNLL.Result(); res.N > 0 {
 		wr.MeanNLL, wr.Perplexity = res.MeanNLL, res.Perplexity
 	}

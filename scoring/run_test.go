@@ -515,12 +515,12 @@ func TestReportJSONFields(t *testing.T) {
 		"kv_cache_dtype", "kv_capacity", "batch_size", "ubatch_size", "head_rows", "cpu_fallback_allowed",
 		"threads", "backend", "model")
 	need(m["windows"].([]any)[0].(map[string]any), "window", "index", "begin", "end", "first_target", "scored",
-		"nll_sum", "mean_nll", "perplexity", "seconds", "attention_kept", "mean_kld", "same_top")
+		"nll_sum", "nll_sum_sq", "mean_nll", "perplexity", "seconds", "attention_kept", "mean_kld", "same_top")
 	need(m["kld"].(map[string]any), "kld", "base", "top_k", "tokens", "base_perplexity", "perplexity",
 		"delta_perplexity", "perplexity_ratio", "mean_log_ratio", "mean_log_ratio_uncertainty", "mean_kld",
 		"mean_kld_uncertainty", "kld_p99", "kld_max", "same_top", "same_top_uncertainty", "mean_delta_p",
 		"mean_delta_p_uncertainty", "rms_delta_p", "mean_base_top_mass", "ppl_correlation", "top5_agreement",
-		"mean_kld_uncertainty_cr1", "kld_percentiles", "delta_p_percentiles", "nonfinite_tokens")
+		"mean_kld_uncertainty_cr1", "kld_percentiles", "delta_p_percentiles", "nonfinite_tokens", "histogram")
 	if _, ok := m["partial"]; ok {
 		t.Error("a complete run must not say partial")
 	}

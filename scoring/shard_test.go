@@ -66,6 +66,14 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		if m.KLD.KLDPercentiles != full.KLD.KLDPercentiles || m.KLD.DeltaPPercentiles != full.KLD.DeltaPPercentiles {
 			t.Errorf("llama %v: percentiles differ:\n%+v\n%+v", llama, m.KLD.KLDPercentiles, full.KLD.KLDPercentiles)
 		}
+		if mh, fh := m.KLD.Histogram, full.KLD.Histogram; fh == nil || !reflect.DeepEqual(mh, fh) || fh.Total() != full.KLD.Tokens-full.KLD.NonFiniteTokens {
+			t.Errorf("llama %v: histograms differ or miscount:\n%+v\n%+v", llama, mh, fh)
+		}
+		for i := range full.Windows {
+			if w, f := m.Windows[i], full.Windows[i]; w.NLLSumSq != f.NLLSumSq || f.NLLSumSq <= 0 {
+				t.Errorf("llama %v: window %d: nll_sum_sq %v merged, %v unsharded", llama, f.Index, w.NLLSumSq, f.NLLSumSq)
+			}
+		}
 		// Everything else is equal outright once the floats above match.
 		m.Perplexity, m.PerplexityUncertainty, m.MeanNLL = full.Perplexity, full.PerplexityUncertainty, full.MeanNLL
 		mk2 := *m.KLD

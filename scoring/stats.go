@@ -440,6 +440,7 @@ func (s *KLDStats) Result() KLDReport {
 		}
 		r.KLDP99, r.KLDMax = r.KLDPercentiles.P99, r.KLDPercentiles.Max
 	}
+	r.Histogram = NewKLDHistogram(s.kld)
 	d := s.dp
 	r.DeltaPPercentiles = DeltaPPercentiles{
 		Max: float64(d[len(d)-1]), P99_9: float64(Percentile(d, 0.999)),

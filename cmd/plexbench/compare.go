@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -77,41 +75,11 @@ func runCompare(args []string) int {
 		return fail(fmt.Errorf("compare: --format %q: want table, md, csv or json", *format))
 	}
 	root := resultsRoot(*results)
-	if len(patterns) == 0 {
-		patterns = stringList{"*.json"}
-	}
-	var files []string
-	for _, p := range patterns {
-		glob := p
-		if !filepath.IsAbs(p) && !strings.ContainsRune(p, filepath.Separator) {
-			glob = filepath.Join(root, p)
-		}
-		m, err := filepath.Glob(glob)
-		if err != nil {
-			return fail(fmt.Errorf("compare: --pattern %q: %v", p, err))
-		}
-		files = append(files, m...)
-	}
-	slices.Sort(files)
-	files = slices.Compact(files)
-	var recs []scoring.Report
-	for _, f := range files {
-		if strings.HasPrefix(filepath.Base(f), ".") {
-			continue // a write in progress
-		}
-		r, ok, err := scoring.ReadRecord(f)
-		if err != nil {
-			return fail(err)
-		}
-		if ok {
-			recs = append(recs, r)
-		}
-	}
-	if len(recs) == 0 {
-		return fail(fmt.Errorf("compare: no records match %s in %s", strings.Join(patterns, ", "), root))
+	recs, err := loadRecords(root, patterns)
+	if err != nil {
+		return fail(fmt.Errorf("compare: %w", err))
 	}
 	out := compareTables(scoring.GroupRecords(recs))
-	var err error
 	switch *format {
 	case "json":
 		data, merr := json.MarshalIndent(out, "", "  ")

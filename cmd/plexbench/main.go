@@ -24,6 +24,8 @@ Usage:
                                  headless A/B: paired ΔPPL ±, B's KLD vs A's base, speed, verdict
   plexbench compare [--pattern GLOB]... [--format table|md|csv|json]
                                  the records under the results root, one table per protocol
+  plexbench plot kld-bpw|ppl|kld-hist [--pattern GLOB]... [--record FILE]... [--out F.svg|F.png] [--log-y]
+                                 charts of records: KLD vs bits per weight, PPL convergence, KLD histogram
   plexbench card RECORD.json [-o card.md]   a Markdown model card of a record (also: score --card)
   plexbench merge SHARD.json...  combine score --perplexity-shard i/n records into one run's record
   plexbench floor [--model M] [--against C.gguf]
@@ -58,6 +60,8 @@ func run(args []string) int {
 		return runAB(rest)
 	case "compare":
 		return runCompare(rest)
+	case "plot":
+		return runPlot(rest)
 	case "card":
 		return runCard(rest)
 	case "merge":

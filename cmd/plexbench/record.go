@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,47 @@ func resultsRoot(flagValue string) string {
 		return os.Getenv("PLEXBENCH_RESULTS")
 	}
 	return tui.DefaultResultsDir
+}
+
+// loadRecords reads the records that patterns (globs in root, or paths;
+// *.json when none) match, skipping files being written (a leading dot)
+// and JSON that is not a complete report; a file that should be a record
+// and is not is an error. No match at all is an error too.
+func loadRecords(root string, patterns []string) ([]scoring.Report, error) {
+	if len(patterns) == 0 {
+		patterns = []string{"*.json"}
+	}
+	var files []string
+	for _, p := range patterns {
+		glob := p
+		if !filepath.IsAbs(p) && !strings.ContainsRune(p, filepath.Separator) {
+			glob = filepath.Join(root, p)
+		}
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			return nil, fmt.Errorf("--pattern %q: %v", p, err)
+		}
+		files = append(files, m...)
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	var recs []scoring.Report
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), ".") {
+			continue // a write in progress
+		}
+		r, ok, err := scoring.ReadRecord(f)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no records match %s in %s", strings.Join(patterns, ", "), root)
+	}
+	return recs, nil
 }
 
 // recordInfo describes a finished run for its record.
