@@ -165,8 +165,17 @@ func labels(recs []*scoring.Report) []string {
 func KLDvsBPW(g scoring.RecordGroup, opt Options) (*Chart, error) {
 	var recs []*scoring.Report
 	var notes []string
+	var floor *scoring.FloorReport
 	for _, r := range g.Records {
 		switch {
+		case r.Floor != nil:
+			floor = r.Floor // the newest last: records are sorted by KLD, floors are 0 or near it
+			notes = append(notes, fmt.Sprintf("%s against its own top-%d base (plexbench floor): mean KLD %s, the measured floor; not drawn.",
+				modelLabel(r), r.Floor.TopK, short(r.Floor.Floor)))
+			if a := r.Floor.Against; a != nil {
+				notes = append(notes, fmt.Sprintf("A top-%d base saw %.1f%% of %s's full-vocabulary KLD: top-k KLDs are lower bounds.",
+					r.Floor.TopK, 100*a.SeenFraction, r.Floor.AgainstModel))
+			}
 		case r.KLD == nil && g.Protocol.Base != "":
 			notes = append(notes, fmt.Sprintf("%s recorded the base (KLD 0 by definition): not drawn.", modelLabel(r)))
 		case r.KLD == nil:
@@ -206,12 +215,18 @@ func KLDvsBPW(g scoring.RecordGroup, opt Options) (*Chart, error) {
 		front.X, front.Y = append(front.X, pts[i].X), append(front.Y, pts[i].Y)
 	}
 	frontMark := Series{Kind: Points, Name: "on the front", Color: palette[2], Shape: ShapeDiamond, X: front.X, Y: front.Y, Class: "front-point"}
+	series := []Series{front, s, frontMark}
+	if floor != nil && floor.Floor > 0 {
+		lo, hi := slices.Min(s.X), slices.Max(s.X)
+		series = append(series, Series{Kind: Line, Name: "2× the measured floor (below: floor-limited)", Color: gray,
+			Dash: []float64{5, 4}, Width: 1.5, X: []float64{lo, hi}, Y: []float64{2 * floor.Floor, 2 * floor.Floor}, Class: "floor"})
+	}
 	c := &Chart{
 		Title:    "Mean KLD vs effective bits per weight",
 		Subtitle: ProtocolLine(g.Protocol),
 		X:        Axis{Label: "effective bits per weight (tensor bits / tensor elements)"},
 		Y:        Axis{Label: "mean KLD vs base (nats)", Log: opt.LogY, ZeroBased: true},
-		Series:   []Series{front, s, frontMark},
+		Series:   series,
 		Notes:    notes,
 	}
 	return c, nil

@@ -335,6 +335,37 @@ func TestPlotKLDvsBPWSVG(t *testing.T) {
 	}
 }
 
+// TestPlotKLDvsBPWFloor: a floor record (plexbench floor's self-compare)
+// is a note, not a point, and a nonzero floor draws the floor-limited line
+// at twice its value.
+func TestPlotKLDvsBPWFloor(t *testing.T) {
+	g := fakeGroup(4)
+	fl := *g.Records[0]
+	fl.Record = &scoring.RecordInfo{Name: "model-f32-floor", Protocol: g.Protocol, Model: g.Records[0].Record.Model}
+	fl.KLD = &scoring.KLDReport{}
+	fl.Floor = &scoring.FloorReport{TopK: 32, Floor: 1e-3, AgainstModel: "model-q0.gguf",
+		Against: &scoring.CoarseningReport{SeenFraction: 0.9}}
+	g.Records = append(g.Records, &fl)
+	c, err := KLDvsBPW(g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := parseSVG(t, SVG(Layout(c, 960, 600)))
+	notes := strings.Join(d.texts["note"], " ")
+	if d.tags["point"]["circle"] != 4 || d.classes["floor"] != 1 || !strings.Contains(notes, "measured floor") || !strings.Contains(notes, "90.0%") {
+		t.Errorf("floor record: %d markers, %d floor lines, notes %q", d.tags["point"]["circle"], d.classes["floor"], notes)
+	}
+	var line *Series
+	for i := range c.Series {
+		if c.Series[i].Class == "floor" {
+			line = &c.Series[i]
+		}
+	}
+	if line == nil || line.Y[0] != 2e-3 || line.Y[1] != 2e-3 {
+		t.Errorf("floor line %+v, want at 2e-3", line)
+	}
+}
+
 // TestPlotHistogramAndPPLSVG: the histogram draws a bar per non-empty bin and
 // a line per percentile; the convergence chart a line and a band per
 // record, with the clustered fallback named in the legend.
