@@ -105,6 +105,32 @@ func (p Protocol) Digest() string {
 	return digestOf(p)
 }
 
+// Title says what runs of the protocol share, for a table's or a chart's
+// heading: method, ctx (stride), chunk limit, text, token ids, base.
+func (p Protocol) Title() string {
+	s := fmt.Sprintf("%s, ctx %d", p.Method, p.Ctx)
+	if p.Method == MethodSliding {
+		s += fmt.Sprintf(", stride %d", p.Stride)
+	}
+	if p.ChunkLimit > 0 {
+		s += fmt.Sprintf(", first %d windows", p.ChunkLimit)
+	}
+	text := p.Text
+	switch {
+	case text == "" && p.Base != "":
+		text = "the base's tokens"
+	case text == "":
+		text = "tokens"
+	}
+	s += fmt.Sprintf(", %s (token ids %.12s…)", text, p.TokenIDsSHA256)
+	if p.Base != "" {
+		s += fmt.Sprintf(", base %s (%s, top-%d)", p.BaseName, p.Base, p.TopK)
+	} else {
+		s += ", no base"
+	}
+	return s
+}
+
 // ProtocolOf is the report's protocol; base identifies the base compared
 // against, or else the one recorded (zero without one). A llama.cpp base
 // holds only the chunks it scored, with no chunk limit: its runs' protocol

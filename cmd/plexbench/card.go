@@ -79,7 +79,7 @@ func modelCard(r *scoring.Report) string {
 
 	p := rec.Protocol
 	fmt.Fprintf(&b, "\n**Comparable only within this protocol:** %s, %d windows, %d scored tokens (the second half of each window, as llama-perplexity)",
-		protocolTitle(p), r.WindowsScored, r.ScoredTokens)
+		p.Title(), r.WindowsScored, r.ScoredTokens)
 	fmt.Fprintf(&b, "; KV cache %s; model sha256 %s….\n", r.Config.KVCacheDType, rec.Model.SHA256Prefix)
 	fmt.Fprintf(&b, "\n**Reproduce:**\n\n```sh\n%s\n```\n", reproduceCommand(r))
 	fmt.Fprintf(&b, "\nplexbench %s · record %s\n", rec.Version, rec.Name)

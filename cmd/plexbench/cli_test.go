@@ -333,24 +333,43 @@ func TestAB(t *testing.T) {
 // the base run itself make one table sorted by mean KLD; a run at another
 // ctx is a second group, named in the legend; a rerun replaces its own
 // record; a report without a schema_version is refused in one line.
-func TestCompareRecords(t *testing.T) {
-	root := t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
+// recordsFixture scores stories260K f32 (ctx 128, chunks windows, f32 KV)
+// into a fresh results root, recording a base, then each of quants against
+// it; score runs more.
+type recordsFixture struct {
+	root, text, base string
+	score            func(args ...string)
+}
+
+func newRecordsFixture(t *testing.T, chunks string, quants ...string) recordsFixture {
+	t.Helper()
+	f := recordsFixture{root: t.TempDir(), text: shareddata.Path(t, "tinystories", "tinystories-16k.txt")}
+	t.Setenv("PLEXBENCH_RESULTS", f.root)
 	dir := t.TempDir()
-	model := func(q string) string { return shareddata.Path(t, "models", "stories260K-"+q+".gguf") }
-	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-	base := filepath.Join(dir, "f32.kld")
-	score := func(args ...string) {
+	f.base = filepath.Join(dir, "f32.kld")
+	f.score = func(args ...string) {
 		t.Helper()
 		if code, _, stderr := runCLI(t, append([]string{"score", "--quiet", "--perplexity-output", filepath.Join(dir, "out.json")}, args...)...); code != 0 {
 			t.Fatalf("score %q: %s", args, stderr)
 		}
 	}
-	score("--model", model("f32"), "--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "12",
-		"--kv-cache-dtype", "f32", "--perplexity-kld-base-out", base)
-	for _, q := range []string{"q4_0", "q8_0", "q5_0"} {
-		score("--model", model(q), "--kv-cache-dtype", "f32", "--perplexity-kld", base)
+	f.score("--model", stories(t, "f32"), "--perplexity", f.text, "--perplexity-ctx", "128", "--perplexity-chunks", chunks,
+		"--kv-cache-dtype", "f32", "--perplexity-kld-base-out", f.base)
+	for _, q := range quants {
+		f.score("--model", stories(t, q), "--kv-cache-dtype", "f32", "--perplexity-kld", f.base)
 	}
+	return f
+}
+
+// stories is the stories260K GGUF of quantization q.
+func stories(t *testing.T, q string) string {
+	return shareddata.Path(t, "models", "stories260K-"+q+".gguf")
+}
+
+func TestCompareRecords(t *testing.T) {
+	f := newRecordsFixture(t, "12", "q4_0", "q8_0", "q5_0")
+	root, text, base, score, dir := f.root, f.text, f.base, f.score, t.TempDir()
+	model := func(q string) string { return stories(t, q) }
 	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12")
 	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12") // a rerun
 	if ents, _ := os.ReadDir(root); len(ents) != 5 {

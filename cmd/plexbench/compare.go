@@ -101,7 +101,7 @@ func runCompare(args []string) int {
 func compareTables(groups []scoring.RecordGroup) compareOutput {
 	out := compareOutput{Object: "plexbench.compare", Differ: scoring.ProtocolDifferences(groups)}
 	for _, g := range groups {
-		cg := compareGroup{Title: protocolTitle(g.Protocol), Protocol: g.Protocol, Digest: g.Digest}
+		cg := compareGroup{Title: g.Protocol.Title(), Protocol: g.Protocol, Digest: g.Digest}
 		var newest time.Time
 		for _, r := range g.Records {
 			if r.Floor != nil && r.KLD != nil && !r.Record.Finished.Before(newest) {
@@ -127,31 +127,6 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 		out.Groups = append(out.Groups, cg)
 	}
 	return out
-}
-
-// protocolTitle says what a group's runs share.
-func protocolTitle(p scoring.Protocol) string {
-	s := fmt.Sprintf("%s, ctx %d", p.Method, p.Ctx)
-	if p.Method == scoring.MethodSliding {
-		s += fmt.Sprintf(", stride %d", p.Stride)
-	}
-	if p.ChunkLimit > 0 {
-		s += fmt.Sprintf(", first %d windows", p.ChunkLimit)
-	}
-	text := p.Text
-	switch {
-	case text == "" && p.Base != "":
-		text = "the base's tokens"
-	case text == "":
-		text = "tokens"
-	}
-	s += fmt.Sprintf(", %s (token ids %.12s…)", text, p.TokenIDsSHA256)
-	if p.Base != "" {
-		s += fmt.Sprintf(", base %s (%s, top-%d)", p.BaseName, p.Base, p.TopK)
-	} else {
-		s += ", no base"
-	}
-	return s
 }
 
 func compareHeader() []string {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
 )
 
@@ -19,7 +18,7 @@ import (
 // group and marks a rerun that matches the base exactly as floor-limited.
 func TestFloor(t *testing.T) {
 	dir := t.TempDir()
-	model := func(q string) string { return shareddata.Path(t, "models", "stories260K-"+q+".gguf") }
+	model := func(q string) string { return stories(t, q) }
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	results := filepath.Join(dir, "results")
 	top, full := filepath.Join(dir, "f32.kld"), filepath.Join(dir, "f32-full.kld")
@@ -121,7 +120,7 @@ func TestFloor(t *testing.T) {
 
 // TestFloorBadInput: one line each, non-zero exit, nothing on stdout.
 func TestFloorBadInput(t *testing.T) {
-	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	model := stories(t, "f32")
 	for _, c := range []struct {
 		args []string
 		want string

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
 	"plexbench/scoring/plot"
 )
 
@@ -21,24 +20,9 @@ import (
 // perplexity ± exactly; bad input gives one line, a non-zero exit and
 // leaves the output path alone.
 func TestPlotEndToEnd(t *testing.T) {
-	root := t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
-	dir := t.TempDir()
-	model := func(q string) string { return shareddata.Path(t, "models", "stories260K-"+q+".gguf") }
-	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-	base := filepath.Join(dir, "f32.kld")
-	score := func(args ...string) {
-		t.Helper()
-		if code, _, stderr := runCLI(t, append([]string{"score", "--quiet", "--perplexity-output", filepath.Join(dir, "out.json")}, args...)...); code != 0 {
-			t.Fatalf("score %q: %s", args, stderr)
-		}
-	}
-	score("--model", model("f32"), "--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "8",
-		"--kv-cache-dtype", "f32", "--perplexity-kld-base-out", base)
 	quants := []string{"q8_0", "q5_0", "q4_0"}
-	for _, q := range quants {
-		score("--model", model(q), "--kv-cache-dtype", "f32", "--perplexity-kld", base)
-	}
+	f := newRecordsFixture(t, "8", quants...)
+	root, dir := f.root, t.TempDir()
 	recs, err := loadRecords(root, nil)
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("%d records: %v", len(recs), err)

@@ -102,28 +102,6 @@ type Options struct {
 	LogY bool
 }
 
-// ProtocolLine names a protocol for a subtitle: method, ctx, text, base, top-k.
-func ProtocolLine(p scoring.Protocol) string {
-	s := fmt.Sprintf("%s, ctx %d", p.Method, p.Ctx)
-	if p.Method == scoring.MethodSliding {
-		s += fmt.Sprintf(", stride %d", p.Stride)
-	}
-	if p.ChunkLimit > 0 {
-		s += fmt.Sprintf(", first %d windows", p.ChunkLimit)
-	}
-	switch {
-	case p.Text != "":
-		s += ", text " + p.Text
-	case p.Base != "":
-		s += ", the base's tokens"
-	}
-	s += fmt.Sprintf(" (token ids %.12s…)", p.TokenIDsSHA256)
-	if p.Base != "" {
-		s += fmt.Sprintf(", base %s, top-%d", p.BaseName, p.TopK)
-	}
-	return s
-}
-
 // modelLabel is a record's model file name without ".gguf".
 func modelLabel(r *scoring.Report) string {
 	if r.Record == nil {
@@ -223,7 +201,7 @@ func KLDvsBPW(g scoring.RecordGroup, opt Options) (*Chart, error) {
 	}
 	c := &Chart{
 		Title:    "Mean KLD vs effective bits per weight",
-		Subtitle: ProtocolLine(g.Protocol),
+		Subtitle: g.Protocol.Title(),
 		X:        Axis{Label: "effective bits per weight (tensor bits / tensor elements)"},
 		Y:        Axis{Label: "mean KLD vs base (nats)", Log: opt.LogY, ZeroBased: true},
 		Series:   series,
@@ -276,7 +254,7 @@ func PPLConvergence(groups []scoring.RecordGroup, opt Options) (*Chart, error) {
 		c.Series = append(c.Series, line)
 	}
 	if len(groups) == 1 {
-		c.Subtitle = ProtocolLine(groups[0].Protocol)
+		c.Subtitle = groups[0].Protocol.Title()
 	} else if len(groups) > 1 {
 		c.Subtitle = fmt.Sprintf("%d protocols (%s): lines of different protocols are not comparable",
 			len(groups), strings.Join(scoring.ProtocolDifferences(groups), ", "))
@@ -336,7 +314,7 @@ func KLDHist(r *scoring.Report, p scoring.Protocol, opt Options) (*Chart, error)
 		}
 		c.X.Min, c.X.Max, c.X.Fixed = math.Pow(10, lo), math.Pow(10, hi), true
 	}
-	c.Subtitle = ProtocolLine(p)
+	c.Subtitle = p.Title()
 	pc := k.KLDPercentiles
 	marks := []struct {
 		name string
