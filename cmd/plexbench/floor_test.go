@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
 )
 
