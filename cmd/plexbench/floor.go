@@ -48,16 +48,8 @@ func runFloor(args []string) int {
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("floor: unexpected argument %q", fs.Arg(0)))
 	}
-	if *profilePath != "" {
-		loaded, err := profiles.Load(*profilePath)
-		if err != nil {
-			return fail(err)
-		}
-		if p, err = loaded.Override(fs); err != nil {
-			return fail(err)
-		}
-	}
-	if err := p.Validate(); err != nil {
+	p, err := withProfile(fs, p, *profilePath)
+	if err != nil {
 		return fail(err)
 	}
 	if p.Method != "" && p.Method != scoring.MethodChunks {

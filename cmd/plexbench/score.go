@@ -66,16 +66,8 @@ func runScore(args []string) int {
 	default:
 		return fail(fmt.Errorf("score: --progress %q: want text, jsonl or none", *progress))
 	}
-	if *profilePath != "" {
-		loaded, err := profiles.Load(*profilePath)
-		if err != nil {
-			return fail(err)
-		}
-		if p, err = loaded.Override(fs); err != nil {
-			return fail(err)
-		}
-	}
-	if err := p.Validate(); err != nil {
+	p, err := withProfile(fs, p, *profilePath)
+	if err != nil {
 		return fail(err)
 	}
 	req, err := buildRequest(p, x)
@@ -165,6 +157,22 @@ func runScore(args []string) int {
 		}
 	}
 	return 0
+}
+
+// withProfile is the settings of a command that takes profile flags: the
+// profile at path (when given) under the flags given beside it, else the
+// flags over p's defaults, validated.
+func withProfile(fs *flag.FlagSet, p profiles.Profile, path string) (profiles.Profile, error) {
+	if path != "" {
+		loaded, err := profiles.Load(path)
+		if err != nil {
+			return p, err
+		}
+		if p, err = loaded.Override(fs); err != nil {
+			return p, err
+		}
+	}
+	return p, p.Validate()
 }
 
 // journalPath is where a run's journal lives: beside the report when it
