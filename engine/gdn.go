@@ -94,6 +94,9 @@ type gdnScratch struct {
 	ones  []float32 // (conv_dim) 1s: silu(x) is SwiGLU(x, 1)
 	win   []float32 // (d_conv−1, conv_dim) the new conv state
 	heads []gdnHeadScratch
+	// The current layer's arguments and the callbacks that read them.
+	job             gdnJob
+	convFn, deltaFn func(worker, lo, hi int)
 }
 
 // gdnHeadScratch is one worker's per-head buffers.
@@ -107,7 +110,7 @@ type gdnHeadScratch struct {
 func (g *gdnLayer) forward(p *pass, l int, s *gdnScratch) {
 	hp := p.m.hp
 	sh, n := hp.ssm, p.n
-	cd, kd, vd, hv := sh.convDim(), sh.keyDim(), sh.valueDim(), sh.hv
+	cd, vd, hv := sh.convDim(), sh.valueDim(), sh.hv
 	s.grow(p, sh)
 	mixed, act, z := s.mixed[:n*cd], s.act[:n*cd], s.z[:n*vd]
 	beta, decay := s.b[:n*hv], s.a[:n*hv]
@@ -143,31 +146,8 @@ func (g *gdnLayer) forward(p *pass, l int, s *gdnScratch) {
 	// 5: the causal depthwise conv over [state, mixed], then silu; the
 	// state keeps the last d_conv−1 rows.
 	state, dc := p.m.rs.conv[l], sh.dConv
-	p.m.pool.For(n, max(1, rowGrain/cd), func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			out := act[t*cd : (t+1)*cd]
-			for c := range out {
-				taps := g.conv[c*dc : (c+1)*dc]
-				var sum float32
-				for k, w := range taps {
-					src := t - (dc - 1) + k // row of mixed; < 0: of the state
-					var x float32
-					if src >= 0 {
-						x = mixed[src*cd+c]
-					} else {
-						x = state[(src+dc-1)*cd+c]
-					}
-					sum += float32(x * w)
-				}
-				out[c] = sum
-			}
-			p.m.opt.Kernels.SwiGLU(out, s.ones)
-			// 6–7: q and k of every key head divided by max(‖·‖, eps).
-			for h := range 2 * sh.hk {
-				l2Norm(out[h*sh.dk:(h+1)*sh.dk], hp.eps)
-			}
-		}
-	})
+	s.job = gdnJob{p: p, g: g, sh: sh, n: n, mixed: mixed, act: act, state: state, decay: decay, beta: beta}
+	p.m.pool.For(n, max(1, rowGrain/cd), s.convFn)
 	win := s.win[:(dc-1)*cd]
 	for i := range dc - 1 {
 		src := n - (dc - 1) + i // row of mixed; < 0: of the old state
@@ -181,29 +161,11 @@ func (g *gdnLayer) forward(p *pass, l int, s *gdnScratch) {
 
 	// 8: the delta rule, one value head per unit: its key head is
 	// j mod H_k (qwen35*, tiled) or j / r (qwen3next, grouped).
-	ssm, o := p.m.rs.ssm[l], s.o[:n*vd]
-	scale := 1 / float32(math.Sqrt(float64(sh.dv)))
-	r := hv / sh.hk
-	p.m.pool.For(hv, 1, func(worker, lo, hi int) {
-		w := &s.heads[worker]
-		for j := lo; j < hi; j++ {
-			kh := j % sh.hk
-			if hp.vGrouped {
-				kh = j / r
-			}
-			for t := range n {
-				w.decay[t], w.beta[t] = decay[t*hv+j], beta[t*hv+j]
-			}
-			w.h = kernels.DeltaHead{
-				S: ssm[j*sh.dk*sh.dv : (j+1)*sh.dk*sh.dv], Dk: sh.dk, Dv: sh.dv, N: n,
-				Q: act[kh*sh.dk:], K: act[kd+kh*sh.dk:], QKStride: cd,
-				V: act[2*kd+j*sh.dv:], VStride: cd,
-				Out: o[j*sh.dv:], OutStride: vd,
-				Decay: w.decay[:n], Beta: w.beta[:n], Scale: scale, U: w.u,
-			}
-			p.m.opt.Kernels.DeltaRule(&w.h)
-		}
-	})
+	o := s.o[:n*vd]
+	s.job.ssm, s.job.o = p.m.rs.ssm[l], o
+	s.job.scale = 1 / float32(math.Sqrt(float64(sh.dv)))
+	p.m.pool.For(hv, 1, s.deltaFn)
+	s.job = gdnJob{}
 
 	// 9: o ← RMSNorm(o; ssm_norm) ⊙ silu(z) per value head; 10: ssm_out.
 	p.normRows(o, o, g.norm, n*hv)
@@ -214,7 +176,78 @@ func (g *gdnLayer) forward(p *pass, l int, s *gdnScratch) {
 	p.linear(p.tmp, g.out, nil, z)
 }
 
+// gdnJob is the current layer's arguments to the pool callbacks, which are
+// bound once (gdnScratch.convFn, deltaFn) so that no layer allocates.
+type gdnJob struct {
+	p                 *pass
+	g                 *gdnLayer
+	sh                ssmShape
+	n                 int
+	mixed, act, state []float32
+	decay, beta       []float32
+	ssm, o            []float32
+	scale             float32
+}
+
+// convRange is step 5 (and 6–7) for tokens [lo, hi): the causal depthwise
+// conv over [state, mixed], silu, and the L2 norm of every q and k head.
+func (s *gdnScratch) convRange(_, lo, hi int) {
+	j := &s.job
+	sh, g, cd, dc := j.sh, j.g, j.sh.convDim(), j.sh.dConv
+	for t := lo; t < hi; t++ {
+		out := j.act[t*cd : (t+1)*cd]
+		for c := range out {
+			taps := g.conv[c*dc : (c+1)*dc]
+			var sum float32
+			for k, w := range taps {
+				src := t - (dc - 1) + k // row of mixed; < 0: of the state
+				var x float32
+				if src >= 0 {
+					x = j.mixed[src*cd+c]
+				} else {
+					x = j.state[(src+dc-1)*cd+c]
+				}
+				sum += float32(x * w)
+			}
+			out[c] = sum
+		}
+		j.p.m.opt.Kernels.SwiGLU(out, s.ones)
+		for h := range 2 * sh.hk {
+			l2Norm(out[h*sh.dk:(h+1)*sh.dk], j.p.m.hp.eps)
+		}
+	}
+}
+
+// deltaRange is step 8 for value heads [lo, hi): the delta rule, head j's
+// key head being j mod H_k (qwen35*, tiled) or j / r (qwen3next, grouped).
+func (s *gdnScratch) deltaRange(worker, lo, hi int) {
+	j := &s.job
+	sh, n := j.sh, j.n
+	cd, kd, vd, r := sh.convDim(), sh.keyDim(), sh.valueDim(), sh.hv/sh.hk
+	w := &s.heads[worker]
+	for v := lo; v < hi; v++ {
+		kh := v % sh.hk
+		if j.p.m.hp.vGrouped {
+			kh = v / r
+		}
+		for t := range n {
+			w.decay[t], w.beta[t] = j.decay[t*sh.hv+v], j.beta[t*sh.hv+v]
+		}
+		w.h = kernels.DeltaHead{
+			S: j.ssm[v*sh.dk*sh.dv : (v+1)*sh.dk*sh.dv], Dk: sh.dk, Dv: sh.dv, N: n,
+			Q: j.act[kh*sh.dk:], K: j.act[kd+kh*sh.dk:], QKStride: cd,
+			V: j.act[2*kd+v*sh.dv:], VStride: cd,
+			Out: j.o[v*sh.dv:], OutStride: vd,
+			Decay: w.decay[:n], Beta: w.beta[:n], Scale: j.scale, U: w.u,
+		}
+		j.p.m.opt.Kernels.DeltaRule(&w.h)
+	}
+}
+
 func (s *gdnScratch) grow(p *pass, sh ssmShape) {
+	if s.convFn == nil {
+		s.convFn, s.deltaFn = s.convRange, s.deltaRange
+	}
 	ub, cd, vd := p.m.ub, sh.convDim(), sh.valueDim()
 	if len(s.mixed) >= ub*cd {
 		return

@@ -39,6 +39,7 @@ type pass struct {
 	// run as pool callbacks bound once, so that no call allocates.
 	args                    rowArgs
 	normFn, ropeFn, storeFn func(worker, lo, hi int)
+	gateFn                  func(worker, lo, hi int)
 }
 
 // rowArgs are the arguments of the current row-parallel op.
@@ -78,6 +79,7 @@ func newPass(m *Model) *pass {
 		sin:    make([]float32, ub*hp.nRot/2),
 	}
 	p.normFn, p.ropeFn, p.storeFn = p.normRange, p.ropeRange, p.storeRange
+	p.gateFn = p.gateRange
 	p.attn.init(p)
 	return p
 }

@@ -137,13 +137,18 @@ func (m *qwen35) attention(p *pass, l int, A *gatedAttn) {
 	p.rope(p.q, heads, ropeNeox)
 	p.rope(p.k, kv, ropeNeox)
 	p.attention(l, heads, kv)
-	att, gate := p.att[:p.n*nq], s.gate[:p.n*nq]
-	p.m.pool.For(len(att), rowGrain, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			att[i] *= sigmoid(gate[i])
-		}
-	})
-	p.linear(p.tmp, A.wo, nil, att)
+	p.args = rowArgs{out: p.att[:p.n*nq], in: s.gate[:p.n*nq]}
+	p.m.pool.For(p.n*nq, rowGrain, p.gateFn)
+	p.linear(p.tmp, A.wo, nil, p.att[:p.n*nq])
+}
+
+// gateRange multiplies args.out by sigmoid(args.in) over [lo, hi): the
+// gated attention's output gate.
+func (p *pass) gateRange(_, lo, hi int) {
+	out, gate := p.args.out[lo:hi], p.args.in[lo:hi]
+	for i := range out {
+		out[i] *= sigmoid(gate[i])
+	}
 }
 
 // sigmoid is ggml's: 1/(1 + expf(−x)) in f32 (§1.9).
