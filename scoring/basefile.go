@@ -49,7 +49,6 @@ import (
 	"math"
 	"os"
 
-	"plexbench/scoring/outfile"
 )
 
 // Base file constants.
@@ -142,10 +141,9 @@ func baseSize(metaLen int, h *BaseHeader) int64 {
 // BaseWriter streams a base file.
 type BaseWriter struct {
 	path      string
-	f         *outfile.File
-	bw        *bufio.Writer
+	out       *pendingFile
 	sum       hash.Hash
-	w         io.Writer // bw and sum together
+	w         io.Writer // out and sum together
 	k         int
 	want, got int
 	body      int64 // bytes before the first record
@@ -171,14 +169,13 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	if len(meta) > baseMaxMeta {
 		return nil, fmt.Errorf("kld base %s: header metadata too large (%d bytes)", path, len(meta))
 	}
-	f, err := outfile.Create(path)
+	out, err := createPending("kld base", path)
 	if err != nil {
-		return nil, fmt.Errorf("kld base: %w", err)
+		return nil, err
 	}
-	w := &BaseWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 1<<20),
-		sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK)),
+	w := &BaseWriter{path: path, out: out, sum: sha256.New(), k: h.TopK, want: h.Scored, rec: make([]byte, BaseRecordBytes(h.TopK)),
 		body: int64(baseFixedHeader) + int64(len(meta)) + 4*int64(h.Tokens)}
-	w.w = io.MultiWriter(w.bw, w.sum)
+	w.w = io.MultiWriter(out.bw, w.sum)
 
 	hdr := make([]byte, baseFixedHeader, baseFixedHeader+len(meta))
 	copy(hdr, baseMagic)
@@ -248,7 +245,7 @@ func (w *BaseWriter) Append(nll float64, ids []int32, logprobs []float32) error 
 // Close writes the checksum and renames the file into place. It fails, and
 // leaves no file at path, unless every promised record was appended.
 func (w *BaseWriter) Close() error {
-	if w.f == nil {
+	if w.out.f == nil {
 		return fmt.Errorf("kld base %s: already closed", w.path)
 	}
 	if w.got != w.want {
@@ -256,18 +253,13 @@ func (w *BaseWriter) Close() error {
 		return fmt.Errorf("kld base %s: %d of %d records written; base discarded", w.path, w.got, w.want)
 	}
 	if w.err == nil {
-		_, w.err = w.bw.Write(w.sum.Sum(nil))
+		_, w.err = w.out.bw.Write(w.sum.Sum(nil))
 	}
-	if w.err == nil {
-		w.err = w.bw.Flush()
-	}
-	f := w.f
-	w.f = nil
 	if w.err != nil {
-		f.Abort()
+		w.Abort()
 		return fmt.Errorf("kld base: %w", w.err)
 	}
-	if err := f.Commit(); err != nil {
+	if err := w.out.commit(); err != nil {
 		return fmt.Errorf("kld base: %w", err)
 	}
 	return nil
@@ -280,12 +272,10 @@ func (w *BaseWriter) Close() error {
 // base written in place (a FIFO, a device) cannot be rewritten; it is
 // discarded with an error.
 func (w *BaseWriter) ClosePartial(windows, scored int) error {
-	if w.f == nil {
+	if w.out.f == nil {
 		return fmt.Errorf("kld base %s: already closed", w.path)
 	}
-	f := w.f
-	w.f = nil
-	tmp := f.Temp()
+	tmp := w.out.f.Temp()
 	switch {
 	case windows < 1 || scored < 0 || scored > w.got:
 		w.err = fmt.Errorf("partial base of %d windows and %d records, %d written", windows, scored, w.got)
@@ -293,7 +283,7 @@ func (w *BaseWriter) ClosePartial(windows, scored int) error {
 		w.err = errors.New("a partial base cannot be kept in a file that is not a regular one")
 	}
 	if w.err == nil {
-		w.err = w.bw.Flush()
+		w.err = w.out.bw.Flush()
 	}
 	end := w.body + int64(scored)*int64(len(w.rec))
 	if w.err == nil {
@@ -313,10 +303,10 @@ func (w *BaseWriter) ClosePartial(windows, scored int) error {
 		_, w.err = tmp.WriteAt(sum.Sum(nil), end)
 	}
 	if w.err != nil {
-		f.Abort()
+		w.Abort()
 		return fmt.Errorf("kld base %s: %w; base discarded", w.path, w.err)
 	}
-	if err := f.Commit(); err != nil {
+	if err := w.out.commit(); err != nil { // the buffer is empty: committed as rewritten
 		return fmt.Errorf("kld base: %w", err)
 	}
 	return nil
@@ -324,12 +314,7 @@ func (w *BaseWriter) ClosePartial(windows, scored int) error {
 
 // Abort discards the base: the temporary file is removed and path is left
 // as it was. Safe to call after Close.
-func (w *BaseWriter) Abort() {
-	if w.f != nil {
-		w.f.Abort()
-		w.f = nil
-	}
-}
+func (w *BaseWriter) Abort() { w.out.abort() }
 
 // BaseReader reads a verified base file record by record.
 type BaseReader struct {

@@ -1,5 +1,5 @@
-// pending.go owns pendingFile, a buffered outfile.File for the streamed
-// llama.cpp base: bytes go to outfile's temporary file beside the target
+// pending.go owns pendingFile, the buffered outfile.File the streamed
+// bases (both formats) are written through: bytes go to outfile's temporary file beside the target
 // (or straight into a device or FIFO), which only commit puts in place,
 // so an aborted run never leaves a valid-looking file.
 package scoring
