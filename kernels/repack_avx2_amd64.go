@@ -1,0 +1,75 @@
+//go:build !purego
+
+package kernels
+
+// This file owns the Go side of the AVX2 panel repacks
+// (repack_avx2_amd64.s): their declarations and repackAVX2, which the
+// avx2 matmul variants call for every panel (variants.go sets it as the
+// kernel's repack). Callers ensure AVX2, FMA and F16C (CPU().hasAVX2());
+// the twins are repackQ8Words and repackK (panel.go).
+
+// The repacks write the panel of the 16 rows at src, rb bytes apart, nb
+// blocks (super-blocks) each, into dst. x is XORed into every Q8_0 level
+// dword (0x80808080 for bias 128, 0 for signed panels).
+//
+//go:noescape
+func repackQ8_0AVX2(src *byte, rb, nb int, dst *byte, x uint32)
+
+//go:noescape
+func repackQ4_0AVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackQ4_KAVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackQ5_KAVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackQ6_KAVX2(src *byte, rb, nb int, dst *byte)
+
+// repackAVX2 repacks a full panel (r0+16 ≤ w.Rows) of a Q8_0 (signed or
+// bias 128), Q4_0 (bias 8), Q4_K, Q5_K or Q6_K matrix into dst, byte for
+// byte as repackQ8 and repackK; it reports false, doing nothing, for
+// other panels, types and formats.
+func repackAVX2(w *Matrix, r0 int, f q8Format, dst []byte) bool {
+	if r0 < 0 || r0+panelRows > w.Rows || f.min {
+		return false
+	}
+	nb := w.Cols / w.Type.BlockSize()
+	if nb == 0 {
+		return false
+	}
+	rb := w.RowBytes()
+	src := &w.Data[r0*rb : (r0+panelRows)*rb][0]
+	switch w.Type {
+	case Q8_0:
+		var x uint32
+		switch {
+		case f.signed:
+		case f.bias == 128:
+			x = 0x80808080
+		default:
+			return false
+		}
+		_ = dst[nb*q8PanelBlock-1]
+		repackQ8_0AVX2(src, rb, nb, &dst[0], x)
+	case Q4_0:
+		if f.signed || f.bias != 8 {
+			return false
+		}
+		_ = dst[nb*q8PanelBlock-1]
+		repackQ4_0AVX2(src, rb, nb, &dst[0])
+	case Q4_K:
+		_ = dst[nb*kLayoutMin32.bytes-1]
+		repackQ4_KAVX2(src, rb, nb, &dst[0])
+	case Q5_K:
+		_ = dst[nb*kLayoutMin32.bytes-1]
+		repackQ5_KAVX2(src, rb, nb, &dst[0])
+	case Q6_K:
+		_ = dst[nb*kLayoutCorr.bytes-1]
+		repackQ6_KAVX2(src, rb, nb, &dst[0])
+	default:
+		return false
+	}
+	return true
+}

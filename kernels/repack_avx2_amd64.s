@@ -1,0 +1,518 @@
+//go:build !purego
+
+// This file owns the AVX2 panel repacks of full 16-row panels: Q8_0 and
+// Q4_0 rows to the q8Panel layout, Q4_K, Q5_K and Q6_K rows to their
+// kPanel layouts (panel.go; repackQ8Words and repackK are the twins, and
+// the output is byte-identical). Declarations and the Go wrapper are in
+// repack_avx2_amd64.go.
+//
+// A panel vector holds one dword (four levels) of each of the 16 rows, so
+// a repack is a dword transpose: four rows are loaded (32 bytes each, two
+// 128-bit halves on Zen 1), transposed with VPUNPCK{L,H}{DQ,QDQ} in each
+// 128-bit lane, and each result half is stored once, the low lane with
+// VMOVDQU and the high lane (the dword four on) with VEXTRACTI128. The
+// 128-bit stores are the bound; nothing crosses lanes but those stores.
+// The rows are done four at a time (a group), so each store writes the
+// group's 16 bytes of a vector. F16 scales go through VCVTPH2PS (F16C).
+
+#include "textflag.h"
+
+DATA rpMask0F<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA rpMask0F<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA rpMask0F<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA rpMask0F<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL rpMask0F<>(SB), RODATA|NOPTR, $32
+
+DATA rpMask3F<>+0(SB)/8, $0x3f3f3f3f3f3f3f3f
+DATA rpMask3F<>+8(SB)/8, $0x3f3f3f3f3f3f3f3f
+GLOBL rpMask3F<>(SB), RODATA|NOPTR, $16
+
+DATA rpMask03<>+0(SB)/8, $0x0303030303030303
+DATA rpMask03<>+8(SB)/8, $0x0303030303030303
+GLOBL rpMask03<>(SB), RODATA|NOPTR, $16
+
+DATA rpMask10<>+0(SB)/8, $0x1010101010101010
+DATA rpMask10<>+8(SB)/8, $0x1010101010101010
+DATA rpMask10<>+16(SB)/8, $0x1010101010101010
+DATA rpMask10<>+24(SB)/8, $0x1010101010101010
+GLOBL rpMask10<>(SB), RODATA|NOPTR, $32
+
+DATA rpMask30<>+0(SB)/8, $0x3030303030303030
+DATA rpMask30<>+8(SB)/8, $0x3030303030303030
+DATA rpMask30<>+16(SB)/8, $0x3030303030303030
+DATA rpMask30<>+24(SB)/8, $0x3030303030303030
+GLOBL rpMask30<>(SB), RODATA|NOPTR, $32
+
+DATA rpByteDW<>+0(SB)/8, $0x8080800480808000
+DATA rpByteDW<>+8(SB)/8, $0x8080800c80808008
+DATA rpByteDW<>+16(SB)/8, $0x8080800580808001
+DATA rpByteDW<>+24(SB)/8, $0x8080800d80808009
+DATA rpByteDW<>+32(SB)/8, $0x8080800680808002
+DATA rpByteDW<>+40(SB)/8, $0x8080800e8080800a
+DATA rpByteDW<>+48(SB)/8, $0x8080800780808003
+DATA rpByteDW<>+56(SB)/8, $0x8080800f8080800b
+GLOBL rpByteDW<>(SB), RODATA|NOPTR, $64
+
+DATA rpBytePair<>+0(SB)/8, $0x8004800480008000
+DATA rpBytePair<>+8(SB)/8, $0x800c800c80088008
+DATA rpBytePair<>+16(SB)/8, $0x8005800580018001
+DATA rpBytePair<>+24(SB)/8, $0x800d800d80098009
+DATA rpBytePair<>+32(SB)/8, $0x8006800680028002
+DATA rpBytePair<>+40(SB)/8, $0x800e800e800a800a
+DATA rpBytePair<>+48(SB)/8, $0x8007800780038003
+DATA rpBytePair<>+56(SB)/8, $0x800f800f800b800b
+GLOBL rpBytePair<>(SB), RODATA|NOPTR, $64
+
+DATA rpByteTop<>+0(SB)/8, $0x0480808000808080
+DATA rpByteTop<>+8(SB)/8, $0x0c80808008808080
+DATA rpByteTop<>+16(SB)/8, $0x0580808001808080
+DATA rpByteTop<>+24(SB)/8, $0x0d80808009808080
+DATA rpByteTop<>+32(SB)/8, $0x0680808002808080
+DATA rpByteTop<>+40(SB)/8, $0x0e8080800a808080
+DATA rpByteTop<>+48(SB)/8, $0x0780808003808080
+DATA rpByteTop<>+56(SB)/8, $0x0f8080800b808080
+GLOBL rpByteTop<>(SB), RODATA|NOPTR, $64
+
+DATA rpPairTop<>+0(SB)/8, $0x0580048001800080
+DATA rpPairTop<>+8(SB)/8, $0x0d800c8009800880
+DATA rpPairTop<>+16(SB)/8, $0x0780068003800280
+DATA rpPairTop<>+24(SB)/8, $0x0f800e800b800a80
+GLOBL rpPairTop<>(SB), RODATA|NOPTR, $32
+
+DATA rpHalves<>+0(SB)/8, $0x0d0c090805040100
+DATA rpHalves<>+8(SB)/8, $0x0f0e0b0a07060302
+GLOBL rpHalves<>(SB), RODATA|NOPTR, $16
+
+DATA rpBit22<>+0(SB)/8, $0x0040000000400000
+DATA rpBit22<>+8(SB)/8, $0x0040000000400000
+DATA rpBit22<>+16(SB)/8, $0x0040000000400000
+DATA rpBit22<>+24(SB)/8, $0x0040000000400000
+GLOBL rpBit22<>(SB), RODATA|NOPTR, $32
+
+// Register use:
+//	SI  block b of the panel's row 0; R8 = rb, R9 = 3·rb, R12 = 4·rb
+//	R10 block b of the group's row 0 (rows 4g..4g+3)
+//	DI  panel block b; R11 = DI + 16·g (the group's dwords in each vector)
+//	CX  blocks left, DX groups left
+
+// LOAD4 loads the bytes at off of the group's four rows.
+#define LOAD4(off, a, b, c, d) \
+	VMOVDQU off(R10), a; \
+	VMOVDQU off(R10)(R8*1), b; \
+	VMOVDQU off(R10)(R8*2), c; \
+	VMOVDQU off(R10)(R9*1), d
+
+// TR4 transposes the dwords of a b c d in each 128-bit lane: afterwards
+// dword i of a (b, c, d) is dword 0 (1, 2, 3) of input row i.
+#define TR4(a, b, c, d, t0, t1, t2, t3) \
+	VPUNPCKLDQ b, a, t0; \
+	VPUNPCKHDQ b, a, t1; \
+	VPUNPCKLDQ d, c, t2; \
+	VPUNPCKHDQ d, c, t3; \
+	VPUNPCKLQDQ t2, t0, a; \
+	VPUNPCKHQDQ t2, t0, b; \
+	VPUNPCKLQDQ t3, t1, c; \
+	VPUNPCKHQDQ t3, t1, d
+
+// ST2 stores y's low lane at vector off and its high lane four vectors on.
+#define ST2(y, x, off) \
+	VMOVDQU x, off(R11); \
+	VEXTRACTI128 $1, y, off+256(R11)
+
+// SNANFIX makes the float32 y converted from the binary16 in h (X or Y,
+// as t and m) match F16ToF32 for signalling NaNs: VCVTPH2PS quiets them,
+// F16ToF32 keeps the payload as it is, so bit 22 is cleared in the NaN
+// lanes whose binary16 quiet bit (bit 9) was clear. t and m are scratch.
+#define SNANFIX(h, y, t, m) \
+	VPMOVZXWD h, t; \
+	VPSLLD $13, t, t; \
+	VPANDN rpBit22<>(SB), t, t; \
+	VCMPPS $3, y, y, m; \
+	VPAND m, t, t; \
+	VXORPS t, y, y
+
+// F16X4 converts the binary16 at off of the group's four rows to four
+// float32 in x, as F16ToF32 (h, t and m scratch).
+#define F16X4(off, x, h, t, m) \
+	VPINSRW $0, off(R10), h, h; \
+	VPINSRW $1, off(R10)(R8*1), h, h; \
+	VPINSRW $2, off(R10)(R8*2), h, h; \
+	VPINSRW $3, off(R10)(R9*1), h, h; \
+	VCVTPH2PS h, x; \
+	SNANFIX(h, x, t, m)
+
+// func repackQ8_0AVX2(src *byte, rb, nb int, dst *byte, x uint32)
+TEXT ·repackQ8_0AVX2(SB), NOSPLIT, $0-36
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	MOVL x+32(FP), AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q80block:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q80group:
+	LOAD4(2, Y0, Y1, Y2, Y3)
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7)
+	VPXOR Y15, Y0, Y0
+	VPXOR Y15, Y1, Y1
+	VPXOR Y15, Y2, Y2
+	VPXOR Y15, Y3, Y3
+	ST2(Y0, X0, 0)
+	ST2(Y1, X1, 64)
+	ST2(Y2, X2, 128)
+	ST2(Y3, X3, 192)
+	F16X4(0, X8, X9, X10, X11)
+	VMOVUPS X8, 512(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q80group
+	ADDQ $34, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  q80block
+	VZEROUPPER
+	RET
+
+// NIB2 stores the low nibbles of t's bytes at vector off and the high
+// nibbles four vectors on (Q4_0: one 128-bit lane).
+#define NIB2(t, off) \
+	VPAND X15, t, X4; \
+	VMOVDQU X4, off(R11); \
+	VPSRLW $4, t, X5; \
+	VPAND X15, X5, X5; \
+	VMOVDQU X5, off+256(R11)
+
+// func repackQ4_0AVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ4_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), X15
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q40block:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q40group:
+	LOAD4(2, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	NIB2(X0, 0)
+	NIB2(X1, 64)
+	NIB2(X2, 128)
+	NIB2(X3, 192)
+	F16X4(0, X8, X9, X10, X11)
+	VMOVUPS X8, 512(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q40group
+	ADDQ $18, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  q40block
+	VZEROUPPER
+	RET
+
+// KHEAD repacks the first 16 bytes of a Q4_K/Q5_K super-block (d, dmin,
+// the 12 packed scale and min bytes) of the group's rows: the scales as
+// int32 (scOff 4096), the mins as int16 pairs (prOff 4608), d (5120) and
+// dmin (5184) as float32. After the transpose X1, X2, X3 hold scale
+// bytes 0-3, 4-7 and 8-11 of each row (kScaleMin's q[0:4], q[4:8],
+// q[8:12]); the unpacking is ggml's: sc0-3 = q[0:4]&63, sc4-7 =
+// q[8:12]&15 | (q[0:4]>>6)<<4, m0-3 = q[4:8]&63, m4-7 = q[8:12]>>4 |
+// (q[4:8]>>6)<<4, dword-wide shifts whose bleed the masks remove.
+#define KHEAD \
+	LOAD4(0, X0, X1, X2, X3); \
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7); \
+	VPSRLD $6, X1, X4; \
+	VPAND rpMask03<>(SB), X4, X4; \
+	VPSLLD $4, X4, X4; \
+	VPAND X8, X3, X5; \
+	VPOR X4, X5, X5; \
+	VPAND rpMask3F<>(SB), X1, X1; \
+	VPSRLD $6, X2, X4; \
+	VPAND rpMask03<>(SB), X4, X4; \
+	VPSLLD $4, X4, X4; \
+	VPSRLD $4, X3, X6; \
+	VPAND X8, X6, X6; \
+	VPOR X4, X6, X6; \
+	VPAND rpMask3F<>(SB), X2, X2; \
+	VPSHUFB rpByteDW<>+0(SB), X1, X4; \
+	VMOVDQU X4, 4096(R11); \
+	VPSHUFB rpByteDW<>+16(SB), X1, X4; \
+	VMOVDQU X4, 4160(R11); \
+	VPSHUFB rpByteDW<>+32(SB), X1, X4; \
+	VMOVDQU X4, 4224(R11); \
+	VPSHUFB rpByteDW<>+48(SB), X1, X4; \
+	VMOVDQU X4, 4288(R11); \
+	VPSHUFB rpByteDW<>+0(SB), X5, X4; \
+	VMOVDQU X4, 4352(R11); \
+	VPSHUFB rpByteDW<>+16(SB), X5, X4; \
+	VMOVDQU X4, 4416(R11); \
+	VPSHUFB rpByteDW<>+32(SB), X5, X4; \
+	VMOVDQU X4, 4480(R11); \
+	VPSHUFB rpByteDW<>+48(SB), X5, X4; \
+	VMOVDQU X4, 4544(R11); \
+	VPSHUFB rpBytePair<>+0(SB), X2, X4; \
+	VMOVDQU X4, 4608(R11); \
+	VPSHUFB rpBytePair<>+16(SB), X2, X4; \
+	VMOVDQU X4, 4672(R11); \
+	VPSHUFB rpBytePair<>+32(SB), X2, X4; \
+	VMOVDQU X4, 4736(R11); \
+	VPSHUFB rpBytePair<>+48(SB), X2, X4; \
+	VMOVDQU X4, 4800(R11); \
+	VPSHUFB rpBytePair<>+0(SB), X6, X4; \
+	VMOVDQU X4, 4864(R11); \
+	VPSHUFB rpBytePair<>+16(SB), X6, X4; \
+	VMOVDQU X4, 4928(R11); \
+	VPSHUFB rpBytePair<>+32(SB), X6, X4; \
+	VMOVDQU X4, 4992(R11); \
+	VPSHUFB rpBytePair<>+48(SB), X6, X4; \
+	VMOVDQU X4, 5056(R11); \
+	VPSHUFB rpHalves<>(SB), X0, X0; \
+	VCVTPH2PS X0, Y1; \
+	SNANFIX(X0, Y1, Y2, Y3); \
+	VMOVUPS X1, 5120(R11); \
+	VEXTRACTF128 $1, Y1, 5184(R11)
+
+// NIBY stores the low nibbles of t's bytes (levels 64c+l) at vector off
+// and off+4 (the high lane), the high nibbles (levels 64c+32+l) eight
+// vectors on.
+#define NIBY(t, off) \
+	VPAND Y8, t, Y4; \
+	ST2(Y4, X4, off); \
+	VPSRLW $4, t, Y5; \
+	VPAND Y8, Y5, Y5; \
+	ST2(Y5, X5, off+512)
+
+// Q4KCHUNK repacks the 32 qs bytes at src of the group's rows (chunk c of
+// kLevels, levels 64c..64c+63 at vector 16c: off = 1024c).
+#define Q4KCHUNK(src, off) \
+	LOAD4(src, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	NIBY(Y0, off); \
+	NIBY(Y1, off+64); \
+	NIBY(Y2, off+128); \
+	NIBY(Y3, off+192)
+
+// func repackQ4_KAVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ4_KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), Y8
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q4kblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q4kgroup:
+	KHEAD
+	Q4KCHUNK(16, 0)
+	Q4KCHUNK(48, 1024)
+	Q4KCHUNK(80, 2048)
+	Q4KCHUNK(112, 3072)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q4kgroup
+	ADDQ $144, SI
+	ADDQ $5248, DI
+	DECQ CX
+	JNZ  q4kblock
+	VZEROUPPER
+	RET
+
+// NIB5 is NIBY with Q5_K's fifth bits: bit 0 of h's bytes goes to bit 4
+// of the low nibbles' levels, bit 1 to bit 4 of the high nibbles'.
+#define NIB5(t, h, off) \
+	VPAND Y8, t, Y4; \
+	VPSLLD $4, h, Y6; \
+	VPAND Y9, Y6, Y6; \
+	VPOR Y6, Y4, Y4; \
+	ST2(Y4, X4, off); \
+	VPSRLW $4, t, Y5; \
+	VPAND Y8, Y5, Y5; \
+	VPSLLD $3, h, Y7; \
+	VPAND Y9, Y7, Y7; \
+	VPOR Y7, Y5, Y5; \
+	ST2(Y5, X5, off+512)
+
+// Q5KCHUNK is Q4KCHUNK for Q5_K, with the transposed qh in Y10-Y13 shifted
+// down two bits after each chunk (chunk c reads qh bits 2c and 2c+1).
+#define Q5KCHUNK(src, off) \
+	LOAD4(src, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	NIB5(Y0, Y10, off); \
+	NIB5(Y1, Y11, off+64); \
+	NIB5(Y2, Y12, off+128); \
+	NIB5(Y3, Y13, off+192); \
+	VPSRLD $2, Y10, Y10; \
+	VPSRLD $2, Y11, Y11; \
+	VPSRLD $2, Y12, Y12; \
+	VPSRLD $2, Y13, Y13
+
+// func repackQ5_KAVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ5_KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), Y8
+	VMOVDQU rpMask10<>(SB), Y9
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q5kblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q5kgroup:
+	KHEAD
+	LOAD4(16, Y10, Y11, Y12, Y13)
+	TR4(Y10, Y11, Y12, Y13, Y4, Y5, Y6, Y7)
+	Q5KCHUNK(48, 0)
+	Q5KCHUNK(80, 1024)
+	Q5KCHUNK(112, 2048)
+	Q5KCHUNK(144, 3072)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q5kgroup
+	ADDQ $176, SI
+	ADDQ $5248, DI
+	DECQ CX
+	JNZ  q5kblock
+	VZEROUPPER
+	RET
+
+// Q6KSC stores the group's int8 scales 4i..4i+3 (dwords of s) as int32
+// (scOff 4096) and as the int16 pairs 2i and 2i+1 (prOff 5120).
+#define Q6KSC(s, i) \
+	VPSHUFB rpByteTop<>+0(SB), s, X4; \
+	VPSRAD $24, X4, X4; \
+	VMOVDQU X4, 4096+256*i(R11); \
+	VPSHUFB rpByteTop<>+16(SB), s, X4; \
+	VPSRAD $24, X4, X4; \
+	VMOVDQU X4, 4160+256*i(R11); \
+	VPSHUFB rpByteTop<>+32(SB), s, X4; \
+	VPSRAD $24, X4, X4; \
+	VMOVDQU X4, 4224+256*i(R11); \
+	VPSHUFB rpByteTop<>+48(SB), s, X4; \
+	VPSRAD $24, X4, X4; \
+	VMOVDQU X4, 4288+256*i(R11); \
+	VPSHUFB rpPairTop<>+0(SB), s, X5; \
+	VPSRAW $8, X5, X5; \
+	VMOVDQU X5, 5120+128*i(R11); \
+	VPSHUFB rpPairTop<>+16(SB), s, X5; \
+	VPSRAW $8, X5, X5; \
+	VMOVDQU X5, 5184+128*i(R11)
+
+// Q6A stores the levels of sub-part 0 (ql&15 | (qh&3)<<4) at vector off
+// and of sub-part 2 (ql>>4 | (qh>>4&3)<<4) 16 vectors on, t holding ql
+// bytes 0-31 of the half and h its qh bytes.
+#define Q6A(t, h, off) \
+	VPAND Y8, t, Y4; \
+	VPSLLD $4, h, Y6; \
+	VPAND Y9, Y6, Y6; \
+	VPOR Y6, Y4, Y4; \
+	ST2(Y4, X4, off); \
+	VPSRLW $4, t, Y5; \
+	VPAND Y8, Y5, Y5; \
+	VPAND Y9, h, Y7; \
+	VPOR Y7, Y5, Y5; \
+	ST2(Y5, X5, off+1024)
+
+// Q6B stores sub-parts 1 (ql&15 | (qh>>2&3)<<4) and 3 (ql>>4 |
+// (qh>>6)<<4) at vectors off and off+16, t holding ql bytes 32-63.
+#define Q6B(t, h, off) \
+	VPAND Y8, t, Y4; \
+	VPSLLD $2, h, Y6; \
+	VPAND Y9, Y6, Y6; \
+	VPOR Y6, Y4, Y4; \
+	ST2(Y4, X4, off); \
+	VPSRLW $4, t, Y5; \
+	VPAND Y8, Y5, Y5; \
+	VPSRLD $2, h, Y7; \
+	VPAND Y9, Y7, Y7; \
+	VPOR Y7, Y5, Y5; \
+	ST2(Y5, X5, off+1024)
+
+// Q6KHALF repacks half n of a Q6_K super-block (ql at ql, qh at qh;
+// levels 128n.. at vector 32n: off = 2048n).
+#define Q6KHALF(ql, qh, off) \
+	LOAD4(qh, Y10, Y11, Y12, Y13); \
+	TR4(Y10, Y11, Y12, Y13, Y4, Y5, Y6, Y7); \
+	LOAD4(ql, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	Q6A(Y0, Y10, off); \
+	Q6A(Y1, Y11, off+64); \
+	Q6A(Y2, Y12, off+128); \
+	Q6A(Y3, Y13, off+192); \
+	LOAD4(ql+32, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	Q6B(Y0, Y10, off+512); \
+	Q6B(Y1, Y11, off+576); \
+	Q6B(Y2, Y12, off+640); \
+	Q6B(Y3, Y13, off+704)
+
+// func repackQ6_KAVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ6_KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), Y8
+	VMOVDQU rpMask30<>(SB), Y9
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q6kblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q6kgroup:
+	LOAD4(192, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	Q6KSC(X0, 0)
+	Q6KSC(X1, 1)
+	Q6KSC(X2, 2)
+	Q6KSC(X3, 3)
+	F16X4(208, X14, X0, X4, X5)
+	VMOVUPS X14, 5632(R11)
+	Q6KHALF(0, 128, 0)
+	Q6KHALF(64, 160, 2048)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q6kgroup
+	ADDQ $210, SI
+	ADDQ $5696, DI
+	DECQ CX
+	JNZ  q6kblock
+	VZEROUPPER
+	RET
