@@ -27,12 +27,28 @@ func repackQ5_KAVX2(src *byte, rb, nb int, dst *byte)
 //go:noescape
 func repackQ6_KAVX2(src *byte, rb, nb int, dst *byte)
 
+//go:noescape
+func repackQ4_1AVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackQ5_1AVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackQ2_KAVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackQ3_KAVX2(src *byte, rb, nb int, dst *byte)
+
+//go:noescape
+func repackIQ4_XSAVX2(src *byte, rb, nb int, dst *byte)
+
 // repackAVX2 repacks a full panel (r0+16 ≤ w.Rows) of a Q8_0 (signed or
-// bias 128), Q4_0 (bias 8), Q4_K, Q5_K or Q6_K matrix into dst, byte for
-// byte as repackQ8 and repackK; it reports false, doing nothing, for
-// other panels, types and formats.
+// bias 128), Q4_0 (bias 8), Q4_1 or Q5_1 (min panels), Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K or IQ4_XS matrix into dst, byte for byte as repackQ8,
+// repackQ8Min and repackK; it reports false, doing nothing, for other
+// panels, types and formats.
 func repackAVX2(w *Matrix, r0 int, f q8Format, dst []byte) bool {
-	if r0 < 0 || r0+panelRows > w.Rows || f.min {
+	if r0 < 0 || r0+panelRows > w.Rows || f.min != (w.Type == Q4_1 || w.Type == Q5_1) {
 		return false
 	}
 	nb := w.Cols / w.Type.BlockSize()
@@ -68,6 +84,21 @@ func repackAVX2(w *Matrix, r0 int, f q8Format, dst []byte) bool {
 	case Q6_K:
 		_ = dst[nb*kLayoutCorr.bytes-1]
 		repackQ6_KAVX2(src, rb, nb, &dst[0])
+	case Q4_1:
+		_ = dst[nb*q8MinPanelBlock-1]
+		repackQ4_1AVX2(src, rb, nb, &dst[0])
+	case Q5_1:
+		_ = dst[nb*q8MinPanelBlock-1]
+		repackQ5_1AVX2(src, rb, nb, &dst[0])
+	case Q2_K:
+		_ = dst[nb*kLayoutMin16.bytes-1]
+		repackQ2_KAVX2(src, rb, nb, &dst[0])
+	case Q3_K:
+		_ = dst[nb*kLayoutCorr.bytes-1]
+		repackQ3_KAVX2(src, rb, nb, &dst[0])
+	case IQ4_XS:
+		_ = dst[nb*kLayoutSgn32.bytes-1]
+		repackIQ4_XSAVX2(src, rb, nb, &dst[0])
 	default:
 		return false
 	}

@@ -17,6 +17,7 @@
 
 #include "textflag.h"
 
+// Byte masks.
 DATA rpMask0F<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA rpMask0F<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA rpMask0F<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -29,7 +30,15 @@ GLOBL rpMask3F<>(SB), RODATA|NOPTR, $16
 
 DATA rpMask03<>+0(SB)/8, $0x0303030303030303
 DATA rpMask03<>+8(SB)/8, $0x0303030303030303
-GLOBL rpMask03<>(SB), RODATA|NOPTR, $16
+DATA rpMask03<>+16(SB)/8, $0x0303030303030303
+DATA rpMask03<>+24(SB)/8, $0x0303030303030303
+GLOBL rpMask03<>(SB), RODATA|NOPTR, $32
+
+DATA rpMask04<>+0(SB)/8, $0x0404040404040404
+DATA rpMask04<>+8(SB)/8, $0x0404040404040404
+DATA rpMask04<>+16(SB)/8, $0x0404040404040404
+DATA rpMask04<>+24(SB)/8, $0x0404040404040404
+GLOBL rpMask04<>(SB), RODATA|NOPTR, $32
 
 DATA rpMask10<>+0(SB)/8, $0x1010101010101010
 DATA rpMask10<>+8(SB)/8, $0x1010101010101010
@@ -37,12 +46,29 @@ DATA rpMask10<>+16(SB)/8, $0x1010101010101010
 DATA rpMask10<>+24(SB)/8, $0x1010101010101010
 GLOBL rpMask10<>(SB), RODATA|NOPTR, $32
 
+DATA rpMask20<>+0(SB)/8, $0x2020202020202020
+DATA rpMask20<>+8(SB)/8, $0x2020202020202020
+GLOBL rpMask20<>(SB), RODATA|NOPTR, $16
+
 DATA rpMask30<>+0(SB)/8, $0x3030303030303030
 DATA rpMask30<>+8(SB)/8, $0x3030303030303030
 DATA rpMask30<>+16(SB)/8, $0x3030303030303030
 DATA rpMask30<>+24(SB)/8, $0x3030303030303030
 GLOBL rpMask30<>(SB), RODATA|NOPTR, $32
 
+// Words of 32.
+DATA rpW32<>+0(SB)/8, $0x0020002000200020
+DATA rpW32<>+8(SB)/8, $0x0020002000200020
+GLOBL rpW32<>(SB), RODATA|NOPTR, $16
+
+// The float32 quiet bit in each dword.
+DATA rpBit22<>+0(SB)/8, $0x0040000000400000
+DATA rpBit22<>+8(SB)/8, $0x0040000000400000
+DATA rpBit22<>+16(SB)/8, $0x0040000000400000
+DATA rpBit22<>+24(SB)/8, $0x0040000000400000
+GLOBL rpBit22<>(SB), RODATA|NOPTR, $32
+
+// VPSHUFB masks, 16 bytes per j: byte j of each dword zero-extended to the dword,
 DATA rpByteDW<>+0(SB)/8, $0x8080800480808000
 DATA rpByteDW<>+8(SB)/8, $0x8080800c80808008
 DATA rpByteDW<>+16(SB)/8, $0x8080800580808001
@@ -53,6 +79,7 @@ DATA rpByteDW<>+48(SB)/8, $0x8080800780808003
 DATA rpByteDW<>+56(SB)/8, $0x8080800f8080800b
 GLOBL rpByteDW<>(SB), RODATA|NOPTR, $64
 
+// byte j of each dword zero-extended to both its words,
 DATA rpBytePair<>+0(SB)/8, $0x8004800480008000
 DATA rpBytePair<>+8(SB)/8, $0x800c800c80088008
 DATA rpBytePair<>+16(SB)/8, $0x8005800580018001
@@ -63,6 +90,7 @@ DATA rpBytePair<>+48(SB)/8, $0x8007800780038003
 DATA rpBytePair<>+56(SB)/8, $0x800f800f800b800b
 GLOBL rpBytePair<>(SB), RODATA|NOPTR, $64
 
+// byte j of each dword to its top byte (then VPSRAD $24),
 DATA rpByteTop<>+0(SB)/8, $0x0480808000808080
 DATA rpByteTop<>+8(SB)/8, $0x0c80808008808080
 DATA rpByteTop<>+16(SB)/8, $0x0580808001808080
@@ -73,21 +101,62 @@ DATA rpByteTop<>+48(SB)/8, $0x0780808003808080
 DATA rpByteTop<>+56(SB)/8, $0x0f8080800b808080
 GLOBL rpByteTop<>(SB), RODATA|NOPTR, $64
 
+// byte j of each dword to the top bytes of both its words (then VPSRAW $8),
+DATA rpByteTopPair<>+0(SB)/8, $0x0480048000800080
+DATA rpByteTopPair<>+8(SB)/8, $0x0c800c8008800880
+DATA rpByteTopPair<>+16(SB)/8, $0x0580058001800180
+DATA rpByteTopPair<>+24(SB)/8, $0x0d800d8009800980
+DATA rpByteTopPair<>+32(SB)/8, $0x0680068002800280
+DATA rpByteTopPair<>+40(SB)/8, $0x0e800e800a800a80
+DATA rpByteTopPair<>+48(SB)/8, $0x0780078003800380
+DATA rpByteTopPair<>+56(SB)/8, $0x0f800f800b800b80
+GLOBL rpByteTopPair<>(SB), RODATA|NOPTR, $64
+
+// bytes 2h and 2h+1 of each dword to the top bytes of its words (then VPSRAW $8),
 DATA rpPairTop<>+0(SB)/8, $0x0580048001800080
 DATA rpPairTop<>+8(SB)/8, $0x0d800c8009800880
 DATA rpPairTop<>+16(SB)/8, $0x0780068003800280
 DATA rpPairTop<>+24(SB)/8, $0x0f800e800b800a80
 GLOBL rpPairTop<>(SB), RODATA|NOPTR, $32
 
+// bytes 2h and 2h+1 of each dword zero-extended to its words,
+DATA rpPairLo<>+0(SB)/8, $0x8005800480018000
+DATA rpPairLo<>+8(SB)/8, $0x800d800c80098008
+DATA rpPairLo<>+16(SB)/8, $0x8007800680038002
+DATA rpPairLo<>+24(SB)/8, $0x800f800e800b800a
+GLOBL rpPairLo<>(SB), RODATA|NOPTR, $32
+
+// byte j of each dword to all four of its bytes,
+DATA rpBcast<>+0(SB)/8, $0x0404040400000000
+DATA rpBcast<>+8(SB)/8, $0x0c0c0c0c08080808
+DATA rpBcast<>+16(SB)/8, $0x0505050501010101
+DATA rpBcast<>+24(SB)/8, $0x0d0d0d0d09090909
+DATA rpBcast<>+32(SB)/8, $0x0606060602020202
+DATA rpBcast<>+40(SB)/8, $0x0e0e0e0e0a0a0a0a
+DATA rpBcast<>+48(SB)/8, $0x0707070703030303
+DATA rpBcast<>+56(SB)/8, $0x0f0f0f0f0b0b0b0b
+GLOBL rpBcast<>(SB), RODATA|NOPTR, $64
+
+// and the low words of the four dwords, then the high words.
 DATA rpHalves<>+0(SB)/8, $0x0d0c090805040100
 DATA rpHalves<>+8(SB)/8, $0x0f0e0b0a07060302
 GLOBL rpHalves<>(SB), RODATA|NOPTR, $16
 
-DATA rpBit22<>+0(SB)/8, $0x0040000000400000
-DATA rpBit22<>+8(SB)/8, $0x0040000000400000
-DATA rpBit22<>+16(SB)/8, $0x0040000000400000
-DATA rpBit22<>+24(SB)/8, $0x0040000000400000
-GLOBL rpBit22<>(SB), RODATA|NOPTR, $32
+// Bit i (rpBitLo) or 4+i (rpBitHi) in byte i of each dword.
+DATA rpBitLo<>+0(SB)/8, $0x0804020108040201
+DATA rpBitLo<>+8(SB)/8, $0x0804020108040201
+GLOBL rpBitLo<>(SB), RODATA|NOPTR, $16
+
+DATA rpBitHi<>+0(SB)/8, $0x8040201080402010
+DATA rpBitHi<>+8(SB)/8, $0x8040201080402010
+GLOBL rpBitHi<>(SB), RODATA|NOPTR, $16
+
+// kvIQ4NL in both lanes.
+DATA rpIQ4NL<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA rpIQ4NL<>+8(SB)/8, $0x7159453526190d01
+DATA rpIQ4NL<>+16(SB)/8, $0xf6eaddcfbfad9881
+DATA rpIQ4NL<>+24(SB)/8, $0x7159453526190d01
+GLOBL rpIQ4NL<>(SB), RODATA|NOPTR, $32
 
 // Register use:
 //	SI  block b of the panel's row 0; R8 = rb, R9 = 3·rb, R12 = 4·rb
@@ -514,5 +583,421 @@ q6kgroup:
 	ADDQ $5696, DI
 	DECQ CX
 	JNZ  q6kblock
+	VZEROUPPER
+	RET
+
+// Q5BIT ORs Q5_1's fifth bits into the four levels of each row in dst:
+// byte j (VPSHUFB mask at rpBcast+16j, jo = 16j) of the row's qh in X12,
+// tested against bits (rpBitLo or rpBitHi), gives 0x10 (X14) where set.
+#define Q5BIT(jo, bits, dst) \
+	VPSHUFB rpBcast<>+jo(SB), X12, X6; \
+	VPAND bits, X6, X6; \
+	VPCMPEQB bits, X6, X6; \
+	VPAND X14, X6, X6; \
+	VPOR X6, dst, dst
+
+// NIB5M is NIB2 with the fifth bits: qh byte lo (hi) for the low (high)
+// nibbles' levels, bit pattern bits.
+#define NIB5M(t, off, lo, hi, bits) \
+	VPAND X15, t, X4; \
+	Q5BIT(lo, bits, X4); \
+	VMOVDQU X4, off(R11); \
+	VPSRLW $4, t, X5; \
+	VPAND X15, X5, X5; \
+	Q5BIT(hi, bits, X5); \
+	VMOVDQU X5, off+256(R11)
+
+// func repackQ4_1AVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ4_1AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), X15
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q41block:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q41group:
+	LOAD4(4, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	NIB2(X0, 0)
+	NIB2(X1, 64)
+	NIB2(X2, 128)
+	NIB2(X3, 192)
+	F16X4(0, X8, X9, X10, X11)
+	VMOVUPS X8, 512(R11)
+	F16X4(2, X8, X9, X10, X11)
+	VMOVUPS X8, 576(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q41group
+	ADDQ $20, SI
+	ADDQ $640, DI
+	DECQ CX
+	JNZ  q41block
+	VZEROUPPER
+	RET
+
+// func repackQ5_1AVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ5_1AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), X15
+	VMOVDQU rpMask10<>(SB), X14
+	VMOVDQU rpBitLo<>(SB), X13
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q51block:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q51group:
+	VMOVD 4(R10), X12
+	VPINSRD $1, 4(R10)(R8*1), X12, X12
+	VPINSRD $2, 4(R10)(R8*2), X12, X12
+	VPINSRD $3, 4(R10)(R9*1), X12, X12
+	LOAD4(8, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	NIB5M(X0, 0, 0, 32, X13)
+	NIB5M(X1, 64, 0, 32, rpBitHi<>(SB))
+	NIB5M(X2, 128, 16, 48, X13)
+	NIB5M(X3, 192, 16, 48, rpBitHi<>(SB))
+	F16X4(0, X8, X9, X10, X11)
+	VMOVUPS X8, 512(R11)
+	F16X4(2, X8, X9, X10, X11)
+	VMOVUPS X8, 576(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q51group
+	ADDQ $24, SI
+	ADDQ $640, DI
+	DECQ CX
+	JNZ  q51block
+	VZEROUPPER
+	RET
+
+// Q2KSC stores Q2_K's scales 4i..4i+3 (low nibbles of the dwords of s)
+// as (s, s) int16 pairs (scOff 4096) and the mins (high nibbles) as the
+// int16 pairs 2i and 2i+1 (prOff 5120).
+#define Q2KSC(s, i) \
+	VPSHUFB rpBytePair<>+0(SB), s, X4; \
+	VPAND rpMask0F<>(SB), X4, X4; \
+	VMOVDQU X4, 4096+256*i(R11); \
+	VPSHUFB rpBytePair<>+16(SB), s, X4; \
+	VPAND rpMask0F<>(SB), X4, X4; \
+	VMOVDQU X4, 4160+256*i(R11); \
+	VPSHUFB rpBytePair<>+32(SB), s, X4; \
+	VPAND rpMask0F<>(SB), X4, X4; \
+	VMOVDQU X4, 4224+256*i(R11); \
+	VPSHUFB rpBytePair<>+48(SB), s, X4; \
+	VPAND rpMask0F<>(SB), X4, X4; \
+	VMOVDQU X4, 4288+256*i(R11); \
+	VPSHUFB rpPairLo<>+0(SB), s, X5; \
+	VPSRLW $4, X5, X5; \
+	VMOVDQU X5, 5120+128*i(R11); \
+	VPSHUFB rpPairLo<>+16(SB), s, X5; \
+	VPSRLW $4, X5, X5; \
+	VMOVDQU X5, 5184+128*i(R11)
+
+// Q2J stores the 2-bit levels at the bottom of Y0-Y3 (vectors off, off+1,
+// off+2, off+3 and their high lanes) and moves the next ones down.
+#define Q2J(off) \
+	VPAND Y8, Y0, Y4; \
+	ST2(Y4, X4, off); \
+	VPAND Y8, Y1, Y5; \
+	ST2(Y5, X5, off+64); \
+	VPAND Y8, Y2, Y6; \
+	ST2(Y6, X6, off+128); \
+	VPAND Y8, Y3, Y7; \
+	ST2(Y7, X7, off+192); \
+	VPSRLW $2, Y0, Y0; \
+	VPSRLW $2, Y1, Y1; \
+	VPSRLW $2, Y2, Y2; \
+	VPSRLW $2, Y3, Y3
+
+// Q2KHALF repacks half n of a Q2_K super-block (qs bytes 32n.. at src,
+// levels 128n+32j+l = qs[32n+l]>>2j & 3 at vector 32n+8j: off = 2048n).
+#define Q2KHALF(src, off) \
+	LOAD4(src, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	Q2J(off); \
+	Q2J(off+512); \
+	Q2J(off+1024); \
+	Q2J(off+1536)
+
+// func repackQ2_KAVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ2_KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask03<>(SB), Y8
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q2kblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q2kgroup:
+	LOAD4(0, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	Q2KSC(X0, 0)
+	Q2KSC(X1, 1)
+	Q2KSC(X2, 2)
+	Q2KSC(X3, 3)
+	F16X4(80, X12, X13, X14, X15)
+	VMOVUPS X12, 5632(R11)
+	F16X4(82, X12, X13, X14, X15)
+	VMOVUPS X12, 5696(R11)
+	Q2KHALF(16, 0)
+	Q2KHALF(48, 2048)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q2kgroup
+	ADDQ $84, SI
+	ADDQ $5760, DI
+	DECQ CX
+	JNZ  q2kblock
+	VZEROUPPER
+	RET
+
+// Q3KSC stores Q3_K's signed scales 4i..4i+3 (the dwords of s) as (s, s)
+// int16 pairs (scOff 4096) and as the int16 pairs 2i and 2i+1 (prOff
+// 5120).
+#define Q3KSC(s, i) \
+	VPSHUFB rpByteTopPair<>+0(SB), s, X12; \
+	VPSRAW $8, X12, X12; \
+	VMOVDQU X12, 4096+256*i(R11); \
+	VPSHUFB rpByteTopPair<>+16(SB), s, X12; \
+	VPSRAW $8, X12, X12; \
+	VMOVDQU X12, 4160+256*i(R11); \
+	VPSHUFB rpByteTopPair<>+32(SB), s, X12; \
+	VPSRAW $8, X12, X12; \
+	VMOVDQU X12, 4224+256*i(R11); \
+	VPSHUFB rpByteTopPair<>+48(SB), s, X12; \
+	VPSRAW $8, X12, X12; \
+	VMOVDQU X12, 4288+256*i(R11); \
+	VPSHUFB rpPairTop<>+0(SB), s, X13; \
+	VPSRAW $8, X13, X13; \
+	VMOVDQU X13, 5120+128*i(R11); \
+	VPSHUFB rpPairTop<>+16(SB), s, X13; \
+	VPSRAW $8, X13, X13; \
+	VMOVDQU X13, 5184+128*i(R11)
+
+// Q3SC4 makes scales 4i..4i+3 in s: (lo | (hm>>sh & 3)<<4) − 32, lo the
+// low 4 bits already in s, hm the packed high bits (q3kScales).
+#define Q3SC4(s, hm, sh) \
+	VPSRLW $sh, hm, X14; \
+	VPAND rpMask03<>(SB), X14, X14; \
+	VPSLLW $4, X14, X14; \
+	VPOR X14, s, s; \
+	VPSUBB rpMask20<>(SB), s, s
+
+// Q3V stores the levels of t (2-bit, bottom) with bit 0 of h's bytes as
+// bit 2 at vector off.
+#define Q3V(t, h, off) \
+	VPAND Y8, t, Y4; \
+	VPSLLD $2, h, Y5; \
+	VPAND Y9, Y5, Y5; \
+	VPOR Y5, Y4, Y4; \
+	ST2(Y4, X4, off)
+
+// Q3J is Q2J with the hmask bits (transposed in Y10-Y13, moved down one
+// bit after each step).
+#define Q3J(off) \
+	Q3V(Y0, Y10, off); \
+	Q3V(Y1, Y11, off+64); \
+	Q3V(Y2, Y12, off+128); \
+	Q3V(Y3, Y13, off+192); \
+	VPSRLW $2, Y0, Y0; \
+	VPSRLW $2, Y1, Y1; \
+	VPSRLW $2, Y2, Y2; \
+	VPSRLW $2, Y3, Y3; \
+	VPSRLD $1, Y10, Y10; \
+	VPSRLD $1, Y11, Y11; \
+	VPSRLD $1, Y12, Y12; \
+	VPSRLD $1, Y13, Y13
+
+// Q3KHALF repacks half n of a Q3_K super-block (qs bytes 32n.. at src;
+// level 128n+32j+l reads hmask bit 4n+j of byte l).
+#define Q3KHALF(src, off) \
+	LOAD4(src, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	Q3J(off); \
+	Q3J(off+512); \
+	Q3J(off+1024); \
+	Q3J(off+1536)
+
+// func repackQ3_KAVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ3_KAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask03<>(SB), Y8
+	VMOVDQU rpMask04<>(SB), Y9
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q3kblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q3kgroup:
+	// The 12 scale bytes are 96..107 of the 110-byte block: load 94..109
+	// (inside the block) and move them down two bytes.
+	LOAD4(94, X0, X1, X2, X3)
+	VPSRLDQ $2, X0, X0
+	VPSRLDQ $2, X1, X1
+	VPSRLDQ $2, X2, X2
+	VPSRLDQ $2, X3, X3
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	VPAND rpMask0F<>(SB), X0, X4
+	Q3SC4(X4, X2, 0)
+	VPAND rpMask0F<>(SB), X1, X5
+	Q3SC4(X5, X2, 2)
+	VPSRLW $4, X0, X6
+	VPAND rpMask0F<>(SB), X6, X6
+	Q3SC4(X6, X2, 4)
+	VPSRLW $4, X1, X7
+	VPAND rpMask0F<>(SB), X7, X7
+	Q3SC4(X7, X2, 6)
+	Q3KSC(X4, 0)
+	Q3KSC(X5, 1)
+	Q3KSC(X6, 2)
+	Q3KSC(X7, 3)
+	F16X4(108, X12, X13, X14, X15)
+	VMOVUPS X12, 5632(R11)
+	LOAD4(0, Y10, Y11, Y12, Y13)
+	TR4(Y10, Y11, Y12, Y13, Y4, Y5, Y6, Y7)
+	Q3KHALF(32, 0)
+	Q3KHALF(64, 2048)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q3kgroup
+	ADDQ $110, SI
+	ADDQ $5696, DI
+	DECQ CX
+	JNZ  q3kblock
+	VZEROUPPER
+	RET
+
+// IQ4SC stores IQ4_XS scale j, (lo | (sh >> 2j & 3) << 4) − 32, as
+// (s, s) int16 pairs at scOff 4096 + 64j, with lo (X4) made by IQ4LO or
+// IQ4HI: X1 holds each row's sl dword, X0 its d | sh<<16; the sh byte is
+// at rpBytePair+hb, shifted down hs bits.
+#define IQ4SC(j, hb, hs) \
+	VPSHUFB rpBytePair<>+hb(SB), X0, X5; \
+	VPSRLW $hs, X5, X5; \
+	VPAND rpMask03<>(SB), X5, X5; \
+	VPSLLW $4, X5, X5; \
+	VPOR X5, X4, X4; \
+	VPSUBW rpW32<>(SB), X4, X4; \
+	VMOVDQU X4, 4096+64*j(R11)
+
+// IQ4LO and IQ4HI put the low or high nibble of sl byte lb/16 of each row
+// in both words of its dword (X4).
+#define IQ4LO(lb) \
+	VPSHUFB rpBytePair<>+lb(SB), X1, X4; \
+	VPAND rpMask0F<>(SB), X4, X4
+
+#define IQ4HI(lb) \
+	VPSHUFB rpBytePair<>+lb(SB), X1, X4; \
+	VPSRLW $4, X4, X4
+
+// IQ4V stores the kvIQ4NL values of t's low nibbles (sub-blocks 2m and
+// 2m+1 in t's lanes: vectors 16m+k and 16m+8+k) and of its high nibbles
+// (four vectors on).
+#define IQ4V(t, off) \
+	VPAND Y8, t, Y4; \
+	VPSHUFB Y4, Y9, Y4; \
+	VMOVDQU X4, off(R11); \
+	VEXTRACTI128 $1, Y4, off+512(R11); \
+	VPSRLW $4, t, Y5; \
+	VPAND Y8, Y5, Y5; \
+	VPSHUFB Y5, Y9, Y5; \
+	VMOVDQU X5, off+256(R11); \
+	VEXTRACTI128 $1, Y5, off+768(R11)
+
+// IQ4PAIR repacks qs bytes 32m..32m+31 (sub-blocks 2m, 2m+1) at src to
+// vectors 16m.. (off = 1024m).
+#define IQ4PAIR(src, off) \
+	LOAD4(src, Y0, Y1, Y2, Y3); \
+	TR4(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7); \
+	IQ4V(Y0, off); \
+	IQ4V(Y1, off+64); \
+	IQ4V(Y2, off+128); \
+	IQ4V(Y3, off+192)
+
+// func repackIQ4_XSAVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackIQ4_XSAVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), Y8
+	VMOVDQU rpIQ4NL<>(SB), Y9
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+iq4block:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+iq4group:
+	LOAD4(0, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	IQ4LO(0)
+	IQ4SC(0, 32, 0)
+	IQ4HI(0)
+	IQ4SC(1, 32, 2)
+	IQ4LO(16)
+	IQ4SC(2, 32, 4)
+	IQ4HI(16)
+	IQ4SC(3, 32, 6)
+	IQ4LO(32)
+	IQ4SC(4, 48, 0)
+	IQ4HI(32)
+	IQ4SC(5, 48, 2)
+	IQ4LO(48)
+	IQ4SC(6, 48, 4)
+	IQ4HI(48)
+	IQ4SC(7, 48, 6)
+	F16X4(0, X12, X13, X14, X15)
+	VMOVUPS X12, 4608(R11)
+	IQ4PAIR(8, 0)
+	IQ4PAIR(40, 1024)
+	IQ4PAIR(72, 2048)
+	IQ4PAIR(104, 3072)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  iq4group
+	ADDQ $136, SI
+	ADDQ $4672, DI
+	DECQ CX
+	JNZ  iq4block
 	VZEROUPPER
 	RET

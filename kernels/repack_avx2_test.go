@@ -26,6 +26,8 @@ func (c repackCase) String() string {
 		return c.t.String()
 	case c.f.signed:
 		return c.t.String() + "/signed"
+	case c.f.min:
+		return c.t.String()
 	}
 	return fmt.Sprintf("%v/bias%d", c.t, c.f.bias)
 }
@@ -33,12 +35,18 @@ func (c repackCase) String() string {
 var repackAVX2Cases = []repackCase{
 	{Q8_0, q8Format{signed: true}}, {Q8_0, q8Format{bias: 128}}, {Q4_0, q8Format{bias: 8}},
 	{Q4_K, q8Format{}}, {Q5_K, q8Format{}}, {Q6_K, q8Format{}},
+	{Q4_1, q8Format{min: true}}, {Q5_1, q8Format{min: true}},
+	{Q2_K, q8Format{}}, {Q3_K, q8Format{}}, {IQ4_XS, q8Format{}},
 }
 
 // repackGo is the Go repack of c's panel at r0 (the specification).
 func (c repackCase) repackGo(w *Matrix, r0 int, dst []byte) {
 	if l, ok := kLayoutFor(c.t); ok {
 		repackK(w, r0, l, dst)
+		return
+	}
+	if c.f.min {
+		repackQ8Min(w, r0, dst)
 		return
 	}
 	repackQ8(w, r0, c.f, dst)
@@ -49,7 +57,7 @@ func (c repackCase) panelBytes(nb int) int {
 	if l, ok := kLayoutFor(c.t); ok {
 		return nb * l.bytes
 	}
-	return nb * q8PanelBlock
+	return nb * c.f.panelBlock()
 }
 
 // checkRepackAVX2 compares repackAVX2 with the Go repack for the panel at
@@ -114,7 +122,7 @@ func TestRepackAVX2(t *testing.T) {
 }
 
 // TestRepackAVX2Scales repacks panels whose binary16 scales (d and, for
-// Q4_K/Q5_K, dmin) take every one of the 65536 values, NaNs and
+// the types that have one, dmin or m) take every one of the 65536 values, NaNs and
 // subnormals included.
 func TestRepackAVX2Scales(t *testing.T) {
 	requireAVX2(t, "AVX2 panel repacks")
@@ -134,7 +142,12 @@ func TestRepackAVX2Scales(t *testing.T) {
 					switch c.t {
 					case Q6_K:
 						binary.LittleEndian.PutUint16(row[b*bb+208:], v)
-					case Q4_K, Q5_K:
+					case Q3_K:
+						binary.LittleEndian.PutUint16(row[b*bb+108:], v)
+					case Q2_K:
+						binary.LittleEndian.PutUint16(row[b*bb+80:], v)
+						binary.LittleEndian.PutUint16(row[b*bb+82:], v*40503+1)
+					case Q4_K, Q5_K, Q4_1, Q5_1:
 						binary.LittleEndian.PutUint16(row[b*bb:], v)
 						binary.LittleEndian.PutUint16(row[b*bb+2:], v*40503+1) // another permutation of all values
 					default:
@@ -154,7 +167,7 @@ func TestRepackAVX2Declines(t *testing.T) {
 	dst := make([]byte, 8*kLayoutCorr.bytes)
 	for _, c := range []repackCase{
 		{Q4_0, q8Format{signed: true}}, {Q8_0, q8Format{bias: 8}}, {Q5_0, q8Format{bias: 16}},
-		{IQ4_NL, q8Format{signed: true}}, {Q4_1, q8Format{min: true}}, {Q2_K, q8Format{}}, {Q3_K, q8Format{}}, {IQ4_XS, q8Format{}},
+		{IQ4_NL, q8Format{signed: true}}, {MXFP4, q8Format{bias: 0}}, {Q4_1, q8Format{}}, {Q4_0, q8Format{bias: 8, min: true}},
 	} {
 		w := &Matrix{Type: c.t, Rows: 32, Cols: 2 * qkK, Data: make([]byte, 32*c.t.RowBytes(2*qkK))}
 		if repackAVX2(w, 0, c.f, dst) {

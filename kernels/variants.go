@@ -377,7 +377,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famQ8, fmt: q8Format{min: true}, actQ8: quantActQ8_1Go}
 		switch isa {
 		case "avx2":
-			k.tokens, k.q = 4, q8PanelAVX2m
+			k.tokens, k.q, k.repack = 4, q8PanelAVX2m, repackAVX2
 		case "gotile":
 			k.tokens = 8
 			k.q = func(qt *qTile) { q8PanelGoMin(qt, 8) }
@@ -414,7 +414,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
 		switch isa {
 		case "avx2":
-			k.tokens, k.actQ8K = 4, quantQ8KAVX2
+			k.tokens, k.actQ8K, k.repack = 4, quantQ8KAVX2, repackAVX2
 			switch t {
 			case Q2_K:
 				k.q = kMinAVX2x16w
