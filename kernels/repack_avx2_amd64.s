@@ -158,6 +158,20 @@ DATA rpIQ4NL<>+16(SB)/8, $0xf6eaddcfbfad9881
 DATA rpIQ4NL<>+24(SB)/8, $0x7159453526190d01
 GLOBL rpIQ4NL<>(SB), RODATA|NOPTR, $32
 
+// kvFP4 + 12 (MXFP4's levels with their bias).
+DATA rpFP4<>+0(SB)/8, $0x181412100f0e0d0c
+DATA rpFP4<>+8(SB)/8, $0x00040608090a0b0c
+GLOBL rpFP4<>(SB), RODATA|NOPTR, $16
+
+// Dwords of 1 and of 255.
+DATA rpDW1<>+0(SB)/8, $0x0000000100000001
+DATA rpDW1<>+8(SB)/8, $0x0000000100000001
+GLOBL rpDW1<>(SB), RODATA|NOPTR, $16
+
+DATA rpDW255<>+0(SB)/8, $0x000000ff000000ff
+DATA rpDW255<>+8(SB)/8, $0x000000ff000000ff
+GLOBL rpDW255<>(SB), RODATA|NOPTR, $16
+
 // Register use:
 //	SI  block b of the panel's row 0; R8 = rb, R9 = 3·rb, R12 = 4·rb
 //	R10 block b of the group's row 0 (rows 4g..4g+3)
@@ -999,5 +1013,152 @@ iq4group:
 	ADDQ $4672, DI
 	DECQ CX
 	JNZ  iq4block
+	VZEROUPPER
+	RET
+
+// func repackQ5_0AVX2(src *byte, rb, nb int, dst *byte)
+TEXT ·repackQ5_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VMOVDQU rpMask0F<>(SB), X15
+	VMOVDQU rpMask10<>(SB), X14
+	VMOVDQU rpBitLo<>(SB), X13
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+q50block:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+q50group:
+	VMOVD 2(R10), X12
+	VPINSRD $1, 2(R10)(R8*1), X12, X12
+	VPINSRD $2, 2(R10)(R8*2), X12, X12
+	VPINSRD $3, 2(R10)(R9*1), X12, X12
+	LOAD4(6, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	NIB5M(X0, 0, 0, 32, X13)
+	NIB5M(X1, 64, 0, 32, rpBitHi<>(SB))
+	NIB5M(X2, 128, 16, 48, X13)
+	NIB5M(X3, 192, 16, 48, rpBitHi<>(SB))
+	F16X4(0, X8, X9, X10, X11)
+	VMOVUPS X8, 512(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  q50group
+	ADDQ $22, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  q50block
+	VZEROUPPER
+	RET
+
+// NIBT is NIB2 through the level table in X14, XORed with X13.
+#define NIBT(t, off) \
+	VPAND X15, t, X4; \
+	VPSHUFB X4, X14, X4; \
+	VPXOR X13, X4, X4; \
+	VMOVDQU X4, off(R11); \
+	VPSRLW $4, t, X5; \
+	VPAND X15, X5, X5; \
+	VPSHUFB X5, X14, X5; \
+	VPXOR X13, X5, X5; \
+	VMOVDQU X5, off+256(R11)
+
+// func repackIQ4_NLAVX2(src *byte, rb, nb int, dst *byte, x uint32)
+TEXT ·repackIQ4_NLAVX2(SB), NOSPLIT, $0-36
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	MOVL x+32(FP), AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, X13
+	VMOVDQU rpMask0F<>(SB), X15
+	VMOVDQU rpIQ4NL<>(SB), X14
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+nlblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+nlgroup:
+	LOAD4(2, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	NIBT(X0, 0)
+	NIBT(X1, 64)
+	NIBT(X2, 128)
+	NIBT(X3, 192)
+	F16X4(0, X8, X9, X10, X11)
+	VMOVUPS X8, 512(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  nlgroup
+	ADDQ $18, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  nlblock
+	VZEROUPPER
+	RET
+
+// func repackMXFP4AVX2(src *byte, rb, nb int, dst *byte)
+//
+// The scale is e8m0Half(e): (e−1)<<23 for e ≥ 2, else the subnormal
+// (e+1)<<21.
+TEXT ·repackMXFP4AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ rb+8(FP), R8
+	MOVQ nb+16(FP), CX
+	MOVQ dst+24(FP), DI
+	VPXOR X13, X13, X13
+	VMOVDQU rpMask0F<>(SB), X15
+	VMOVDQU rpFP4<>(SB), X14
+	LEAQ (R8)(R8*2), R9
+	MOVQ R8, R12
+	SHLQ $2, R12
+
+mxblock:
+	MOVQ SI, R10
+	MOVQ DI, R11
+	MOVQ $4, DX
+
+mxgroup:
+	LOAD4(1, X0, X1, X2, X3)
+	TR4(X0, X1, X2, X3, X4, X5, X6, X7)
+	NIBT(X0, 0)
+	NIBT(X1, 64)
+	NIBT(X2, 128)
+	NIBT(X3, 192)
+	VMOVD (R10), X8
+	VPINSRD $1, (R10)(R8*1), X8, X8
+	VPINSRD $2, (R10)(R8*2), X8, X8
+	VPINSRD $3, (R10)(R9*1), X8, X8
+	VPAND rpDW255<>(SB), X8, X8
+	VPSUBD rpDW1<>(SB), X8, X9
+	VPSLLD $23, X9, X9
+	VPADDD rpDW1<>(SB), X8, X10
+	VPSLLD $21, X10, X10
+	VPCMPGTD rpDW1<>(SB), X8, X11
+	VPAND X11, X9, X9
+	VPANDN X10, X11, X11
+	VPOR X9, X11, X11
+	VMOVDQU X11, 512(R11)
+	ADDQ R12, R10
+	ADDQ $16, R11
+	DECQ DX
+	JNZ  mxgroup
+	ADDQ $17, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  mxblock
 	VZEROUPPER
 	RET

@@ -35,6 +35,7 @@ func (c repackCase) String() string {
 var repackAVX2Cases = []repackCase{
 	{Q8_0, q8Format{signed: true}}, {Q8_0, q8Format{bias: 128}}, {Q4_0, q8Format{bias: 8}},
 	{Q4_K, q8Format{}}, {Q5_K, q8Format{}}, {Q6_K, q8Format{}},
+	{Q5_0, q8Format{bias: 16}}, {IQ4_NL, q8Format{signed: true}}, {IQ4_NL, q8Format{bias: 128}}, {MXFP4, q8Format{bias: 12}},
 	{Q4_1, q8Format{min: true}}, {Q5_1, q8Format{min: true}},
 	{Q2_K, q8Format{}}, {Q3_K, q8Format{}}, {IQ4_XS, q8Format{}},
 }
@@ -147,6 +148,8 @@ func TestRepackAVX2Scales(t *testing.T) {
 					case Q2_K:
 						binary.LittleEndian.PutUint16(row[b*bb+80:], v)
 						binary.LittleEndian.PutUint16(row[b*bb+82:], v*40503+1)
+					case MXFP4: // the e8m0 exponent, all 256 values
+						row[b*bb] = byte(v)
 					case Q4_K, Q5_K, Q4_1, Q5_1:
 						binary.LittleEndian.PutUint16(row[b*bb:], v)
 						binary.LittleEndian.PutUint16(row[b*bb+2:], v*40503+1) // another permutation of all values
@@ -166,8 +169,9 @@ func TestRepackAVX2Declines(t *testing.T) {
 	requireAVX2(t, "AVX2 panel repacks")
 	dst := make([]byte, 8*kLayoutCorr.bytes)
 	for _, c := range []repackCase{
-		{Q4_0, q8Format{signed: true}}, {Q8_0, q8Format{bias: 8}}, {Q5_0, q8Format{bias: 16}},
-		{IQ4_NL, q8Format{signed: true}}, {MXFP4, q8Format{bias: 0}}, {Q4_1, q8Format{}}, {Q4_0, q8Format{bias: 8, min: true}},
+		{Q4_0, q8Format{signed: true}}, {Q8_0, q8Format{bias: 8}},
+		{Q5_0, q8Format{signed: true}}, {IQ4_NL, q8Format{bias: 8}}, {MXFP4, q8Format{bias: 0}}, {Q4_1, q8Format{}},
+		{Q4_0, q8Format{bias: 8, min: true}}, {F16, q8Format{}},
 	} {
 		w := &Matrix{Type: c.t, Rows: 32, Cols: 2 * qkK, Data: make([]byte, 32*c.t.RowBytes(2*qkK))}
 		if repackAVX2(w, 0, c.f, dst) {
