@@ -6,7 +6,8 @@ package kernels
 // (repack_avx2_amd64.s): their declarations and repackAVX2, which the
 // avx2 matmul variants call for every panel (variants.go sets it as the
 // kernel's repack). Callers ensure AVX2, FMA and F16C (CPU().hasAVX2());
-// the twins are repackQ8Words and repackK (panel.go).
+// the twins are repackQ8 and repackK (panel.go) and repackQ8Min
+// (panel_min.go).
 
 // The repacks write the panel of the 16 rows at src, rb bytes apart, nb
 // blocks (super-blocks) each, into dst. x is XORed into every level dword

@@ -1,9 +1,11 @@
 //go:build !purego
 
-// This file owns the AVX2 panel repacks of full 16-row panels: Q8_0 and
-// Q4_0 rows to the q8Panel layout, Q4_K, Q5_K and Q6_K rows to their
-// kPanel layouts (panel.go; repackQ8Words and repackK are the twins, and
-// the output is byte-identical). Declarations and the Go wrapper are in
+// This file owns the AVX2 repacks of full 16-row panels: Q8_0, Q4_0,
+// Q5_0, IQ4_NL and MXFP4 rows to the q8Panel layout, Q4_1 and Q5_1 to the
+// min panels (panel_min.go), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS to
+// their kPanel layouts (panel.go). The Go repacks (repackQ8Words,
+// repackQ8Levels, repackQ8Min, repackK) are the twins, and the output is
+// byte-identical. Declarations and the Go wrapper are in
 // repack_avx2_amd64.go.
 //
 // A panel vector holds one dword (four levels) of each of the 16 rows, so
@@ -13,7 +15,10 @@
 // VMOVDQU and the high lane (the dword four on) with VEXTRACTI128. The
 // 128-bit stores are the bound; nothing crosses lanes but those stores.
 // The rows are done four at a time (a group), so each store writes the
-// group's 16 bytes of a vector. F16 scales go through VCVTPH2PS (F16C).
+// group's 16 bytes of a vector. 4-bit levels are split with VPAND and
+// VPSRLW, table levels (IQ4_NL, IQ4_XS, MXFP4) looked up with VPSHUFB,
+// and F16 scales converted with VCVTPH2PS (F16C), signalling NaNs fixed
+// up to F16ToF32's bits.
 
 #include "textflag.h"
 

@@ -30,9 +30,9 @@ type matKernel struct {
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
 	// famQ8/famK: the vector repack of full panels for this CPU level
-	// (repackFast with AVX-512 gathers, repackAVX2), chosen when the
-	// registry builds the kernel; false (or nil) leaves a panel to the Go
-	// repacks.
+	// (repackFast with the AVX-512 gathers, repackAVX2), set by the
+	// registry when it builds the kernel; nil, or false from it, leaves
+	// the panel to the Go repacks.
 	repack func(w *Matrix, r0 int, f q8Format, dst []byte) bool
 	// famFloat: the outer-product panel kernels for 12, 4 and 1 tokens,
 	// whose results do not depend on the token count (fpRepack: the vector
