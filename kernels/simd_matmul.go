@@ -29,7 +29,11 @@ type matKernel struct {
 	q      func(*qTile) // famQ8/famK kernel
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
-	fast   bool         // famQ8/famK: repack full panels with the AVX-512 gathers where the type has one
+	// famQ8/famK: the vector repack of full panels for this CPU level
+	// (repackFast with the AVX-512 gathers, repackAVX2), set by the
+	// registry when it builds the kernel; nil, or false from it, leaves
+	// the panel to the Go repacks.
+	repack func(w *Matrix, r0 int, f q8Format, dst []byte) bool
 	// famFloat: the outer-product panel kernels for 12, 4 and 1 tokens,
 	// whose results do not depend on the token count (fpRepack: the vector
 	// repack of full panels; false leaves a panel to repackFloat).
@@ -226,7 +230,7 @@ func (j *simdJob) workPacked(s *simdScratch, worker int) {
 // kernel k's layout into dst.
 func repackPanel(k *matKernel, w *Matrix, r0 int, dst []byte) {
 	switch {
-	case k.fast && repackFast(w, r0, k.fmt, dst):
+	case k.repack != nil && k.repack(w, r0, k.fmt, dst):
 	case k.fmt.min:
 		repackQ8Min(w, r0, dst)
 	case k.fam == famQ8:

@@ -510,7 +510,7 @@ func BenchmarkSIMDMatMul(b *testing.B) {
 	// A routed expert of a 35B-A3B-like MoE at 512 tokens: 256 experts,
 	// 8 used, so 16 tokens per expert on average.
 	shapes = append(shapes, shape(headShape), shape{"expert16", 512, 2048, 16})
-	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q4_0, Q4_1, Q5_1, F32, IQ4_XS, Q3_K, Q2_K} {
+	for _, wt := range []Type{F16, Q8_0, Q4_K, Q6_K, Q5_K, Q4_0, Q4_1, Q5_1, F32, IQ4_XS, Q3_K, Q2_K} {
 		for _, sh := range shapes {
 			nTok := sh.toks
 			var (

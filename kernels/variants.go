@@ -356,9 +356,9 @@ func simdKernel(isa string, t Type) *matKernel {
 		switch isa {
 		case "avx512":
 			k.tokens, k.q, k.fmt = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}
-			k.actQ8, k.fast = quantActQ8Fast, true
+			k.actQ8, k.repack = quantActQ8Fast, repackFast
 		case "avx2":
-			k.tokens, k.q, k.actQ8 = 4, q8PanelAVX2, quantActQ8AVX2
+			k.tokens, k.q, k.actQ8, k.repack = 4, q8PanelAVX2, quantActQ8AVX2, repackAVX2
 			if t == Q8_0 || t == IQ4_NL {
 				// Biased levels reach 255 and VPMADDUBSW's pair sums would
 				// saturate; keep them signed and use the sign trick.
@@ -377,7 +377,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famQ8, fmt: q8Format{min: true}, actQ8: quantActQ8_1Go}
 		switch isa {
 		case "avx2":
-			k.tokens, k.q = 4, q8PanelAVX2m
+			k.tokens, k.q, k.repack = 4, q8PanelAVX2m, repackAVX2
 		case "gotile":
 			k.tokens = 8
 			k.q = func(qt *qTile) { q8PanelGoMin(qt, 8) }
@@ -394,9 +394,9 @@ func simdKernel(isa string, t Type) *matKernel {
 			if l.corr {
 				k.q = kCorrVNNI16
 			}
-			k.actQ8K, k.fast = quantQ8KFast, true
+			k.actQ8K, k.repack = quantQ8KFast, repackFast
 		case "avx2":
-			k.tokens, k.q, k.actQ8K = 4, kMinAVX2x32, quantQ8KAVX2
+			k.tokens, k.q, k.actQ8K, k.repack = 4, kMinAVX2x32, quantQ8KAVX2, repackAVX2
 			if l.corr {
 				k.q = kCorrAVX2x16
 			}
@@ -414,7 +414,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
 		switch isa {
 		case "avx2":
-			k.tokens, k.actQ8K = 4, quantQ8KAVX2
+			k.tokens, k.actQ8K, k.repack = 4, quantQ8KAVX2, repackAVX2
 			switch t {
 			case Q2_K:
 				k.q = kMinAVX2x16w
