@@ -255,30 +255,8 @@ func (r *hybridRef) attention(p string, xn [][]float64) [][]float64 {
 			copy(K[t][g*hd:], k)
 		}
 	}
-	out := make([][]float64, n)
-	for t := range n {
-		att := make([]float64, heads*hd)
-		for hh := range heads {
-			g := hh / (heads / kvh)
-			sc := make([]float64, t+1)
-			for j := range t + 1 {
-				for i := range hd {
-					sc[j] += Q[t][hh*hd+i] * K[j][g*hd+i]
-				}
-				sc[j] /= math.Sqrt(float64(hd))
-			}
-			mx := slices.Max(sc)
-			var sum float64
-			for j := range sc {
-				sc[j] = math.Exp(sc[j] - mx)
-				sum += sc[j]
-			}
-			for j := range sc {
-				for i := range hd {
-					att[hh*hd+i] += sc[j] / sum * V[j][g*hd+i]
-				}
-			}
-		}
+	out := causalAttention64(Q, K, V, heads, kvh, hd, 1/math.Sqrt(float64(hd)))
+	for t, att := range out {
 		for i := range att {
 			att[i] *= sigmoid64(G[t][i])
 		}
