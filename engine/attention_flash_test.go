@@ -42,7 +42,14 @@ func TestFlashAttentionMatchesReference(t *testing.T) {
 			fx := build(t, s, 31)
 			tokens := randomTokens(300, s.vocab, 32)
 			want := fx.reference(tokens)
-			for _, kv := range []kernels.Type{kernels.F32, kernels.F16} {
+			kvs := []kernels.Type{kernels.F32, kernels.F16}
+			if testing.Short() && name != "qwen3" {
+				// The f16 cache's rounding does not depend on the heads'
+				// grouping: qwen3 here and TestFlashAttentionOpMatchesReference
+				// run it; the other shapes run with f32 KV, the tight bound.
+				kvs = kvs[:1]
+			}
+			for _, kv := range kvs {
 				tolRef, tolDense := 1e-4, 1e-5
 				if kv == kernels.F16 {
 					tolRef, tolDense = 2e-3, 2e-3
@@ -120,7 +127,7 @@ func TestFlashSteadyStateAllocs(t *testing.T) {
 		}
 	}
 	run()
-	if a := testing.AllocsPerRun(3, run); a != 0 {
+	if a := testing.AllocsPerRun(allocRuns(), run); a != 0 {
 		t.Errorf("%v allocations per flash prefill in steady state, want 0", a)
 	}
 }

@@ -281,7 +281,7 @@ func TestFlashPrefillSteadyStateAllocs(t *testing.T) {
 		}
 	}
 	run()
-	if a := testing.AllocsPerRun(3, run); a != 0 {
+	if a := testing.AllocsPerRun(allocRuns(), run); a != 0 {
 		t.Errorf("%v allocations per FlashPrefill prefill in steady state, want 0", a)
 	}
 }
