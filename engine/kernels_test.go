@@ -87,7 +87,11 @@ func TestKernelVariantsAgreeOnStories260K(t *testing.T) {
 	for _, name := range []string{"f32", "f16", "q8_0", "q4_k_m", "q4_0"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, "models", "stories260K-"+name+".gguf")
-			tokens := randomTokens(200, 512, 7)
+			n := 200
+			if testing.Short() {
+				n = 100 // the same code and about the same KLDs at half the cost
+			}
+			tokens := randomTokens(n, 512, 7)
 			var base [][]float64
 			var baseTime time.Duration
 			var ran []kernels.KernelSet
