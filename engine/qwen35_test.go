@@ -444,12 +444,20 @@ func TestHybridPassPlanInvariance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := engineLogits(t, m, tokens)
+			win := tokens
+			if testing.Short() && ub == 1 {
+				// Single-token passes cost the most under qemu; 24 of
+				// them still carry the states and conv windows across
+				// 23 boundaries (position i depends on tokens ≤ i only,
+				// so the one-pass rows are still the reference).
+				win = tokens[:24]
+			}
+			got := engineLogits(t, m, win)
 			// A second window on the same model starts from zero states.
 			// The reset does not depend on the pass plan: short mode
 			// checks it on one plan of several passes only.
 			if !testing.Short() || ub == 7 {
-				again := engineLogits(t, m, tokens)
+				again := engineLogits(t, m, win)
 				for i := range got {
 					if e := relErr(again[i], got[i]); e != 0 {
 						t.Fatalf("%s ubatch %d: a second window differs at position %d by %.3g: the states were not reset", arch, ub, i, e)
