@@ -284,6 +284,15 @@ func TestBrokenModels(t *testing.T) {
 	}
 }
 
+// allocRuns is the runs the 300-token steady-state checks average over:
+// one in short mode (any allocation in it still counts as one or more).
+func allocRuns() int {
+	if testing.Short() {
+		return 1
+	}
+	return 3
+}
+
 // TestSteadyStateAllocs checks that, once buffers have grown to a window's
 // size, prefill passes and head reductions allocate nothing. One thread:
 // kernels.Pool.For allocates a WaitGroup per parallel call, which is the

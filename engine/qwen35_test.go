@@ -7,6 +7,7 @@ package engine
 // FFN, then whole models), and across pass plans.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -255,30 +256,8 @@ func (r *hybridRef) attention(p string, xn [][]float64) [][]float64 {
 			copy(K[t][g*hd:], k)
 		}
 	}
-	out := make([][]float64, n)
-	for t := range n {
-		att := make([]float64, heads*hd)
-		for hh := range heads {
-			g := hh / (heads / kvh)
-			sc := make([]float64, t+1)
-			for j := range t + 1 {
-				for i := range hd {
-					sc[j] += Q[t][hh*hd+i] * K[j][g*hd+i]
-				}
-				sc[j] /= math.Sqrt(float64(hd))
-			}
-			mx := slices.Max(sc)
-			var sum float64
-			for j := range sc {
-				sc[j] = math.Exp(sc[j] - mx)
-				sum += sc[j]
-			}
-			for j := range sc {
-				for i := range hd {
-					att[hh*hd+i] += sc[j] / sum * V[j][g*hd+i]
-				}
-			}
-		}
+	out := causalAttention64(Q, K, V, heads, kvh, hd, 1/math.Sqrt(float64(hd)))
+	for t, att := range out {
 		for i := range att {
 			att[i] *= sigmoid64(G[t][i])
 		}
@@ -425,19 +404,25 @@ func TestHybridMatchesReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, err := Load(path, Options{Threads: 2, KVType: kernels.F32, KVLen: 64, Kernels: ks})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := engineLogits(t, m, tokens)
-				m.Close()
-				worst := 0.0
-				for i := range got {
-					worst = max(worst, relErr(got[i], want[i]))
-				}
-				if worst > 1e-4 {
-					t.Errorf("kernels %q: logits differ from the float64 pass by %.3g relative (tol 1e-4)", ksSpec, worst)
-				}
+				t.Run(cmp.Or(ksSpec, "default"), func(t *testing.T) {
+					// Without AVX2 the default gdn is go: the same kernels.
+					if testing.Short() && ksSpec != "" && sameKernels(ks, kernels.KernelSet{}) {
+						t.Skipf("short: %q resolves to the default kernels on this CPU", ksSpec)
+					}
+					m, err := Load(path, Options{Threads: 2, KVType: kernels.F32, KVLen: 64, Kernels: ks})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := engineLogits(t, m, tokens)
+					m.Close()
+					worst := 0.0
+					for i := range got {
+						worst = max(worst, relErr(got[i], want[i]))
+					}
+					if worst > 1e-4 {
+						t.Errorf("kernels %q: logits differ from the float64 pass by %.3g relative (tol 1e-4)", ksSpec, worst)
+					}
+				})
 			}
 		})
 	}
@@ -446,7 +431,8 @@ func TestHybridMatchesReference(t *testing.T) {
 // TestHybridPassPlanInvariance runs one window as passes of 1, 7 and 64
 // tokens and as one pass: the recurrent states carried across passes give
 // the same logits (within 1e-5 relative; the matmuls' activation rows do
-// not depend on the pass, only attention's tiling does).
+// not depend on the pass, only attention's tiling does), and a second
+// window on the same model gives the same logits again.
 func TestHybridPassPlanInvariance(t *testing.T) {
 	tokens := hybridTokens(70)
 	for _, arch := range []string{"qwen35", "qwen35moe", "qwen3next"} {
@@ -458,15 +444,27 @@ func TestHybridPassPlanInvariance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := engineLogits(t, m, tokens)
+			win := tokens
+			if testing.Short() && ub == 1 {
+				// Single-token passes cost the most under qemu; 24 of
+				// them still carry the states and conv windows across
+				// 23 boundaries (position i depends on tokens ≤ i only,
+				// so the one-pass rows are still the reference).
+				win = tokens[:24]
+			}
+			got := engineLogits(t, m, win)
 			// A second window on the same model starts from zero states.
-			again := engineLogits(t, m, tokens)
-			m.Close()
-			for i := range got {
-				if e := relErr(again[i], got[i]); e != 0 {
-					t.Fatalf("%s ubatch %d: a second window differs at position %d by %.3g: the states were not reset", arch, ub, i, e)
+			// The reset does not depend on the pass plan: short mode
+			// checks it on one plan of several passes only.
+			if !testing.Short() || ub == 7 {
+				again := engineLogits(t, m, win)
+				for i := range got {
+					if e := relErr(again[i], got[i]); e != 0 {
+						t.Fatalf("%s ubatch %d: a second window differs at position %d by %.3g: the states were not reset", arch, ub, i, e)
+					}
 				}
 			}
+			m.Close()
 			if ref == nil {
 				ref = got
 				continue

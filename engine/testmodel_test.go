@@ -325,33 +325,9 @@ func (fx *fixture) reference(tokens []int32) [][]float64 {
 				rope(k, t)
 			}
 		}
+		att := causalAttention64(Q, K, V, s.heads, kvHeads, hd, 1/math.Sqrt(float64(hd)))
 		for t := range n {
-			att := make([]float64, nq)
-			for h := range s.heads {
-				g := h / (s.heads / kvHeads)
-				q := Q[t][h*hd : (h+1)*hd]
-				sc := make([]float64, t+1)
-				mx := math.Inf(-1)
-				for j := range t + 1 {
-					var d float64
-					for i := range hd {
-						d += q[i] * K[j][g*hd+i]
-					}
-					sc[j] = d / math.Sqrt(float64(hd))
-					mx = max(mx, sc[j])
-				}
-				var sum float64
-				for j := range sc {
-					sc[j] = math.Exp(sc[j] - mx)
-					sum += sc[j]
-				}
-				for j := range sc {
-					for i := range hd {
-						att[h*hd+i] += sc[j] / sum * V[j][g*hd+i]
-					}
-				}
-			}
-			o := matvec(get(p+"attn_output.weight"), get(p+"attn_output.bias"), att, e)
+			o := matvec(get(p+"attn_output.weight"), get(p+"attn_output.bias"), att[t], e)
 			for i := range x[t] {
 				x[t][i] += o[i]
 			}
