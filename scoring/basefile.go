@@ -48,7 +48,6 @@ import (
 	"io"
 	"math"
 	"os"
-
 )
 
 // Base file constants.

@@ -46,6 +46,10 @@ func llamaRowWords(vocab int) int { return 2*((vocab+1)/2) + 4 }
 // llamaRows is R, the rows stored per chunk.
 func llamaRows(ctx int) int { return ctx - 1 - ctx/2 }
 
+// LlamaBaseSize is the size of a llama.cpp base of chunks chunks of ctx
+// tokens over a vocabulary of vocab entries.
+func LlamaBaseSize(ctx, vocab, chunks int) int64 { return llamaSize(ctx, vocab, chunks) }
+
 func llamaSize(ctx, vocab, chunks int) int64 {
 	return llamaHeader + 4*int64(chunks)*int64(ctx) +
 		2*int64(llamaRowWords(vocab))*int64(llamaRows(ctx))*int64(chunks)

@@ -182,10 +182,18 @@ func (f *floorRun) run(what string, model string, x scoreExtras, coarsen int) (s
 // exactly as `score --perplexity-kld-base-out` records it, so the floor
 // lands in the compare group of every run against such a base.
 func (f *floorRun) measure(full, top string, k int, against string) (*scoring.Report, error) {
-	if _, err := f.run(fmt.Sprintf("record the top-%d base", k), "", scoreExtras{KLDBaseOut: top, KLDFormat: scoring.BaseFormatPlexbench}, 0); err != nil {
+	ref, err := f.run(fmt.Sprintf("record the top-%d base", k), "", scoreExtras{KLDBaseOut: top, KLDFormat: scoring.BaseFormatPlexbench}, 0)
+	if err != nil {
 		return nil, err
 	}
-	rep, err := f.run(fmt.Sprintf("compare with the top-%d base, record the full-vocabulary base", k), "",
+	// The full base holds 16 bits per vocabulary entry per scored token:
+	// gigabytes for a large vocabulary over a whole text.
+	need := scoring.LlamaBaseSize(ref.Ctx, f.eng.Info().VocabSize, ref.WindowsScored)
+	if free := diskFree(filepath.Dir(full)); free >= 0 && need > free {
+		return nil, fmt.Errorf("floor: the full-vocabulary base needs %s in %s, which has %s free: score fewer windows (--perplexity-chunks) or put it elsewhere (--full-base-out)",
+			humanBytes(need), filepath.Dir(full), humanBytes(free))
+	}
+	rep, err := f.run(fmt.Sprintf("compare with the top-%d base, record the full-vocabulary base (%s)", k, humanBytes(need)), "",
 		scoreExtras{KLDBase: top, KLDBaseOut: full, KLDFormat: scoring.BaseFormatLlama}, 0)
 	if err != nil {
 		return nil, err
