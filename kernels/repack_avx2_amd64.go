@@ -67,75 +67,53 @@ func repackAVX2(w *Matrix, r0 int, f q8Format, dst []byte) bool {
 	if nb == 0 {
 		return false
 	}
-	rb := w.RowBytes()
-	src := &w.Data[r0*rb : (r0+panelRows)*rb][0]
-	switch w.Type {
-	case Q8_0:
-		var x uint32
-		switch {
-		case f.signed:
-		case f.bias == 128:
-			x = 0x80808080
-		default:
-			return false
-		}
-		_ = dst[nb*q8PanelBlock-1]
-		repackQ8_0AVX2(src, rb, nb, &dst[0], x)
-	case Q4_0:
-		if f.signed || f.bias != 8 {
-			return false
-		}
-		_ = dst[nb*q8PanelBlock-1]
-		repackQ4_0AVX2(src, rb, nb, &dst[0])
-	case Q4_K:
-		_ = dst[nb*kLayoutMin32.bytes-1]
-		repackQ4_KAVX2(src, rb, nb, &dst[0])
-	case Q5_K:
-		_ = dst[nb*kLayoutMin32.bytes-1]
-		repackQ5_KAVX2(src, rb, nb, &dst[0])
-	case Q6_K:
-		_ = dst[nb*kLayoutCorr.bytes-1]
-		repackQ6_KAVX2(src, rb, nb, &dst[0])
-	case Q5_0:
-		if f.signed || f.bias != 16 {
-			return false
-		}
-		_ = dst[nb*q8PanelBlock-1]
-		repackQ5_0AVX2(src, rb, nb, &dst[0])
-	case IQ4_NL:
-		var x uint32
-		switch {
-		case f.signed:
-		case f.bias == 128:
-			x = 0x80808080
-		default:
-			return false
-		}
-		_ = dst[nb*q8PanelBlock-1]
-		repackIQ4_NLAVX2(src, rb, nb, &dst[0], x)
-	case MXFP4:
-		if f.signed || f.bias != 12 {
-			return false
-		}
-		_ = dst[nb*q8PanelBlock-1]
-		repackMXFP4AVX2(src, rb, nb, &dst[0])
-	case Q4_1:
-		_ = dst[nb*q8MinPanelBlock-1]
-		repackQ4_1AVX2(src, rb, nb, &dst[0])
-	case Q5_1:
-		_ = dst[nb*q8MinPanelBlock-1]
-		repackQ5_1AVX2(src, rb, nb, &dst[0])
-	case Q2_K:
-		_ = dst[nb*kLayoutMin16.bytes-1]
-		repackQ2_KAVX2(src, rb, nb, &dst[0])
-	case Q3_K:
-		_ = dst[nb*kLayoutCorr.bytes-1]
-		repackQ3_KAVX2(src, rb, nb, &dst[0])
-	case IQ4_XS:
-		_ = dst[nb*kLayoutSgn32.bytes-1]
-		repackIQ4_XSAVX2(src, rb, nb, &dst[0])
-	default:
+	rp, ok := avx2Repacks[w.Type]
+	if !ok {
 		return false
 	}
+	var x uint32
+	switch {
+	case rp.xor && f.signed:
+	case rp.xor && f.bias == 128:
+		x = 0x80808080
+	case rp.xor || f.signed || rp.bias != 0 && f.bias != rp.bias:
+		return false
+	}
+	rb := w.RowBytes()
+	src := &w.Data[r0*rb : (r0+panelRows)*rb][0]
+	_ = dst[nb*rp.block-1]
+	rp.run(src, rb, nb, &dst[0], x)
 	return true
+}
+
+// avx2Repack is one type's AVX2 repack: the panels it writes (block bytes
+// per block or super-block), and which level formats it serves: xor ones
+// take signed levels or bias 128 (x XORed into the level dwords), the
+// others only their own bias (0: the type's layout has no choice).
+type avx2Repack struct {
+	run   func(src *byte, rb, nb int, dst *byte, x uint32)
+	xor   bool
+	bias  int32
+	block int
+}
+
+var avx2Repacks = map[Type]avx2Repack{
+	Q8_0:   {run: repackQ8_0AVX2, xor: true, block: q8PanelBlock},
+	IQ4_NL: {run: repackIQ4_NLAVX2, xor: true, block: q8PanelBlock},
+	Q4_0:   {run: noX(repackQ4_0AVX2), bias: 8, block: q8PanelBlock},
+	Q5_0:   {run: noX(repackQ5_0AVX2), bias: 16, block: q8PanelBlock},
+	MXFP4:  {run: noX(repackMXFP4AVX2), bias: 12, block: q8PanelBlock},
+	Q4_1:   {run: noX(repackQ4_1AVX2), block: q8MinPanelBlock},
+	Q5_1:   {run: noX(repackQ5_1AVX2), block: q8MinPanelBlock},
+	Q2_K:   {run: noX(repackQ2_KAVX2), block: kLayoutMin16.bytes},
+	Q3_K:   {run: noX(repackQ3_KAVX2), block: kLayoutCorr.bytes},
+	Q4_K:   {run: noX(repackQ4_KAVX2), block: kLayoutMin32.bytes},
+	Q5_K:   {run: noX(repackQ5_KAVX2), block: kLayoutMin32.bytes},
+	Q6_K:   {run: noX(repackQ6_KAVX2), block: kLayoutCorr.bytes},
+	IQ4_XS: {run: noX(repackIQ4_XSAVX2), block: kLayoutSgn32.bytes},
+}
+
+// noX adapts a repack without an XOR pattern to the table's signature.
+func noX(f func(src *byte, rb, nb int, dst *byte)) func(src *byte, rb, nb int, dst *byte, x uint32) {
+	return func(src *byte, rb, nb int, dst *byte, _ uint32) { f(src, rb, nb, dst) }
 }
