@@ -24,21 +24,8 @@ typedef unsigned long long u64;
 
 // Warp shuffles: CUDA's *_sync with a full 32-bit mask, HIP's maskless
 // forms (HIP's own *_sync forms want a 64-bit mask; avoid them).
-__device__ __forceinline__ float pb_shfl_xor(float v, int m) {
-#ifdef PB_HIP
-    return __shfl_xor(v, m, WARP);
-#else
-    return __shfl_xor_sync(0xffffffffu, v, m, WARP);
-#endif
-}
-__device__ __forceinline__ double pb_shfl_xor(double v, int m) {
-#ifdef PB_HIP
-    return __shfl_xor(v, m, WARP);
-#else
-    return __shfl_xor_sync(0xffffffffu, v, m, WARP);
-#endif
-}
-__device__ __forceinline__ int pb_shfl_xor(int v, int m) {
+template <typename T>
+__device__ __forceinline__ T pb_shfl_xor(T v, int m) {
 #ifdef PB_HIP
     return __shfl_xor(v, m, WARP);
 #else
