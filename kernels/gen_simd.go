@@ -420,6 +420,164 @@ func kAVX2(s kSpec) {
 	p("RET")
 }
 
+// q8VNNIMin: the Q4_1/Q5_1 min panels (q8PanelGoMin) with VPDPBUSD, 16
+// rows × 8 tokens: unsigned levels ≤ 31 against Q8_1 activations, no bias
+// term, then acc = fma(d_w·d_a, isum, acc) and acc = fma(m_w, s_a, acc).
+// Z0-7 sums, Z16-23 accumulators, Z24 weights, Z25 d, Z26 temporary, Z27 m.
+func q8VNNIMin() {
+	const nt = 8
+	header("q8PanelVNNIm", "func q8PanelVNNIm(t *qTile): Q8_1-activation × Q4_1/Q5_1 min panels, AVX-512 VNNI, 16 rows × 8 tokens.")
+	loadTokens(nt)
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+	}
+	label("q8vnnim_loop")
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
+	}
+	for k := range 8 {
+		p("VMOVDQU32 %d(SI), Z24", 64*k)
+		for t := range nt {
+			p("VPDPBUSD.BCST %s, Z24, Z%d", act(4*k, t), t)
+		}
+	}
+	p("VMOVUPS 512(SI), Z25")
+	p("VMOVUPS 576(SI), Z27")
+	for t := range nt {
+		p("VCVTDQ2PS Z%d, Z%d", t, t)
+		p("VMULPS.BCST %s, Z25, Z26", act(32, t))
+		p("VFMADD231PS Z26, Z%d, Z%d", t, 16+t)
+		p("VFMADD231PS.BCST %s, Z27, Z%d", act(36, t), 16+t)
+	}
+	p("ADDQ $640, SI")
+	p("ADDQ $40, DX")
+	p("DECQ CX")
+	p("JNZ q8vnnim_loop")
+	storeZ(nt, func(t int) string { return fmt.Sprintf("Z%d", 16+t) })
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// kAVX512w: the word kernels of kAVX2 (Q2_K, Q3_K, IQ4_XS panels) on
+// 512-bit vectors, all 16 rows in one register, 8 tokens; the same integer
+// sums and the same float operations per row, so the same bits. VPSIGNB
+// has no 512-bit form: signed kernels negate the broadcast activations
+// under the weights' sign mask (K1) instead, which is VPSIGNB where the
+// weight is nonzero (where it is zero, |weight| is too).
+// Z0-7 integer sums, Z8-15 sub-block / pair sums, Z16-23 float
+// accumulators, Z24 weights, Z25 temporary, Z26 ones (int16), Z27
+// |weights|, Z28 scales (signed) or temporary, Z29 temporary, X30 shift
+// count, Z31 zero.
+func kAVX512w(s kSpec) {
+	const nt = 8
+	doc := fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, correction=%v), AVX-512 BW, 16 rows × 8 tokens.", s.name, s.sb, s.corr)
+	if s.signed {
+		doc = fmt.Sprintf("func %s(t *qTile): Q8_K-activation × super-block weights (sub-blocks of %d, signed levels), AVX-512 BW, 16 rows × 8 tokens.", s.name, s.sb)
+	}
+	header(s.name, doc)
+	loadTokens(nt)
+	p("MOVL $0x00010001, R14")
+	p("VPBROADCASTD R14, Z26")
+	p("VPXORD Z31, Z31, Z31")
+	if s.corr {
+		p("MOVQ qTile_shift(DI), R14")
+		p("VMOVQ R14, X30")
+	}
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
+	}
+	lp := s.name + "_loop"
+	label(lp)
+	for t := range nt {
+		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
+	}
+	nsub := 256 / s.sb
+	kPer := s.sb / 4
+	for j := range nsub {
+		if s.signed {
+			p("VMOVDQU32 %d(SI), Z28", s.scOff+64*j)
+			for k := range kPer {
+				p("VMOVDQU32 %d(SI), Z24", 64*(j*kPer+k))
+				p("VPABSB Z24, Z27")
+				p("VPMOVB2M Z24, K1")
+				for t := range nt {
+					p("VPBROADCASTD %s, Z25", act(4+s.sb*j+4*k, t))
+					p("VPSUBB Z25, Z31, K1, Z25")
+					p("VPMADDUBSW Z25, Z27, Z25")
+					p("VPMADDWD Z28, Z25, Z25")
+					p("VPADDD Z25, Z%d, Z%d", t, t)
+				}
+			}
+			continue
+		}
+		for k := range kPer {
+			p("VMOVDQU32 %d(SI), Z24", 64*(j*kPer+k))
+			for t := range nt {
+				if k == 0 {
+					p("VPBROADCASTD %s, Z%d", act(4+s.sb*j+4*k, t), 8+t)
+					p("VPMADDUBSW Z%d, Z24, Z%d", 8+t, 8+t)
+					continue
+				}
+				p("VPBROADCASTD %s, Z25", act(4+s.sb*j+4*k, t))
+				p("VPMADDUBSW Z25, Z24, Z25")
+				p("VPADDW Z25, Z%d, Z%d", 8+t, 8+t)
+			}
+		}
+		p("VMOVDQU32 %d(SI), Z28", s.scOff+64*j)
+		for t := range nt {
+			p("VPMADDWD Z28, Z%d, Z%d", 8+t, 8+t)
+			p("VPADDD Z%d, Z%d, Z%d", 8+t, t, t)
+		}
+	}
+	if !s.signed {
+		for t := range nt {
+			p("VPXORD Z%d, Z%d, Z%d", 8+t, 8+t, 8+t)
+		}
+		for q := range 8 {
+			p("VMOVDQU32 %d(SI), Z24", s.prOff+64*q)
+			for t := range nt {
+				p("VPBROADCASTD %s, Z25", act(260+4*q, t))
+				p("VPMADDWD Z25, Z24, Z25")
+				p("VPADDD Z25, Z%d, Z%d", 8+t, 8+t)
+			}
+		}
+	}
+	p("VMOVUPS %d(SI), Z28", s.dOff)
+	switch {
+	case s.signed:
+		for t := range nt {
+			p("VCVTDQ2PS Z%d, Z%d", t, t)
+			p("VMULPS.BCST %s, Z28, Z29", act(0, t))
+			p("VFMADD231PS Z29, Z%d, Z%d", t, 16+t)
+		}
+	case s.corr:
+		for t := range nt {
+			p("VPSLLD X30, Z%d, Z%d", 8+t, 8+t)
+			p("VPSUBD Z%d, Z%d, Z%d", 8+t, t, t)
+			p("VCVTDQ2PS Z%d, Z%d", t, t)
+			p("VMULPS.BCST %s, Z28, Z29", act(0, t))
+			p("VFMADD231PS Z29, Z%d, Z%d", t, 16+t)
+		}
+	default:
+		p("VMOVUPS %d(SI), Z27", s.dmOff)
+		for t := range nt {
+			p("VMULPS.BCST %s, Z28, Z29", act(0, t))
+			p("VCVTDQ2PS Z%d, Z%d", t, t)
+			p("VFMADD231PS Z29, Z%d, Z%d", t, 16+t)
+			p("VMULPS.BCST %s, Z27, Z29", act(0, t))
+			p("VCVTDQ2PS Z%d, Z%d", 8+t, 8+t)
+			p("VFNMADD231PS Z29, Z%d, Z%d", 8+t, 16+t)
+		}
+	}
+	p("ADDQ $%d, SI", s.panel)
+	p("ADDQ $%d, DX", s.actLen)
+	p("DECQ CX")
+	p("JNZ %s", lp)
+	storeZ(nt, func(t int) string { return fmt.Sprintf("Z%d", 16+t) })
+	p("VZEROUPPER")
+	p("RET")
+}
+
 // ---- Panel repacking (AVX-512 gathers) ----
 //
 // func name(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
@@ -757,10 +915,17 @@ func main() {
 	kAVX2(q4k)
 	kAVX2(q6k)
 	// Q2_K (mins per 16), Q3_K (Q6_K's correction with shift 2), IQ4_XS.
-	kAVX2(kSpec{name: "kMinAVX2x16w", sb: 16, words: true, panel: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dmOff: 5696, actLen: 292})
+	q2k := kSpec{name: "kMinAVX2x16w", sb: 16, words: true, panel: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dmOff: 5696, actLen: 292}
+	iq4xs := kSpec{name: "kSgnAVX2x32w", sb: 32, signed: true, words: true, panel: 4672, scOff: 4096, dOff: 4608, actLen: 292}
 	q6k.name, q6k.words = "kCorrAVX2x16w", true
+	kAVX2(q2k)
 	kAVX2(q6k)
-	kAVX2(kSpec{name: "kSgnAVX2x32w", sb: 32, signed: true, words: true, panel: 4672, scOff: 4096, dOff: 4608, actLen: 292})
+	kAVX2(iq4xs)
+	q8VNNIMin()
+	q2k.name, q6k.name, iq4xs.name = "kMinAVX512x16w", "kCorrAVX512x16w", "kSgnAVX512x32w"
+	kAVX512w(q2k)
+	kAVX512w(q6k)
+	kAVX512w(iq4xs)
 	rpQ8_0()
 	rpQ4_0()
 	rpQ45K(false)

@@ -44,6 +44,18 @@ func kCorrAVX2x16w(t *qTile)
 func kSgnAVX2x32w(t *qTile)
 
 //go:noescape
+func q8PanelVNNIm(t *qTile)
+
+//go:noescape
+func kMinAVX512x16w(t *qTile)
+
+//go:noescape
+func kCorrAVX512x16w(t *qTile)
+
+//go:noescape
+func kSgnAVX512x32w(t *qTile)
+
+//go:noescape
 func quantQ8AVX512(x *float32, nb int, dst *byte, bias int32)
 
 //go:noescape

@@ -27,6 +27,7 @@ type matKernel struct {
 	fam    matFamily
 	tokens int          // famQ8/famK: tokens per kernel call (≤ 8)
 	q      func(*qTile) // famQ8/famK kernel
+	vnni   bool         // q uses AVX-512 VNNI (else an avx512 kernel needs F/BW/VL/DQ)
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
 	// famQ8/famK: the vector repack of full panels for this CPU level

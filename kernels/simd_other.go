@@ -10,16 +10,20 @@ const haveAsm = false
 
 func noAsm() { panic("kernels: assembly kernel called in a build without assembly") }
 
-func q8PanelVNNI(*qTile)   { noAsm() }
-func q8PanelAVX2(*qTile)   { noAsm() }
-func q8PanelAVX2s(*qTile)  { noAsm() }
-func kMinVNNI32(*qTile)    { noAsm() }
-func kCorrVNNI16(*qTile)   { noAsm() }
-func kMinAVX2x32(*qTile)   { noAsm() }
-func kCorrAVX2x16(*qTile)  { noAsm() }
-func kMinAVX2x16w(*qTile)  { noAsm() }
-func kCorrAVX2x16w(*qTile) { noAsm() }
-func kSgnAVX2x32w(*qTile)  { noAsm() }
+func q8PanelVNNI(*qTile)     { noAsm() }
+func q8PanelAVX2(*qTile)     { noAsm() }
+func q8PanelAVX2s(*qTile)    { noAsm() }
+func kMinVNNI32(*qTile)      { noAsm() }
+func kCorrVNNI16(*qTile)     { noAsm() }
+func kMinAVX2x32(*qTile)     { noAsm() }
+func kCorrAVX2x16(*qTile)    { noAsm() }
+func kMinAVX2x16w(*qTile)    { noAsm() }
+func kCorrAVX2x16w(*qTile)   { noAsm() }
+func kSgnAVX2x32w(*qTile)    { noAsm() }
+func q8PanelVNNIm(*qTile)    { noAsm() }
+func kMinAVX512x16w(*qTile)  { noAsm() }
+func kCorrAVX512x16w(*qTile) { noAsm() }
+func kSgnAVX512x32w(*qTile)  { noAsm() }
 
 func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
 func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }

@@ -105,7 +105,7 @@ func buildRegistry() []variant {
 		}
 		if k := simdKernel("avx512", t); k != nil {
 			needs, desc := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }, "assembly, 512-bit (AVX-512 F/BW/VL/DQ)"
-			if k.fam != famFloat {
+			if k.vnni {
 				needs = func(f CPUFeatures) bool { return haveAsm && f.AVX512VNNI }
 				desc = "assembly, 512-bit with VNNI (AVX-512 F/BW/VL/DQ + VNNI)"
 			}
@@ -355,7 +355,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famQ8, actQ8: quantActQ8Go}
 		switch isa {
 		case "avx512":
-			k.tokens, k.q, k.fmt = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}
+			k.tokens, k.q, k.fmt, k.vnni = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}, true
 			k.actQ8, k.repack = quantActQ8Fast, repackFast
 		case "avx2":
 			k.tokens, k.q, k.actQ8, k.repack = 4, q8PanelAVX2, quantActQ8AVX2, repackAVX2
@@ -376,6 +376,8 @@ func simdKernel(isa string, t Type) *matKernel {
 	case Q4_1, Q5_1:
 		k := &matKernel{fam: famQ8, fmt: q8Format{min: true}, actQ8: quantActQ8_1Go}
 		switch isa {
+		case "avx512":
+			k.tokens, k.q, k.repack, k.vnni = 8, q8PanelVNNIm, repackAVX2, true
 		case "avx2":
 			k.tokens, k.q, k.repack = 4, q8PanelAVX2m, repackAVX2
 		case "gotile":
@@ -390,7 +392,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
 		switch isa {
 		case "avx512":
-			k.tokens, k.q = 8, kMinVNNI32
+			k.tokens, k.q, k.vnni = 8, kMinVNNI32, true
 			if l.corr {
 				k.q = kCorrVNNI16
 			}
@@ -408,21 +410,20 @@ func simdKernel(isa string, t Type) *matKernel {
 		}
 		return k
 	case Q2_K, Q3_K, IQ4_XS:
-		// AVX2 only: no AVX-512 kernel has been run on these layouts yet,
-		// so AVX-512 machines take the avx2 variant.
+		// The word kernels (int16 scale pairs): the same panels and the
+		// same bits at both widths; the AVX-512 ones need BW, not VNNI.
 		l, _ := kLayoutFor(t)
 		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
+		kern := map[Type][2]func(*qTile){
+			Q2_K:   {kMinAVX2x16w, kMinAVX512x16w},
+			Q3_K:   {kCorrAVX2x16w, kCorrAVX512x16w},
+			IQ4_XS: {kSgnAVX2x32w, kSgnAVX512x32w},
+		}[t]
 		switch isa {
+		case "avx512":
+			k.tokens, k.q, k.actQ8K, k.repack = 8, kern[1], quantQ8KFast, repackAVX2
 		case "avx2":
-			k.tokens, k.actQ8K, k.repack = 4, quantQ8KAVX2, repackAVX2
-			switch t {
-			case Q2_K:
-				k.q = kMinAVX2x16w
-			case Q3_K:
-				k.q = kCorrAVX2x16w
-			case IQ4_XS:
-				k.q = kSgnAVX2x32w
-			}
+			k.tokens, k.q, k.actQ8K, k.repack = 4, kern[0], quantQ8KAVX2, repackAVX2
 		case "gotile":
 			twin := kPanelGo(l)
 			k.tokens, k.q = 8, func(qt *qTile) { twin(qt, 8) }
