@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 FUZZEXECS ?= 1000000x
 FUZZPARALLEL ?= 1
 
-.PHONY: all build demo test test-levels test-arm64 vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build clean
+.PHONY: all build demo test test-levels test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build clean
 
 all: build
 
@@ -31,6 +31,11 @@ test-levels:
 # The arm64 build's kernels and engine tests, short mode, under qemu-user.
 test-arm64:
 	@GO=$(GO) scripts/test-arm64.sh
+
+# The AVX-512 BW kernels' tests under Bochs on a CPU without AVX-512 (RUN: a
+# -test.run pattern; see scripts/test-avx512-emu.sh).
+test-avx512-emu:
+	@GO=$(GO) scripts/test-avx512-emu.sh
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

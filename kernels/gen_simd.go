@@ -420,39 +420,46 @@ func kAVX2(s kSpec) {
 	p("RET")
 }
 
-// q8VNNIMin: the Q4_1/Q5_1 min panels (q8PanelGoMin) with VPDPBUSD, 16
-// rows × 8 tokens: unsigned levels ≤ 31 against Q8_1 activations, no bias
-// term, then acc = fma(d_w·d_a, isum, acc) and acc = fma(m_w, s_a, acc).
-// Z0-7 sums, Z16-23 accumulators, Z24 weights, Z25 d, Z26 temporary, Z27 m.
-func q8VNNIMin() {
+// q8AVX512Min: the Q4_1/Q5_1 min panels (q8PanelGoMin) on 512-bit
+// vectors, 16 rows × 8 tokens, with AVX-512 BW only: unsigned levels ≤ 31
+// against Q8_1 activations by VPMADDUBSW (pairs ≤ 2·31·127) and VPMADDWD
+// by ones, as q8AVX2 does, then acc = fma(d_w·d_a, isum, acc) and
+// acc = fma(m_w, s_a, acc). Z0-7 sums, Z16-23 accumulators, Z24 weights,
+// Z25 and Z28 temporaries, Z26 ones (int16), Z27 m, Z29 d.
+func q8AVX512Min() {
 	const nt = 8
-	header("q8PanelVNNIm", "func q8PanelVNNIm(t *qTile): Q8_1-activation × Q4_1/Q5_1 min panels, AVX-512 VNNI, 16 rows × 8 tokens.")
+	header("q8PanelAVX512m", "func q8PanelAVX512m(t *qTile): Q8_1-activation × Q4_1/Q5_1 min panels, AVX-512 BW, 16 rows × 8 tokens.")
 	loadTokens(nt)
+	p("MOVL $0x00010001, R14")
+	p("VPBROADCASTD R14, Z26")
 	for t := range nt {
 		p("VPXORD Z%d, Z%d, Z%d", 16+t, 16+t, 16+t)
 	}
-	label("q8vnnim_loop")
+	label("q8avx512m_loop")
 	for t := range nt {
 		p("VPXORD Z%d, Z%d, Z%d", t, t, t)
 	}
 	for k := range 8 {
 		p("VMOVDQU32 %d(SI), Z24", 64*k)
 		for t := range nt {
-			p("VPDPBUSD.BCST %s, Z24, Z%d", act(4*k, t), t)
+			p("VPBROADCASTD %s, Z25", act(4*k, t))
+			p("VPMADDUBSW Z25, Z24, Z25")
+			p("VPMADDWD Z26, Z25, Z25")
+			p("VPADDD Z25, Z%d, Z%d", t, t)
 		}
 	}
-	p("VMOVUPS 512(SI), Z25")
+	p("VMOVUPS 512(SI), Z29")
 	p("VMOVUPS 576(SI), Z27")
 	for t := range nt {
 		p("VCVTDQ2PS Z%d, Z%d", t, t)
-		p("VMULPS.BCST %s, Z25, Z26", act(32, t))
-		p("VFMADD231PS Z26, Z%d, Z%d", t, 16+t)
+		p("VMULPS.BCST %s, Z29, Z28", act(32, t))
+		p("VFMADD231PS Z28, Z%d, Z%d", t, 16+t)
 		p("VFMADD231PS.BCST %s, Z27, Z%d", act(36, t), 16+t)
 	}
 	p("ADDQ $640, SI")
 	p("ADDQ $40, DX")
 	p("DECQ CX")
-	p("JNZ q8vnnim_loop")
+	p("JNZ q8avx512m_loop")
 	storeZ(nt, func(t int) string { return fmt.Sprintf("Z%d", 16+t) })
 	p("VZEROUPPER")
 	p("RET")
@@ -921,7 +928,7 @@ func main() {
 	kAVX2(q2k)
 	kAVX2(q6k)
 	kAVX2(iq4xs)
-	q8VNNIMin()
+	q8AVX512Min()
 	q2k.name, q6k.name, iq4xs.name = "kMinAVX512x16w", "kCorrAVX512x16w", "kSgnAVX512x32w"
 	kAVX512w(q2k)
 	kAVX512w(q6k)

@@ -44,7 +44,7 @@ func kCorrAVX2x16w(t *qTile)
 func kSgnAVX2x32w(t *qTile)
 
 //go:noescape
-func q8PanelVNNIm(t *qTile)
+func q8PanelAVX512m(t *qTile)
 
 //go:noescape
 func kMinAVX512x16w(t *qTile)

@@ -20,7 +20,7 @@ func kCorrAVX2x16(*qTile)    { noAsm() }
 func kMinAVX2x16w(*qTile)    { noAsm() }
 func kCorrAVX2x16w(*qTile)   { noAsm() }
 func kSgnAVX2x32w(*qTile)    { noAsm() }
-func q8PanelVNNIm(*qTile)    { noAsm() }
+func q8PanelAVX512m(*qTile)  { noAsm() }
 func kMinAVX512x16w(*qTile)  { noAsm() }
 func kCorrAVX512x16w(*qTile) { noAsm() }
 func kSgnAVX512x32w(*qTile)  { noAsm() }

@@ -377,7 +377,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		k := &matKernel{fam: famQ8, fmt: q8Format{min: true}, actQ8: quantActQ8_1Go}
 		switch isa {
 		case "avx512":
-			k.tokens, k.q, k.repack, k.vnni = 8, q8PanelVNNIm, repackAVX2, true
+			k.tokens, k.q, k.repack = 8, q8PanelAVX512m, repackAVX2
 		case "avx2":
 			k.tokens, k.q, k.repack = 4, q8PanelAVX2m, repackAVX2
 		case "gotile":
