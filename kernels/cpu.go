@@ -1,38 +1,93 @@
 package kernels
 
-// This file owns run-time CPU feature detection for the kernel variants.
-// The answer is read once from golang.org/x/sys/cpu, which already checks
-// that the OS saves the wider register state (XCR0), then masked down to
-// the level PLEXBENCH_CPU names (so one machine can run as a lesser one),
-// and never changes.
+// This file owns the CPU feature sets the kernel registry selects from:
+// the features as a bit set, PLEXBENCH_CPU's levels that mask them, and
+// this process's answer, read once and never changed. What the hardware
+// and the OS offer is decoded in cpuid.go (x86: CPUID and XCR0, AMX's
+// permission); the registry (variants.go) sees only a CPUFeatures value,
+// so any CPU's selection can be computed, and tested, on any machine.
 
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
-
-	"golang.org/x/sys/cpu"
 )
 
-// CPUFeatures lists the instruction-set extensions the fast kernels use.
-type CPUFeatures struct {
-	AVX2       bool // AVX2 integer and float vectors (256-bit)
-	FMA        bool // fused multiply-add
-	F16C       bool // VCVTPH2PS / VCVTPS2PH
-	AVX512     bool // AVX-512 F, BW, VL and DQ together (x/sys's HasAVX512 means F only)
-	AVX512VNNI bool // VPDPBUSD / VPDPWSSD at 512 bits
-	AVX512BF16 bool // VDPBF16PS (not used by any kernel yet; listed for reports)
-	AVXVNNI    bool // VEX-encoded VNNI (not used: the Go assembler only encodes EVEX forms)
+// CPUFeatures is a set of instruction-set extensions, each present only
+// when the CPU has it and the OS saves the register state it needs.
+type CPUFeatures uint32
+
+// The features. The x86 groups are the units the kernels need: FeatAVX512
+// is F, BW, VL and DQ together. The arm64 ones are detected and reported;
+// no kernel needs them yet (the Go kernels run there).
+const (
+	FeatAVX2       CPUFeatures = 1 << iota // AVX2 integer and float vectors (256-bit)
+	FeatFMA                                // fused multiply-add
+	FeatF16C                               // VCVTPH2PS / VCVTPS2PH
+	FeatAVX512                             // AVX-512 F, BW, VL and DQ
+	FeatAVX512VNNI                         // VPDPBUSD / VPDPWSSD at 512 bits
+	FeatAVX512BF16                         // VDPBF16PS (no kernel uses it yet)
+	FeatAVXVNNI                            // VEX-encoded VNNI (no kernel: the Go assembler encodes only EVEX forms)
+	FeatAMX                                // AMX tiles with INT8, the tile state enabled by the OS and granted to this process (no kernel yet)
+	FeatASIMD                              // arm64 Advanced SIMD
+	FeatASIMDDP                            // arm64 SDOT/UDOT
+	FeatASIMDHP                            // arm64 half-precision vector arithmetic
+
+	featEnd // one past the last feature
+)
+
+// featX86 is every x86 feature: what a build without the amd64 assembly
+// (purego, or another architecture) cannot use.
+const featX86 = FeatAVX2 | FeatFMA | FeatF16C | FeatAVX512 | FeatAVX512VNNI | FeatAVX512BF16 | FeatAVXVNNI | FeatAMX
+
+// What the kernel families need, for the registry's entries: the 256-bit
+// kernels use AVX2, FMA and F16C; the 512-bit ones also call 256-bit
+// helpers (repacks, converters), so they need those too.
+const (
+	needAVX2       = FeatAVX2 | FeatFMA | FeatF16C
+	needAVX512     = needAVX2 | FeatAVX512
+	needAVX512VNNI = needAVX512 | FeatAVX512VNNI
+)
+
+// featNames are the features' names in bit order, as String prints them.
+var featNames = [...]string{"avx2", "fma", "f16c", "avx512", "avx512vnni", "avx512bf16", "avxvnni", "amx",
+	"asimd", "asimddp", "asimdhp"}
+
+// Has reports whether f has every feature of need.
+func (f CPUFeatures) Has(need CPUFeatures) bool { return f&need == need }
+
+// HasAVX2 reports whether the 256-bit kernels (AVX2 + FMA + F16C) can run.
+func (f CPUFeatures) HasAVX2() bool { return f.Has(needAVX2) }
+
+// String lists the present features, e.g. "avx2 fma f16c avx512 avx512vnni".
+func (f CPUFeatures) String() string {
+	var s []string
+	for i, name := range featNames {
+		if f.Has(1 << i) {
+			s = append(s, name)
+		}
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, " ")
 }
 
 // CPUEnv is the environment variable that masks detected features down to
 // a lesser level: "native" (or unset), "avx512", "avx2" or "generic".
 const CPUEnv = "PLEXBENCH_CPU"
 
-// cpuLevels are PLEXBENCH_CPU's values, best first.
-var cpuLevels = []string{"avx512", "avx2", "generic"}
+// cpuLevels are PLEXBENCH_CPU's values, best first, with what each keeps
+// of a CPU's features and what a CPU must have to run as it.
+var cpuLevels = []struct {
+	name        string
+	keep, needs CPUFeatures
+}{
+	{"avx512", ^CPUFeatures(0), needAVX512},
+	{"avx2", needAVX2, needAVX2},
+	{"generic", 0, 0},
+}
 
 // cpuState is this process's answer, computed once at start-up and only
 // read afterwards: the detected features, the masked ones the registry
@@ -45,71 +100,52 @@ type cpuState struct {
 
 // cpuInfo is read on first use, not at package initialisation, so that the
 // test cache sees the PLEXBENCH_CPU lookup and keys results by it.
-var cpuInfo = sync.OnceValue(func() cpuState { return newCPUState(detectCPU(), os.Getenv(CPUEnv)) })
+var cpuInfo = sync.OnceValue(func() cpuState { return newCPUState(detectCPU(), os.Getenv(CPUEnv), haveAsm) })
 
-func detectCPU() CPUFeatures {
-	if runtime.GOARCH != "amd64" {
-		return CPUFeatures{}
-	}
-	x := cpu.X86
-	f := CPUFeatures{
-		AVX2: x.HasAVX2,
-		FMA:  x.HasFMA,
-		F16C: x.HasF16C,
-		AVX512: x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512DQ &&
-			x.HasAVX2 && x.HasFMA && x.HasF16C,
-		AVXVNNI: x.HasAVXVNNI,
-	}
-	f.AVX512VNNI = f.AVX512 && x.HasAVX512VNNI
-	f.AVX512BF16 = f.AVX512 && x.HasAVX512BF16
-	return f
-}
-
-// newCPUState masks detected to the level env names. An unknown level, or
-// one this CPU does not reach, is an error (reported by CPUError) and
-// leaves the native features in use.
-func newCPUState(detected CPUFeatures, env string) cpuState {
+// newCPUState masks detected to the level env names, and drops the x86
+// features when the build has no amd64 assembly (asm false). An unknown
+// level, or one this CPU does not reach, is an error (reported by
+// CPUError) and leaves the native features in use.
+func newCPUState(detected CPUFeatures, env string, asm bool) cpuState {
 	s := cpuState{detected: detected, used: detected, level: "native"}
 	env = strings.ToLower(strings.TrimSpace(env))
-	if env == "" || env == "native" {
-		return s
+	if env != "" && env != "native" {
+		i := levelIndex(env)
+		switch {
+		case i < 0:
+			names := make([]string, len(cpuLevels))
+			for j, l := range cpuLevels {
+				names[j] = l.name
+			}
+			s.err = fmt.Errorf("%s=%q: not one of native, %s", CPUEnv, env, strings.Join(names, ", "))
+		case !detected.Has(cpuLevels[i].needs):
+			s.err = fmt.Errorf("%s=%s: this CPU does not have it (it has: %s)", CPUEnv, env, detected)
+		default:
+			s.used, s.level = detected&cpuLevels[i].keep, env
+		}
 	}
-	masked, ok := detected.mask(env)
-	switch {
-	case !ok:
-		s.err = fmt.Errorf("%s=%q: not one of native, %s", CPUEnv, env, strings.Join(cpuLevels, ", "))
-	case !detected.reaches(env):
-		s.err = fmt.Errorf("%s=%s: this CPU does not have it (it has: %s)", CPUEnv, env, detected)
-	default:
-		s.used, s.level = masked, env
+	if !asm {
+		s.used &^= featX86
 	}
 	return s
 }
 
-// mask returns f limited to level; ok is false for an unknown level.
-// avx512 keeps f as it is, avx2 drops every AVX-512 (and VEX VNNI)
-// feature, generic drops all.
-func (f CPUFeatures) mask(level string) (CPUFeatures, bool) {
-	switch level {
-	case "avx512":
-		return f, true
-	case "avx2":
-		return CPUFeatures{AVX2: f.AVX2, FMA: f.FMA, F16C: f.F16C}, true
-	case "generic":
-		return CPUFeatures{}, true
+func levelIndex(name string) int {
+	for i, l := range cpuLevels {
+		if l.name == name {
+			return i
+		}
 	}
-	return f, false
+	return -1
 }
 
-// reaches reports whether f has what level's kernels need.
-func (f CPUFeatures) reaches(level string) bool {
-	switch level {
-	case "avx512":
-		return f.AVX512
-	case "avx2":
-		return f.hasAVX2()
+// mask returns f limited to level; ok is false for an unknown level.
+func (f CPUFeatures) mask(level string) (CPUFeatures, bool) {
+	i := levelIndex(level)
+	if i < 0 {
+		return f, false
 	}
-	return true
+	return f & cpuLevels[i].keep, true
 }
 
 // CPU returns the features the kernels may use: the machine's, masked by
@@ -125,29 +161,3 @@ func CPULevel() string { return cpuInfo().level }
 // CPUError reports a PLEXBENCH_CPU value that was not applied (unknown, or
 // above this CPU); nil when the mask is in force or none was asked for.
 func CPUError() error { return cpuInfo().err }
-
-// String lists the present features, e.g. "avx2 fma f16c avx512 avx512vnni".
-func (f CPUFeatures) String() string {
-	var s []string
-	for _, p := range []struct {
-		on   bool
-		name string
-	}{
-		{f.AVX2, "avx2"}, {f.FMA, "fma"}, {f.F16C, "f16c"}, {f.AVX512, "avx512"},
-		{f.AVX512VNNI, "avx512vnni"}, {f.AVX512BF16, "avx512bf16"}, {f.AVXVNNI, "avxvnni"},
-	} {
-		if p.on {
-			s = append(s, p.name)
-		}
-	}
-	if len(s) == 0 {
-		return "none"
-	}
-	return strings.Join(s, " ")
-}
-
-// hasAVX2 reports whether the 256-bit kernels (AVX2 + FMA + F16C) can run.
-func (f CPUFeatures) hasAVX2() bool { return f.AVX2 && f.FMA && f.F16C }
-
-// HasAVX2 is hasAVX2 for other packages' tests and benchmarks.
-func (f CPUFeatures) HasAVX2() bool { return f.hasAVX2() }

@@ -105,7 +105,7 @@ func gdnVariants() []variant {
 		{op: OpGDN, name: "go", prio: 10,
 			desc: "the per-token gated delta rule in plain Go (the reference)",
 			bind: func(t *kernelTable, _ CPUFeatures) { t.gdn = deltaRuleGo }},
-		{op: OpGDN, name: "avx2", prio: 20, needs: func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() },
+		{op: OpGDN, name: "avx2", prio: 20, needs: needAVX2,
 			desc: "the per-token gated delta rule, 8 state columns per instruction (AVX2): the same bits as go",
 			bind: func(t *kernelTable, _ CPUFeatures) { t.gdn = deltaRuleAVX2 }},
 	}

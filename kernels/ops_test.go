@@ -22,7 +22,7 @@ func ulpDiff(a, b float32) int64 {
 }
 
 func TestVectorExp(t *testing.T) {
-	if !haveAsm || !CPU().AVX512 {
+	if !haveAsm || !CPU().Has(needAVX512) {
 		t.Skipf("no AVX-512 assembly here (%s)", CPU())
 	}
 	rng := rand.New(rand.NewPCG(51, 52))

@@ -5,7 +5,7 @@ package kernels
 // This file owns the Go side of the AVX2 panel repacks
 // (repack_avx2_amd64.s): their declarations and repackAVX2, which the
 // avx2 matmul variants call for every panel (variants.go sets it as the
-// kernel's repack). Callers ensure AVX2, FMA and F16C (CPU().hasAVX2());
+// kernel's repack). Callers ensure AVX2, FMA and F16C (CPU().HasAVX2());
 // the twins are repackQ8 and repackK (panel.go) and repackQ8Min
 // (panel_min.go).
 

@@ -23,8 +23,9 @@ func (ks KernelSet) QuantizeActivation(wt Type, x []float32, dst []byte) {
 
 // bindRowConv sets the table's f16/bf16 row converters for CPU f.
 func bindRowConv(t *kernelTable, f CPUFeatures) {
-	t.rowF16, t.rowBF16 = quantizeF16, quantizeBF16
-	if haveAsm && f.hasAVX2() {
-		t.rowF16, t.rowBF16 = quantizeF16AVX2, quantizeBF16AVX2
-	}
+	type pair struct{ f16, bf16 func(x []float32, dst []byte) }
+	p := choose(t, f, "f16/bf16 row conversion",
+		impl[pair]{"avx2", needAVX2, pair{quantizeF16AVX2, quantizeBF16AVX2}},
+		impl[pair]{"generic", 0, pair{quantizeF16, quantizeBF16}})
+	t.rowF16, t.rowBF16 = p.f16, p.bf16
 }

@@ -661,7 +661,7 @@ func BenchmarkPanelKernel(b *testing.B) {
 // byte against the Go repack, on a matrix at an odd address with panels
 // that start mid-matrix.
 func TestRepackFastMatchesGo(t *testing.T) {
-	if !haveAsm || !CPU().AVX512 {
+	if !haveAsm || !CPU().Has(needAVX512) {
 		t.Skipf("no AVX-512 assembly here (%s)", CPU())
 	}
 	rng := rand.New(rand.NewPCG(15, 16))
@@ -711,7 +711,7 @@ func TestRepackFastMatchesGo(t *testing.T) {
 // rows must be declined), and the outer-product kernel against its twin
 // (bit for bit) and float64, with guards around every output.
 func TestFloatPanel(t *testing.T) {
-	if !haveAsm || !CPU().AVX512 {
+	if !haveAsm || !CPU().Has(needAVX512) {
 		t.Skipf("no AVX-512 assembly here (%s)", CPU())
 	}
 	rng := rand.New(rand.NewPCG(17, 18))

@@ -62,13 +62,13 @@ type matImpl struct {
 // variant is a registry entry.
 type variant struct {
 	op, name, desc string
-	prio           int // higher wins for the default among supported variants
-	needs          func(CPUFeatures) bool
+	prio           int                             // higher wins for the default among supported variants
+	needs          CPUFeatures                     // what it runs on (0: any CPU)
 	mm             *matImpl                        // matmul ops only
 	bind           func(*kernelTable, CPUFeatures) // other ops: set the table's funcs for this op
 }
 
-func (v *variant) supported(f CPUFeatures) bool { return v.needs == nil || v.needs(f) }
+func (v *variant) supported(f CPUFeatures) bool { return f.Has(v.needs) }
 
 // registry lists every variant, sorted by op then descending priority. It
 // is built on first use, after every format file's init has registered its
@@ -100,14 +100,12 @@ func buildRegistry() []variant {
 			variant{op: op, name: "go", prio: 10, mm: &matImpl{kind: implGo}, desc: goDesc})
 		if k := simdKernel("avx2", t); k != nil {
 			vs = append(vs, variant{op: op, name: "avx2", prio: 20, mm: &matImpl{kind: implSIMD, k: k},
-				needs: func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() },
-				desc:  "assembly, 256-bit (AVX2, FMA, F16C)"})
+				needs: needAVX2, desc: "assembly, 256-bit (AVX2, FMA, F16C)"})
 		}
 		if k := simdKernel("avx512", t); k != nil {
-			needs, desc := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }, "assembly, 512-bit (AVX-512 F/BW/VL/DQ)"
+			needs, desc := CPUFeatures(needAVX512), "assembly, 512-bit (AVX-512 F/BW/VL/DQ)"
 			if k.vnni {
-				needs = func(f CPUFeatures) bool { return haveAsm && f.AVX512VNNI }
-				desc = "assembly, 512-bit with VNNI (AVX-512 F/BW/VL/DQ + VNNI)"
+				needs, desc = needAVX512VNNI, "assembly, 512-bit with VNNI (AVX-512 F/BW/VL/DQ + VNNI)"
 			}
 			vs = append(vs, variant{op: op, name: "avx512", prio: 30, mm: &matImpl{kind: implSIMD, k: k},
 				needs: needs, desc: desc})
@@ -202,6 +200,40 @@ type kernelTable struct {
 	pick     func(row []float32) (float32, int32, float64)            // head: max, argmax, Σ exp; nil = Pick
 	topK     func(row []float32, k int, ids []int32, l []float32)     // head
 	gdn      func(h *DeltaHead)                                       // gdn
+	helpers  []helperChoice                                           // the choices binds made by CPU (choose)
+}
+
+// impl is one implementation a bind chooses by the CPU where the choice
+// needs no variant name (every option gives the same bits).
+type impl[T any] struct {
+	name  string
+	needs CPUFeatures
+	fn    T
+}
+
+// helperChoice records one choose: what it chose for and every option's
+// needs, best first, so that a test can check the choice for any CPU.
+type helperChoice struct {
+	what, name string
+	needs      CPUFeatures
+	options    []CPUFeatures
+}
+
+// choose returns the first of impls (best first) whose needs f has, and
+// records the choice in t. The last impl must need nothing.
+func choose[T any](t *kernelTable, f CPUFeatures, what string, impls ...impl[T]) T {
+	c := helperChoice{what: what}
+	for _, im := range impls {
+		c.options = append(c.options, im.needs)
+	}
+	for _, im := range impls {
+		if f.Has(im.needs) {
+			c.name, c.needs = im.name, im.needs
+			t.helpers = append(t.helpers, c)
+			return im.fn
+		}
+	}
+	panic("kernels: no " + what + " implementation runs on " + f.String())
 }
 
 var defaultTable = sync.OnceValue(func() *kernelTable { return resolve(nil, CPU()) })

@@ -32,8 +32,7 @@ const (
 // elementwiseVariants lists the attention, swiglu, rmsnorm, rope and head
 // variants.
 func elementwiseVariants() []variant {
-	avx2 := func(f CPUFeatures) bool { return haveAsm && f.hasAVX2() }
-	avx512 := func(f CPUFeatures) bool { return haveAsm && f.AVX512 }
+	const avx2, avx512 = needAVX2, needAVX512
 	return []variant{
 		{op: OpAttention, name: "go", prio: 10,
 			desc: "ggml's -fa off attention in plain Go: K·Q and V·P in its order (AttnScores/AttnValues), softmax with its vector exp and glibc expf (bit-exact, slow)",
@@ -81,15 +80,13 @@ func elementwiseVariants() []variant {
 			desc: "squares summed into 4×4 float64 lanes, the scale applied in 8-lane multiplies (AVX2)",
 			bind: func(t *kernelTable, _ CPUFeatures) { t.rmsNorm = rmsNormAVX2 }},
 
-		// One variant: the AVX2 rotation gives the plain Go loop's bits.
+		// The AVX2 rotation gives the plain Go loop's bits.
 		{op: OpRoPE, name: "go", prio: 10,
-			desc: "ggml's rotation, one fused multiply-add per output; 8 lanes (AVX2, FMA) where the CPU has them, the same bits as the plain Go loop",
-			bind: func(t *kernelTable, f CPUFeatures) {
-				t.rope = ropeGo
-				if avx2(f) {
-					t.rope = ropeAVX2
-				}
-			}},
+			desc: "ggml's rotation in plain Go, one fused multiply-add per output",
+			bind: func(t *kernelTable, _ CPUFeatures) { t.rope = ropeGo }},
+		{op: OpRoPE, name: "avx2", prio: 20, needs: avx2,
+			desc: "ggml's rotation, 8 lanes (AVX2, FMA): the same bits as go",
+			bind: func(t *kernelTable, _ CPUFeatures) { t.rope = ropeAVX2 }},
 
 		{op: OpHead, name: "go", prio: 10,
 			desc: "pick (max, argmax, Σ exp with libm exp) and heap top-k in plain Go, the reference (Pick/TopK); the LM head follows the matmul ops",
@@ -109,14 +106,15 @@ func elementwiseVariants() []variant {
 // bindStream sets the streaming-softmax helpers (ExpSum, ScaleMax) to the
 // fastest this CPU has; every choice gives the same values.
 func bindStream(t *kernelTable, f CPUFeatures) {
-	switch {
-	case haveAsm && f.AVX512:
-		t.expSum, t.scaleMax = expSumFast, scaleMaxFast
-	case haveAsm && f.hasAVX2():
-		t.expSum, t.scaleMax = expSumAVX2, scaleMaxAVX2
-	default:
-		t.expSum, t.scaleMax = expSumTwin, scaleMaxTwin
+	type pair struct {
+		expSum   func(s []float32, mx float32) float64
+		scaleMax func(s []float32, scale float32) float32
 	}
+	p := choose(t, f, "attention stream (ExpSum, ScaleMax)",
+		impl[pair]{"avx512", needAVX512, pair{expSumFast, scaleMaxFast}},
+		impl[pair]{"avx2", needAVX2, pair{expSumAVX2, scaleMaxAVX2}},
+		impl[pair]{"generic", 0, pair{expSumTwin, scaleMaxTwin}})
+	t.expSum, t.scaleMax = p.expSum, p.scaleMax
 }
 
 // Attention is the attention mode the set runs.

@@ -47,33 +47,6 @@ func TestRegistryListsEveryMatMulType(t *testing.T) {
 	}
 }
 
-func TestDefaultIsFastestSupported(t *testing.T) {
-	var ks KernelSet
-	f := CPU()
-	want := "gotile" // the Go twins of the SIMD kernels, without assembly
-	switch {
-	case haveAsm && f.AVX512VNNI:
-		want = "avx512"
-	case haveAsm && f.hasAVX2():
-		want = "avx2"
-	}
-	for _, wt := range []Type{Q8_0, Q4_K, Q6_K} {
-		if got := ks.Variant(MatMulOp(wt)); got != want {
-			t.Errorf("default %v: %s, want %s on %s", wt, got, want, f)
-		}
-	}
-	// These have no AVX-512 kernel: AVX-512 machines run the avx2 one.
-	want = "gotile"
-	if haveAsm && f.hasAVX2() {
-		want = "avx2"
-	}
-	for _, wt := range []Type{Q2_K, Q3_K, IQ4_XS} {
-		if got := ks.Variant(MatMulOp(wt)); got != want {
-			t.Errorf("default %v: %s, want %s on %s", wt, got, want, f)
-		}
-	}
-}
-
 func TestParseKernels(t *testing.T) {
 	ks, err := ParseKernels("matmul=ref, matmul.q8_0=go ,attention=go")
 	if err != nil {
@@ -95,7 +68,7 @@ func TestParseKernels(t *testing.T) {
 	if ks.Variant("matmul.f16") != (KernelSet{}).Variant("matmul.f16") {
 		t.Fatalf("default not restored: %s", ks.Variant("matmul.f16"))
 	}
-	if CPU().hasAVX2() && haveAsm {
+	if CPU().HasAVX2() && haveAsm {
 		ks, err = ParseKernels("matmul=avx2")
 		if err != nil {
 			t.Fatal(err)
@@ -104,15 +77,24 @@ func TestParseKernels(t *testing.T) {
 			t.Fatalf("group avx2: %s", ks)
 		}
 	}
-	// A group choice applies only where the variant exists (Q2_K has no
-	// avx512 variant).
+	// A group choice applies only where the variant exists; the ops
+	// without it keep their default.
 	if v := lookup("matmul.q8_0", "avx512"); v != nil && v.supported(CPU()) {
 		ks, err = ParseKernels("matmul=avx512")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ks.Variant("matmul.q8_0") != "avx512" || ks.Variant("matmul.q2_k") != (KernelSet{}).Variant("matmul.q2_k") {
-			t.Fatalf("group avx512: %s", ks)
+		for _, op := range KernelOps() {
+			if !strings.HasPrefix(op, opMatMul+".") {
+				continue
+			}
+			want := "avx512"
+			if lookup(op, "avx512") == nil {
+				want = (KernelSet{}).Variant(op)
+			}
+			if got := ks.Variant(op); got != want {
+				t.Errorf("group avx512: %s=%s, want %s", op, got, want)
+			}
 		}
 	}
 	for _, bad := range []string{"matmul", "nope=go", "matmul.q8_0=fast", "matmul=fast", "=go", "attention="} {
@@ -121,7 +103,7 @@ func TestParseKernels(t *testing.T) {
 		}
 	}
 	// A variant the CPU lacks is an error, not a silent fallback.
-	if _, err := parseKernels("matmul.q8_0=avx512", CPUFeatures{}); !errors.Is(err, ErrKernelSpec) || !strings.Contains(err.Error(), "not supported") {
+	if _, err := parseKernels("matmul.q8_0=avx512", 0); !errors.Is(err, ErrKernelSpec) || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("unsupported variant accepted: %v", err)
 	}
 	if ks, err := ParseKernels(""); err != nil || ks.t != nil {
