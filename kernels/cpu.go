@@ -10,6 +10,7 @@ package kernels
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -72,6 +73,22 @@ func (f CPUFeatures) String() string {
 		return "none"
 	}
 	return strings.Join(s, " ")
+}
+
+// ParseCPUFeatures reads a feature list as String prints it ("avx2 fma
+// f16c", commas allowed; "none" or "" for none).
+func ParseCPUFeatures(s string) (CPUFeatures, error) {
+	var f CPUFeatures
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == ' ' || r == ',' }) {
+		i := slices.Index(featNames[:], w)
+		switch {
+		case i >= 0:
+			f |= 1 << i
+		case w != "none":
+			return 0, fmt.Errorf("unknown CPU feature %q (features: %s)", w, strings.Join(featNames[:], ", "))
+		}
+	}
+	return f, nil
 }
 
 // CPUEnv is the environment variable that masks detected features down to
@@ -161,3 +178,6 @@ func CPULevel() string { return cpuInfo().level }
 // CPUError reports a PLEXBENCH_CPU value that was not applied (unknown, or
 // above this CPU); nil when the mask is in force or none was asked for.
 func CPUError() error { return cpuInfo().err }
+
+// FeatureNames lists every feature's name, comma-separated.
+func FeatureNames() string { return strings.Join(featNames[:], ", ") }

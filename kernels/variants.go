@@ -162,14 +162,18 @@ func KernelOps() []string {
 
 // KernelVariants lists every registered variant with its support on this
 // CPU and whether it is the default (for `plexbench kernels`).
-func KernelVariants() []KernelVariant {
-	f := CPU()
+func KernelVariants() []KernelVariant { return KernelVariantsFor(CPU()) }
+
+// KernelVariantsFor is KernelVariants for a CPU with features f: what
+// another machine would run, from the same registry.
+func KernelVariantsFor(f CPUFeatures) []KernelVariant {
 	reg := registry()
+	tab := resolve(nil, f)
 	out := make([]KernelVariant, 0, len(reg))
 	for i := range reg {
 		v := &reg[i]
 		out = append(out, KernelVariant{Op: v.op, Name: v.name, Desc: v.desc,
-			Supported: v.supported(f), Default: best(v.op, f) == v})
+			Supported: v.supported(f), Default: tab.choice[v.op] == v})
 	}
 	return out
 }
