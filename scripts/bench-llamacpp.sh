@@ -50,6 +50,11 @@ if [ -n "$llamabin" ]; then
   [ -x "$llamabin/llama-perplexity" ] || die "LLAMA_CPP_BIN=$llamabin has no executable llama-perplexity"
   lver=$("$llamabin/llama-perplexity" --version 2>&1 | grep -m1 -i '^version' || echo "version unknown")
   lname="llama.cpp built from source ($llamabin/llama-perplexity, $lver)"
+  # Newer builds print llama_perf's timings only when asked.
+  lperf=()
+  if "$llamabin/llama-perplexity" --help 2>&1 | grep -q -- '--perf'; then
+    lperf=(--perf)
+  fi
 else
   command -v npm >/dev/null || die "cannot fetch llama.cpp: npm is not installed (apt-get install npm)"
   if ! command -v gcc >/dev/null; then
@@ -124,12 +129,23 @@ for t in $types; do
   for i in $(seq 1 "$runs"); do
     if [ -n "$llamabin" ]; then
       l=$(timed "$work/l.$t.$i" "$llamabin/llama-perplexity" -m "$m" -f "$text" -c "$ctx" -b "$ctx" \
-        -ub "$ctx" -t "$threads" -fa off --chunks "$chunks")
+        -ub "$ctx" -t "$threads" -fa off --chunks "$chunks" "${lperf[@]}")
       # The driver's one line of key value pairs, from llama-perplexity's log.
       cat "$work/l.$t.$i" "$work/l.$t.$i.err" >"$work/l.$t.$i.log"
+      # Prefill tok/s from llama_perf's prompt eval line where it is
+      # printed (its async log may lose it at exit), else from the log's
+      # timestamps (M.SS.mmm.uuu) between "calculating perplexity" and
+      # "Final estimate": the chunks' decodes and their scoring.
+      tps=$(grep -oE 'prompt eval time = .*' "$work/l.$t.$i.log" | grep -oE '[0-9.]+ tokens per second' | awk '{print $1}' || true)
+      if [ -z "$tps" ]; then
+        tps=$(awk -v n=$((chunks * ctx)) '
+          function ts(s, a) { split(s, a, "."); return a[1] * 60 + a[2] + a[3] / 1e3 + a[4] / 1e6 }
+          / calculating perplexity over / { t0 = ts($1) }
+          / Final estimate: / { for (i = 3; i <= NF; i++) if ($i == "Final" && $(i - 1) == "I") t1 = ts($(i - 2)) }
+          END { if (t0 && t1 > t0) printf "%.1f", n / (t1 - t0) }' "$work/l.$t.$i.log")
+      fi
       printf 'ppl %s prefill_tok_s %s\n' \
-        "$(grep -oE 'Final estimate: PPL = [0-9.]+' "$work/l.$t.$i.log" | awk '{print $NF}')" \
-        "$(grep -oE 'prompt eval time = .*' "$work/l.$t.$i.log" | grep -oE '[0-9.]+ tokens per second' | awk '{print $1}')" \
+        "$(grep -oE 'Final estimate: PPL = [0-9.]+' "$work/l.$t.$i.log" | awk '{print $NF}')" "${tps:-nan}" \
         >"$work/l.$t.$i"
     else
       l=$(timed "$work/l.$t.$i" env TOKOUT="$work/$t.tok" LIBDIR="$lib" CPUV="$cpuv" NT="$threads" \
