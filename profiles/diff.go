@@ -58,6 +58,17 @@ const (
 	CompareModels
 )
 
+// ParseComparison reads a --compare value: engine, or models (model).
+func ParseComparison(s string) (Comparison, error) {
+	switch s {
+	case "engine":
+		return CompareEngine, nil
+	case "models", "model":
+		return CompareModels, nil
+	}
+	return 0, fmt.Errorf("--compare %q: want engine or models", s)
+}
+
 // ErrNotComparable is wrapped by CheckComparable's errors.
 var ErrNotComparable = errors.New("profiles are not comparable")
 

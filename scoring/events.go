@@ -3,7 +3,12 @@
 // render them; scoring itself never prints.
 package scoring
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+)
 
 // EventKind says which point of a run an Event reports.
 type EventKind int
@@ -31,63 +36,139 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event is one progress report. Events are values: a receiver may keep them.
+// Event is one progress report. Events are values: a receiver may keep
+// them. Its JSON (MarshalJSON) is one line of `--progress jsonl`.
 type Event struct {
-	Kind EventKind
+	Kind EventKind `json:"event"`
 
-	Method string // "chunks" or "sliding"
-	Ctx    int
-	Stride int
+	Method string `json:"method"` // "chunks" or "sliding"
+	Ctx    int    `json:"ctx"`
+	Stride int    `json:"stride"`
 
-	WindowsTotal int // windows the run will score (after the chunk limit)
-	WindowsDone  int
-	ScoredTotal  int // tokens the run will score
-	ScoredDone   int // tokens scored so far
-	PrefillTotal int // tokens the run will send through prefill, context included
-	PrefillDone  int // tokens sent through prefill so far
+	WindowsDone  int `json:"windows_done"`
+	WindowsTotal int `json:"windows_total"` // windows the run will score (after the chunk limit)
+	ScoredDone   int `json:"scored_done"`   // tokens scored so far
+	ScoredTotal  int `json:"scored_total"`  // tokens the run will score
+	PrefillDone  int `json:"prefill_done"`  // tokens sent through prefill so far
+	PrefillTotal int `json:"prefill_total"` // tokens the run will send through prefill, context included
 
-	Elapsed time.Duration
+	// Elapsed and ETA (the remaining prefill tokens at the mean rate; 0
+	// when unknown) are elapsed_seconds and eta_seconds in JSON.
+	Elapsed time.Duration `json:"-"`
+	ETA     time.Duration `json:"-"`
 	// TokensPerSecond is the prefill rate of the last window alone;
 	// MeanTokensPerSecond the rate over the whole run so far. Both count
 	// every token sent through prefill.
-	TokensPerSecond     float64
-	MeanTokensPerSecond float64
-	// ETA is the remaining prefill tokens at the mean rate; 0 when unknown.
-	ETA time.Duration
-	// AttentionKept is the fraction of causal attention blocks prefill
-	// computed over the windows so far (1 for dense; 0 before any).
-	AttentionKept float64
-
-	// Window is the window that just finished (EventWindowDone only).
-	Window *WindowReport
+	TokensPerSecond     float64 `json:"tokens_per_second,omitempty"`
+	MeanTokensPerSecond float64 `json:"mean_tokens_per_second"`
 
 	// Running statistics over every token scored so far (0 before any).
-	MeanNLL               float64
-	Perplexity            float64
-	PerplexityUncertainty float64
+	Perplexity            float64 `json:"perplexity"`
+	PerplexityUncertainty float64 `json:"perplexity_uncertainty"`
+	MeanNLL               float64 `json:"mean_nll"`
 
+	// AttentionKept is the fraction of causal attention blocks prefill
+	// computed over the windows so far (1 for dense; 0 before any).
+	AttentionKept float64 `json:"attention_kept,omitempty"`
+
+	// Window is the window that just finished (EventWindowDone only).
+	Window *WindowReport `json:"window,omitempty"`
 	// KLD is the running comparison against a base; nil when not comparing.
-	KLD *KLDSnapshot
+	KLD *KLDSummary `json:"kld,omitempty"`
 
 	// Started only: the windows taken from a resumed run's journal
 	// (WindowsDone counts them too).
-	Resumed int
+	Resumed int `json:"resumed,omitempty"`
 
 	// Finished only: whether the run stopped before its last window, and why.
-	Partial bool
-	Reason  string
+	Partial bool   `json:"partial,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
-// KLDSnapshot is the running KL-divergence summary a live view shows.
+// MarshalJSON encodes e with its durations in seconds.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type fields Event // without this method
+	return json.Marshal(struct {
+		fields
+		ElapsedSeconds float64 `json:"elapsed_seconds"`
+		ETASeconds     float64 `json:"eta_seconds"`
+	}{fields(e), e.Elapsed.Seconds(), e.ETA.Seconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	type fields Event
+	var v struct {
+		*fields
+		ElapsedSeconds float64 `json:"elapsed_seconds"`
+		ETASeconds     float64 `json:"eta_seconds"`
+	}
+	v.fields = (*fields)(e)
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	e.Elapsed = time.Duration(math.Round(v.ElapsedSeconds * float64(time.Second)))
+	e.ETA = time.Duration(math.Round(v.ETASeconds * float64(time.Second)))
+	return nil
+}
+
+// MarshalText is the kind's name.
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a kind's name.
+func (k *EventKind) UnmarshalText(b []byte) error {
+	for c := EventStarted; c <= EventFinished; c++ {
+		if c.String() == string(b) {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown event %q", b)
+}
+
+// KLDSummary is the part of a KLD comparison a live view, the A/B
+// verdict and the progress events show: from the running statistics
+// (KLDStats.Snapshot) or a finished report (KLDReport.Summary).
 // Percentiles use llama.cpp's f32 interpolation over the finite values.
-type KLDSnapshot struct {
-	Tokens             int     // tokens compared so far
-	NonFinite          int     // tokens whose KLD was not finite (excluded)
-	MeanKLD            float64 // nats
-	MeanKLDUncertainty float64
-	P50, P90, P99, Max float64 // KLD median, 90th, 99th percentile, maximum
-	SameTop            float64 // fraction
-	SameTopUncertainty float64
-	MeanDeltaP         float64 // fraction, p − p_base of the correct token
-	MeanLogRatio       float64 // mean(nll − base nll)
+type KLDSummary struct {
+	Tokens             int     `json:"tokens"` // tokens compared so far
+	MeanKLD            float64 `json:"mean_kld"`
+	MeanKLDUncertainty float64 `json:"mean_kld_uncertainty"`
+	P50                float64 `json:"kld_p50"`
+	P90                float64 `json:"kld_p90"`
+	P99                float64 `json:"kld_p99"`
+	Max                float64 `json:"kld_max"`
+	SameTop            float64 `json:"same_top"` // fraction
+	SameTopUncertainty float64 `json:"same_top_uncertainty"`
+	MeanDeltaP         float64 `json:"mean_delta_p"`     // fraction, p − p_base of the correct token
+	NonFinite          int     `json:"nonfinite_tokens"` // tokens whose KLD was not finite (excluded)
+}
+
+// event fills the run totals into e and sends it.
+func (r *runner) event(e Event) {
+	if r.req.Progress == nil {
+		return
+	}
+	e.Method, e.Ctx, e.Stride = r.plan.Method, r.plan.Ctx, r.plan.Stride
+	e.WindowsTotal, e.WindowsDone = len(r.todo.Windows), len(r.windows)
+	e.ScoredTotal, e.ScoredDone = r.todo.Scored, r.scoredDone
+	e.PrefillTotal, e.PrefillDone = r.todo.PrefillToks, r.prefillDone
+	if r.blocks.Total > 0 {
+		e.AttentionKept = r.blocks.Fraction()
+	}
+	e.Elapsed = time.Since(r.start)
+	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > r.prefillResumed {
+		e.MeanTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / loop
+		left := float64(r.todo.PrefillToks - r.prefillDone)
+		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
+	}
+	res := r.nll.Result()
+	e.MeanNLL, e.Perplexity, e.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
+	if r.kld != nil && r.kld.Tokens() > 0 {
+		s := r.kld.Snapshot()
+		e.KLD = &s
+	}
+	t0 := time.Now()
+	r.req.Progress(e)
+	r.held += time.Since(t0)
 }

@@ -484,3 +484,67 @@ func JournalWindows(path string) (int, error) {
 		n++
 	}
 }
+
+// openJournal opens the request's journal (resuming it when asked) and
+// replays the windows it holds; it returns how many.
+func (r *runner) openJournal() (int, error) {
+	tsum := TokenIDsSHA256(r.tokens)
+	id := journalIdentity{
+		Model: modelIdentityOf(r.info), TokenIDsSHA256: hex.EncodeToString(tsum[:]),
+		Tokens: len(r.tokens), Method: r.plan.Method, Ctx: r.plan.Ctx, Stride: r.plan.Stride,
+		ChunkLimit: r.plan.ChunkLimit, Windows: len(r.plan.Windows), KLDBaseOutTopK: r.recordTopK(), Config: r.cfg,
+	}
+	if r.req.Text != "" {
+		sum := sha256.Sum256([]byte(r.req.Text))
+		id.TextSHA256 = hex.EncodeToString(sum[:])
+	}
+	if b := sourceFile(r.base); b != nil {
+		id.KLDBase = &baseIdentity{Size: b.size, Checksum: hex.EncodeToString(b.checksum[:])}
+	}
+	j, resuming, err := openJournal(r.req.Journal, id, r.req.Resume, r.kld != nil, r.recordTopK())
+	if err != nil {
+		return 0, err
+	}
+	r.journal = j
+	if !resuming {
+		return 0, nil
+	}
+	n, err := j.replay(r.plan, r.replay)
+	if err != nil {
+		j.close()
+		return 0, fmt.Errorf("resuming from %s: window %d: %w", j.path, n, err)
+	}
+	r.prefillResumed = r.prefillDone
+	return n, nil
+}
+
+// replay adds a window taken from the journal as if it had just been
+// scored: its tokens' NLLs and comparisons, and its base rows.
+func (r *runner) replay(w Window, jw *journalWindow) error {
+	r.wNLL = NLLStats{}
+	for i, nll := range jw.NLL {
+		r.wNLL.Add(nll)
+		if r.record != nil {
+			k := r.record.topK()
+			if err := r.record.replay(nll, jw.IDs[i*k:(i+1)*k], jw.LP[i*k:(i+1)*k]); err != nil {
+				return err
+			}
+		}
+		if r.kld != nil {
+			if err := r.skipBase(1); err != nil {
+				return err
+			}
+			r.kld.Add(w.Index, jw.Cmp[i])
+		}
+	}
+	r.finishWindow(w, jw.Seconds, jw.Blocks)
+	return nil
+}
+
+// recordTopK is the top-k of the base the run records; 0 for none.
+func (r *runner) recordTopK() int {
+	if r.record == nil {
+		return 0
+	}
+	return r.record.topK()
+}

@@ -41,32 +41,6 @@ type Comparison struct {
 	KLD *KLDSummary `json:"kld,omitempty"`
 }
 
-// KLDSummary is the part of a KLD comparison the verdict and the views
-// show, from a live snapshot or a finished report.
-type KLDSummary struct {
-	Tokens             int     `json:"tokens"`
-	MeanKLD            float64 `json:"mean_kld"`
-	MeanKLDUncertainty float64 `json:"mean_kld_uncertainty"`
-	P50                float64 `json:"kld_p50"`
-	P90                float64 `json:"kld_p90"`
-	P99                float64 `json:"kld_p99"`
-	Max                float64 `json:"kld_max"`
-	SameTop            float64 `json:"same_top"`
-	SameTopUncertainty float64 `json:"same_top_uncertainty"`
-	MeanDeltaP         float64 `json:"mean_delta_p"`
-	NonFinite          int     `json:"nonfinite_tokens"`
-}
-
-// Summary is the snapshot's KLD summary; nil for nil.
-func (k *KLDSnapshot) Summary() *KLDSummary {
-	if k == nil {
-		return nil
-	}
-	return &KLDSummary{Tokens: k.Tokens, MeanKLD: k.MeanKLD, MeanKLDUncertainty: k.MeanKLDUncertainty,
-		P50: k.P50, P90: k.P90, P99: k.P99, Max: k.Max, SameTop: k.SameTop,
-		SameTopUncertainty: k.SameTopUncertainty, MeanDeltaP: k.MeanDeltaP, NonFinite: k.NonFinite}
-}
-
 // Summary is the report's KLD summary; nil for nil.
 func (k *KLDReport) Summary() *KLDSummary {
 	if k == nil {

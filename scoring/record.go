@@ -1,11 +1,12 @@
-// record.go owns records: a finished run's report kept under a results
-// root with what makes it comparable and reproducible (the protocol, its
-// digest, the model's identity and size, the machine, the plexbench
-// version, wall times). A record is the JSON report with a "record"
-// object added, so every reader of reports reads records. WriteRecord is
-// the one place records are written; GroupRecords puts records of one
-// protocol together for `plexbench compare`.
 package scoring
+
+// record.go owns records: a finished run's report with what makes it
+// comparable and reproducible (the protocol, its digest, the model's
+// identity and size, the machine, the plexbench version, wall times). A
+// record is the JSON report with a "record" object added, so every reader
+// of reports reads records. The results package names and writes them;
+// GroupRecords puts records of one protocol together for `plexbench
+// compare`.
 
 import (
 	"crypto/sha256"
@@ -21,8 +22,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"plexbench/scoring/outfile"
 )
 
 // RecordSchemaVersion is the version of RecordInfo's layout.
@@ -34,7 +33,7 @@ var ErrBadRecord = errors.New("bad record")
 // RecordInfo is the record part of a report.
 type RecordInfo struct {
 	SchemaVersion int    `json:"schema_version"`
-	Name          string `json:"name"` // the file stem: model, text, digest
+	Name          string `json:"name"` // the file stem in the results folder (results.RecordName)
 	// Digest hashes the protocol, the engine config and the model's
 	// identity: two runs with the same digest ran the same thing.
 	Digest         string      `json:"digest"`
@@ -160,7 +159,7 @@ func ProtocolOf(r *Report, base BaseID) Protocol {
 
 // NewRecordInfo completes a record for rep: the protocol and the digests
 // (over the protocol, rep's engine config without paths, and the model's
-// hash), the name, and the times.
+// hash) and the times; the caller names it (results.RecordName).
 func NewRecordInfo(rep *Report, base BaseID, model RecordModel, m Machine, version string, started, finished time.Time) RecordInfo {
 	ri := RecordInfo{SchemaVersion: RecordSchemaVersion, Protocol: ProtocolOf(rep, base), Model: model,
 		Machine: m, Version: version, Started: started.UTC(), Finished: finished.UTC(),
@@ -187,8 +186,8 @@ func MergedRecordInfo(shards []Report, merged *Report) RecordInfo {
 	return ri
 }
 
-// seal sets the digests and the name from the protocol, rep's engine
-// config and the model.
+// seal sets the digests from the protocol, rep's engine config and the
+// model. The name is the results folder's (results.RecordName).
 func (ri *RecordInfo) seal(rep *Report) {
 	ri.ProtocolDigest = ri.Protocol.Digest()
 	cfg := rep.Config
@@ -198,54 +197,6 @@ func (ri *RecordInfo) seal(rep *Report) {
 		Engine   EngineConfig
 		Model    string
 	}{ri.ProtocolDigest, cfg, ri.Model.SHA256Prefix})
-	stem := func(p, empty string) string {
-		if p == "" {
-			return empty
-		}
-		return safeName(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
-	}
-	text := stem(rep.Text, "tokens")
-	if rep.Text == "" && rep.KLD != nil {
-		text = "vs-" + stem(rep.KLD.Base, "base") // the tokens came from the base
-	}
-	ri.Name = stem(ri.Model.File, "model") + "_" + text + "_" + ri.Digest
-	if ri.Protocol.Shard != "" {
-		ri.Name += "_shard" + strings.ReplaceAll(ri.Protocol.Shard, "/", "of")
-	}
-}
-
-// safeName keeps letters, digits, '.', '-' of s (others become '-'), at
-// most 48 bytes.
-func safeName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c == '.' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
-			b[i] = '-'
-		}
-	}
-	return string(b[:min(len(b), 48)])
-}
-
-// WriteRecord writes rep, which must carry its Record, as
-// root/NAME.json, creating root; an identical rerun replaces its own
-// record and nothing else. It writes through outfile.WriteFile (temp file,
-// sync, rename), the one switch point to another safe-output helper.
-func WriteRecord(root string, rep *Report) (string, error) {
-	if rep.Record == nil || rep.Record.Name == "" {
-		return "", fmt.Errorf("record: the report has no record information")
-	}
-	if rep.Partial {
-		return "", fmt.Errorf("record %s: a partial run is not kept as a record", rep.Record.Name)
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("results root: %w", err)
-	}
-	data, err := rep.JSON()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(root, rep.Record.Name+".json")
-	return path, outfile.WriteFile(path, data)
 }
 
 // maxRecord bounds what ReadRecord reads; a report of a million windows is

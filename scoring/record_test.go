@@ -10,64 +10,6 @@ import (
 	"time"
 )
 
-func testRecord(t *testing.T, rep Report, base BaseID, modelHash string) Report {
-	t.Helper()
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	ri := NewRecordInfo(&rep, base, RecordModel{File: "m-" + modelHash + ".gguf", SHA256Prefix: modelHash, EffectiveBPW: 8.5},
-		Machine{OS: "linux", Arch: "amd64", CPUs: 2}, "test", t0, t0.Add(time.Second))
-	rep.Record = &ri
-	return rep
-}
-
-// TestRecordNamesAndWrite: a rerun of the same protocol, engine and model
-// gets the same record and replaces it; anything else another record.
-func TestRecordNamesAndWrite(t *testing.T) {
-	f := newFake(40, 6, 1, 0)
-	tokens := randomTokens(1, 600, 40)
-	rep, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := testRecord(t, rep, BaseID{}, "aaaa")
-	again := testRecord(t, rep, BaseID{}, "aaaa")
-	otherModel := testRecord(t, rep, BaseID{}, "bbbb")
-	threads := rep
-	threads.Config.Threads = 7
-	otherEngine := testRecord(t, threads, BaseID{}, "aaaa")
-	ctx := rep
-	ctx.Ctx = 50
-	otherProto := testRecord(t, ctx, BaseID{}, "aaaa")
-	if a.Record.Name != again.Record.Name || a.Record.SchemaVersion != RecordSchemaVersion {
-		t.Fatalf("rerun named %q, first %q", again.Record.Name, a.Record.Name)
-	}
-	for _, o := range []Report{otherModel, otherEngine, otherProto} {
-		if o.Record.Name == a.Record.Name {
-			t.Errorf("distinct runs share the record name %q", o.Record.Name)
-		}
-	}
-	if otherEngine.Record.ProtocolDigest != a.Record.ProtocolDigest || otherProto.Record.ProtocolDigest == a.Record.ProtocolDigest {
-		t.Error("the protocol digest must follow the protocol only")
-	}
-	root := filepath.Join(t.TempDir(), "results")
-	for _, r := range []Report{a, again, otherModel} {
-		if _, err := WriteRecord(root, &r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if ents, _ := os.ReadDir(root); len(ents) != 2 {
-		t.Fatalf("%d files after a rerun and one other run, want 2", len(ents))
-	}
-	got, ok, err := ReadRecord(filepath.Join(root, a.Record.Name+".json"))
-	if err != nil || !ok || got.Record.Model.SHA256Prefix != "aaaa" || got.Perplexity != rep.Perplexity {
-		t.Fatalf("read back: ok %v err %v %+v", ok, err, got.Record)
-	}
-	partial := a
-	partial.Partial = true
-	if _, err := WriteRecord(root, &partial); err == nil {
-		t.Error("a partial run was written as a record")
-	}
-}
-
 func TestReadRecordRefuses(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) string {

@@ -5,6 +5,7 @@ package scoring
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // ReportObject is the report's "object" value.
@@ -176,4 +177,33 @@ func (r *Report) JSON() ([]byte, error) {
 		return nil, fmt.Errorf("perplexity report: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// sanitize replaces non-finite numbers, which JSON cannot carry, by 0 and
+// says so in a warning.
+func (rep *Report) sanitize() {
+	bad := 0
+	fix := func(x *float64) {
+		if math.IsNaN(*x) || math.IsInf(*x, 0) {
+			*x = 0
+			bad++
+		}
+	}
+	fix(&rep.MeanNLL)
+	fix(&rep.Perplexity)
+	fix(&rep.PerplexityUncertainty)
+	for i := range rep.Windows {
+		fix(&rep.Windows[i].MeanNLL)
+		fix(&rep.Windows[i].Perplexity)
+	}
+	if k := rep.KLD; k != nil {
+		for _, p := range []*float64{&k.BasePerplexity, &k.Perplexity, &k.DeltaPerplexity, &k.PerplexityRatio,
+			&k.PerplexityRatioUncertainty, &k.DeltaPerplexityUncertainty, &k.PerplexityUncertainty,
+			&k.BasePerplexityUncertainty, &k.PPLCorrelation} {
+			fix(p)
+		}
+	}
+	if bad > 0 {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d non-finite statistics (overflow) were written as 0", bad))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -592,5 +593,40 @@ func TestRunAttentionKept(t *testing.T) {
 	}
 	if want == 1 || want == rep.Windows[0].AttentionKept {
 		t.Fatalf("the fake's counts do not vary: %v", want)
+	}
+}
+
+// TestEventJSONRoundTrip: an event's JSON (a --progress jsonl line) reads
+// back as the same event, durations to the nanosecond's float rounding.
+func TestEventJSONRoundTrip(t *testing.T) {
+	f := newFake(40, 6, 1, 0)
+	var evs []Event
+	tokens := randomTokens(1, 400, 40)
+	ref := filepath.Join(t.TempDir(), "ref.kld")
+	if _, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), f, Request{KLDBase: ref, Progress: func(e Event) { evs = append(evs, e) }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		data, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Event
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if d := back.Elapsed - e.Elapsed; d < -time.Microsecond || d > time.Microsecond {
+			t.Fatalf("elapsed %v read back as %v", e.Elapsed, back.Elapsed)
+		}
+		back.Elapsed, back.ETA, e.Elapsed, e.ETA = 0, 0, 0, 0
+		if !reflect.DeepEqual(back, e) {
+			t.Fatalf("event %+v read back as %+v from %s", e, back, data)
+		}
+		if e.Kind == EventWindowDone && (!strings.Contains(string(data), `"event":"window_done"`) || !strings.Contains(string(data), `"kld":{"tokens":`)) {
+			t.Fatalf("window event JSON %s", data)
+		}
 	}
 }

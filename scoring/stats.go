@@ -378,18 +378,16 @@ func binomialSE(k, n int) (p, se float64) {
 }
 
 // Snapshot is the running summary for progress events.
-func (s *KLDStats) Snapshot() KLDSnapshot {
+func (s *KLDStats) Snapshot() KLDSummary {
 	s.sortTail(s.kld, &s.kldSorted)
 	mk, sek := mu(s.sKLD, s.sKLD2, s.nKLD)
-	mq, _ := mu(s.sNLL, s.sNLL2, s.n)
-	mb, _ := mu(s.sB, s.sB2, s.n)
 	mdp, _ := mu(s.sDP, s.sDP2, s.n)
 	st, sst := binomialSE(s.nSame, s.n)
-	snap := KLDSnapshot{
+	snap := KLDSummary{
 		Tokens: s.n, NonFinite: s.nonFinite,
 		MeanKLD: mk, MeanKLDUncertainty: sek,
 		SameTop: st, SameTopUncertainty: sst,
-		MeanDeltaP: mdp, MeanLogRatio: mq - mb,
+		MeanDeltaP: mdp,
 	}
 	if len(s.kld) > 0 {
 		snap.P50 = float64(Median(s.kld))

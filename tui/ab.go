@@ -14,6 +14,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // abModel is an A/B comparison in progress or done.
@@ -155,18 +156,6 @@ func (m abModel) compare() abModel {
 	return m
 }
 
-func findWindow(ws []scoring.WindowReport, index int) (scoring.WindowReport, bool) {
-	if index < len(ws) && ws[index].Index == index {
-		return ws[index], true
-	}
-	for _, w := range ws {
-		if w.Index == index {
-			return w, true
-		}
-	}
-	return scoring.WindowReport{}, false
-}
-
 // savePair writes the A/B summary beside B's report, or beside A's when
 // A stopped or failed before B ran.
 func (m abModel) savePair() tea.Cmd {
@@ -183,10 +172,18 @@ func (m abModel) savePair() tea.Cmd {
 	for i, c := range m.diff {
 		diff[i] = c.String()
 	}
-	pf := pairFile{A: m.a.files.Report, B: m.b.files.Report, Base: m.b.base, Diff: diff,
-		Comparison: m.cmp, Verdict: m.verdict(), Partial: m.b.status != runDone}
-	path := strings.TrimSuffix(beside, ".json") + ".ab.json"
-	return func() tea.Msg { return pairSavedMsg{path: path, err: savePair(path, pf)} }
+	sum := results.NewABSummary(m.cmp, m.side(&m.a), m.side(&m.b))
+	sum.Diff, sum.Base, sum.Verdict, sum.Partial = diff, m.b.base, m.verdict(), m.b.status != runDone
+	path := results.ABPath(beside)
+	return func() tea.Msg { return pairSavedMsg{path: path, err: results.WriteAB(path, sum)} }
+}
+
+// side is one run's headline figures for the summary.
+func (m abModel) side(r *runModel) results.ABSide {
+	if r.report == nil {
+		return results.ABSide{Name: r.profile.Name, Report: r.files.Report}
+	}
+	return results.SideOf(r.profile.Name, r.files.Report, r.report)
 }
 
 // verdict is the verdict line with how far the runs got.

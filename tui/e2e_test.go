@@ -14,6 +14,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // observed wraps the real app model and publishes each view it renders
@@ -151,7 +152,7 @@ func TestEndToEndStop(t *testing.T) {
 		b.Close()
 	}
 	// And history lists it.
-	h, err := History(dir)
+	h, err := results.History(dir)
 	if err != nil || len(h) != 1 || !h[0].Run.Partial || !h[0].HasProfile {
 		t.Errorf("history: %+v, %v", h, err)
 	}
@@ -185,17 +186,17 @@ func TestEndToEndAB(t *testing.T) {
 	if len(pairs) != 1 {
 		t.Fatalf("A/B summaries: %v", pairs)
 	}
-	var pf pairFile
+	var pf results.ABSummary
 	data, _ := os.ReadFile(pairs[0])
 	if err := json.Unmarshal(data, &pf); err != nil {
 		t.Fatal(err)
 	}
-	if pf.Object != pairObject || pf.Comparison.Windows != 12 || pf.Comparison.KLD == nil || pf.Verdict == "" {
+	if pf.Object != results.ABObject || pf.Comparison.Windows != 12 || pf.Comparison.KLD == nil || pf.Verdict == "" {
 		t.Errorf("A/B summary: %+v", pf)
 	}
 	// B's report compares against A's base, which is kept.
 	var rb scoring.Report
-	data, _ = os.ReadFile(pf.B)
+	data, _ = os.ReadFile(pf.B.Report)
 	if err := json.Unmarshal(data, &rb); err != nil || rb.KLD == nil {
 		t.Fatalf("B's report: %v, kld %v", err, rb.KLD)
 	}
@@ -205,7 +206,7 @@ func TestEndToEndAB(t *testing.T) {
 	// The summary's ΔPPL agrees with the two reports' perplexities: chunks
 	// windows all score the same count, so the paired mean is exact.
 	var ra scoring.Report
-	data, _ = os.ReadFile(pf.A)
+	data, _ = os.ReadFile(pf.A.Report)
 	json.Unmarshal(data, &ra)
 	want := 100 * (rb.Perplexity/ra.Perplexity - 1)
 	if got := pf.Comparison.DeltaPPLPercent; abs(got-want) > 1e-9*max(1, abs(want)) {
@@ -269,18 +270,18 @@ func TestEndToEndABCtrlC(t *testing.T) {
 			if len(pairs) != 1 {
 				t.Fatalf("A/B summaries after ctrl+c during %s: %v", during, pairs)
 			}
-			var pf pairFile
+			var pf results.ABSummary
 			data, _ := os.ReadFile(pairs[0])
 			if err := json.Unmarshal(data, &pf); err != nil {
 				t.Fatal(err)
 			}
-			if pf.Object != pairObject || !pf.Partial || pf.A == "" || pf.Verdict == "" {
+			if pf.Object != results.ABObject || !pf.Partial || pf.A.Report == "" || pf.Verdict == "" {
 				t.Errorf("A/B summary: %+v", pf)
 			}
-			if during == "A" && (pf.B != "" || pf.Comparison.Windows != 0) {
+			if during == "A" && (pf.B.Report != "" || pf.Comparison.Windows != 0) {
 				t.Errorf("B never ran, yet the summary says %+v", pf)
 			}
-			if during == "B" && (pf.B == "" || pf.Comparison.Windows != 4) {
+			if during == "B" && (pf.B.Report == "" || pf.Comparison.Windows != 4) {
 				t.Errorf("summary pairs %d windows, want B's 4: %+v", pf.Comparison.Windows, pf)
 			}
 			reports, _ := filepath.Glob(filepath.Join(dir, "*.json"))

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/workbench"
 )
 
 // fakeEngine is a small deterministic scoring.Engine: the hidden row at a
@@ -149,7 +149,9 @@ type fakeRunner struct {
 	step chan struct{}
 }
 
-func (r fakeRunner) Run(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
+func (r fakeRunner) Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
+	p := j.Profile
+	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress}
 	noise := 0.0
 	if p.KVCacheDType != "f32" {
 		noise = 0.02
@@ -160,7 +162,7 @@ func (r fakeRunner) Run(ctx context.Context, p profiles.Profile, req scoring.Req
 	req.Method, req.Ctx, req.Stride, req.Chunks = p.Method, p.Ctx, p.Stride, p.Chunks
 	rep, err := scoring.Run(ctx, eng, req)
 	if err != nil && !stopped(err) && rep.Object == "" {
-		return rep, fmt.Errorf("fake run: %w", err)
+		return workbench.Outcome{Report: rep}, fmt.Errorf("fake run: %w", err)
 	}
-	return rep, err
+	return workbench.Outcome{Report: rep}, err
 }

@@ -9,11 +9,13 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"plexbench/scoring/results"
 )
 
 type historyModel struct {
 	dir     string
-	entries []Entry
+	entries []results.Entry
 	err     error
 	loading bool
 	cursor  int
@@ -21,13 +23,13 @@ type historyModel struct {
 
 // historyMsg carries a listing of the results folder.
 type historyMsg struct {
-	entries []Entry
+	entries []results.Entry
 	err     error
 }
 
 func loadHistory(dir string) tea.Cmd {
 	return func() tea.Msg {
-		e, err := History(dir)
+		e, err := results.History(dir)
 		return historyMsg{entries: e, err: err}
 	}
 }
@@ -69,7 +71,7 @@ func (m historyModel) key(k keyMap, msg tea.KeyPressMsg) (historyModel, historyA
 	return m, histNone
 }
 
-func (m historyModel) selected() *Entry {
+func (m historyModel) selected() *results.Entry {
 	if m.cursor < 0 || m.cursor >= len(m.entries) || m.entries[m.cursor].Err != nil {
 		return nil
 	}

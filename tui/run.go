@@ -6,7 +6,7 @@ package tui
 
 import (
 	"fmt"
-	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // runStatus is where a run stands.
@@ -51,7 +52,7 @@ type runModel struct {
 	windows []scoring.WindowReport
 
 	report  *scoring.Report // when finished
-	files   runFiles
+	files   results.Run
 	saved   bool
 	saveErr error
 	err     error
@@ -172,23 +173,17 @@ func (m runModel) finish(d doneMsg) runModel {
 	return m
 }
 
-// fromWindows rebuilds the chart and latest event from a report's windows.
-// The per-window ± band is not in a report; it is approximated from the
-// final one as ±·sqrt(N/n), the 1/√n shrinking of a standard error.
+// fromWindows rebuilds the chart and latest event from a report's
+// windows: the running PPL ± after each window is scoring's, exactly what
+// the run's events said (a window-clustered ± for windows without
+// nll_sum_sq).
 func (m runModel) fromWindows(ws []scoring.WindowReport, rep scoring.Report) runModel {
-	m.windows = append([]scoring.WindowReport(nil), ws...)
+	m.windows = slices.Clone(ws)
+	slices.SortStableFunc(m.windows, func(a, b scoring.WindowReport) int { return a.Index - b.Index })
+	pts, _ := scoring.RunningPPL(m.windows)
 	m.points = m.points[:0:0]
-	rel := 0.0
-	if rep.Perplexity > 0 {
-		rel = rep.PerplexityUncertainty / rep.Perplexity
-	}
-	var sum float64
-	var n int
-	for _, w := range ws {
-		sum += w.NLLSum
-		n += w.Scored
-		run := math.Exp(sum / float64(max(n, 1)))
-		u := run * rel * math.Sqrt(float64(rep.ScoredTokens)/float64(max(n, 1)))
+	for i, w := range m.windows {
+		run, u := pts[i].Perplexity, pts[i].Uncertainty
 		m.points = append(m.points, chartPoint{Value: w.Perplexity, Run: run, Lo: run - u, Hi: run + u})
 	}
 	ev := scoring.Event{Kind: scoring.EventFinished, Method: rep.Method, Ctx: rep.Ctx, Stride: rep.Stride,
@@ -208,7 +203,7 @@ func (m runModel) fromWindows(ws []scoring.WindowReport, rep scoring.Report) run
 }
 
 // openedRun is a past run re-opened from the results folder.
-func openedRun(e Entry) runModel {
+func openedRun(e results.Entry) runModel {
 	m := newRunModel("", e.Profile, "")
 	if !e.HasProfile {
 		m.profile = profiles.Profile{Name: strings.TrimSuffix(base(e.Report, ""), ".json"), Model: e.Run.Config.Model.Path, Text: e.Run.Text}
@@ -223,7 +218,7 @@ func openedRun(e Entry) runModel {
 	if rep.Partial {
 		m.status = runStopped
 	}
-	m.saved, m.files = true, runFiles{Report: e.Report, Base: e.Base}
+	m.saved, m.files = true, results.Run{Report: e.Report, Base: e.Base}
 	return m
 }
 
@@ -233,7 +228,7 @@ func (m runModel) kld() *scoring.KLDSummary {
 	if m.report != nil && m.report.KLD != nil {
 		return m.report.KLD.Summary()
 	}
-	return m.last.KLD.Summary()
+	return m.last.KLD
 }
 
 // --- drawing ---

@@ -23,6 +23,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"plexbench/profiles"
+	"plexbench/scoring/results"
 )
 
 // Config is what the app runs.
@@ -35,7 +36,7 @@ type Config struct {
 	// Compare says what an A/B compares; CompareEngine refuses profiles
 	// that differ in model, text or windows.
 	Compare profiles.Comparison
-	// ResultsDir is where runs are saved (default DefaultResultsDir).
+	// ResultsDir is where runs are saved (default results.DefaultRoot).
 	ResultsDir string
 	Runner     Runner
 	// NoColor draws without colors (NO_COLOR).
@@ -127,7 +128,7 @@ func New(cfg Config) (Model, error) {
 		}
 	}
 	if cfg.ResultsDir == "" {
-		cfg.ResultsDir = DefaultResultsDir
+		cfg.ResultsDir = results.DefaultRoot
 	}
 	parent := cfg.Context
 	if parent == nil {
@@ -376,7 +377,7 @@ func saveProfile(p profiles.Profile) (path string, same bool, err error) {
 		}
 		return p.Source, false, profiles.Save(p.Source, p.RelativeTo(filepath.Dir(p.Source)))
 	}
-	path = safeName(p.Name) + ".toml"
+	path = results.SafeName(p.Name) + ".toml"
 	for i := 2; ; i++ {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			break
@@ -384,7 +385,7 @@ func saveProfile(p profiles.Profile) (path string, same bool, err error) {
 		if i > 100 {
 			return "", false, fmt.Errorf("too many files named %s", path)
 		}
-		path = fmt.Sprintf("%s-%d.toml", safeName(p.Name), i)
+		path = fmt.Sprintf("%s-%d.toml", results.SafeName(p.Name), i)
 	}
 	return path, false, profiles.Save(path, p.RelativeTo("."))
 }

@@ -18,6 +18,8 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
 
 // -update (defined by charm's golden package, which teatest brings in)
@@ -50,11 +52,12 @@ func abProfiles() (a, b profiles.Profile) {
 // recordRun runs p through scoring on the fake engine and returns its
 // events and report with wall-clock numbers replaced by fixed ones, so the
 // views are reproducible. secs gives window i's seconds.
-func recordRun(t *testing.T, p profiles.Profile, req scoring.Request, secs func(i int) float64) recording {
+func recordRun(t *testing.T, j workbench.Job, secs func(i int) float64) recording {
 	t.Helper()
-	rec := recording{Profile: p}
-	req.Progress = func(e scoring.Event) { rec.Events = append(rec.Events, e) }
-	rep, err := fakeRunner{text: fakeText(64 * 24)}.Run(context.Background(), p, req)
+	rec := recording{Profile: j.Profile}
+	j.Progress = func(e scoring.Event) { rec.Events = append(rec.Events, e) }
+	out, err := fakeRunner{text: fakeText(64 * 24)}.Run(context.Background(), j)
+	rep := out.Report
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +97,8 @@ func recordings(t *testing.T) (a, b recording) {
 		pa, pb := abProfiles()
 		dir := t.TempDir()
 		baseA := filepath.Join(dir, "a.kld")
-		a = recordRun(t, pa, scoring.Request{KLDBaseOut: baseA}, func(i int) float64 { return 0.30 + 0.02*float64(i*7%5) })
-		b = recordRun(t, pb, scoring.Request{KLDBase: baseA}, func(i int) float64 { return 0.17 + 0.01*float64(i*3%4) })
+		a = recordRun(t, workbench.Job{Profile: pa, Record: baseA}, func(i int) float64 { return 0.30 + 0.02*float64(i*7%5) })
+		b = recordRun(t, workbench.Job{Profile: pb, Compare: baseA}, func(i int) float64 { return 0.17 + 0.01*float64(i*3%4) })
 		// Paths as the app writes them, not this run's temp folder.
 		a.Report.KLDBaseOut = "plexbench-results/f32kv_fake_a.kld"
 		b.Report.KLD.Base = a.Report.KLDBaseOut
@@ -139,7 +142,7 @@ func golden(t *testing.T, name, got string) {
 
 // noRunner fails if a view test ever reaches it: views are fed messages,
 // and the commands that would run anything are dropped.
-var noRunner = RunnerFunc(func(context.Context, profiles.Profile, scoring.Request) (scoring.Report, error) {
+var noRunner = RunnerFunc(func(context.Context, workbench.Job) (workbench.Outcome, error) {
 	panic("view tests run nothing")
 })
 
@@ -186,7 +189,7 @@ func feed(m Model, id int, rec recording, from, to int) Model {
 
 func finish(m Model, id int, rec recording, stem string) Model {
 	return step(m, doneMsg{id: id, rep: rec.Report, saved: true,
-		files: runFiles{Report: "plexbench-results/" + stem + ".json", Base: rec.Report.KLDBaseOut}})
+		files: results.Run{Report: "plexbench-results/" + stem + ".json", Base: rec.Report.KLDBaseOut}})
 }
 
 // screen is the view's text without styling.
@@ -244,7 +247,7 @@ func TestABViewGolden(t *testing.T) {
 func TestHistoryAndHelpGolden(t *testing.T) {
 	a, b := recordings(t)
 	when := time.Date(2025, 3, 4, 10, 20, 0, 0, time.UTC)
-	entries := []Entry{
+	entries := []results.Entry{
 		{Report: "plexbench-results/f16kv_fake_b.json", Profile: b.Profile, HasProfile: true, Run: b.Report, Time: when.Add(time.Minute)},
 		{Report: "plexbench-results/f32kv_fake_a.json", Base: "plexbench-results/f32kv_fake_a.kld", Profile: a.Profile, HasProfile: true, Run: a.Report, Time: when},
 	}
@@ -367,7 +370,7 @@ func TestCtrlCStopsSavesThenQuits(t *testing.T) {
 	}
 	rep := a.Report
 	rep.Partial, rep.Windows, rep.WindowsScored = true, rep.Windows[:4], 4
-	next, cmd = m.Update(doneMsg{id: 1, rep: rep, err: scoring.ErrStopped, saved: true, files: runFiles{Report: "r.json"}})
+	next, cmd = m.Update(doneMsg{id: 1, rep: rep, err: scoring.ErrStopped, saved: true, files: results.Run{Report: "r.json"}})
 	m = next.(Model)
 	if cmd == nil {
 		t.Fatal("no quit after the stopped run was saved")
@@ -443,7 +446,7 @@ func TestClockTicks(t *testing.T) {
 // base; both are refused while a run is in flight.
 func TestHistoryOpenAndBase(t *testing.T) {
 	a, b := recordings(t)
-	entries := []Entry{
+	entries := []results.Entry{
 		{Report: "plexbench-results/f16kv_fake_b.json", Profile: b.Profile, HasProfile: true, Run: b.Report},
 		{Report: "plexbench-results/f32kv_fake_a.json", Base: "plexbench-results/f32kv_fake_a.kld", Profile: a.Profile, HasProfile: true, Run: a.Report},
 	}
@@ -454,7 +457,7 @@ func TestHistoryOpenAndBase(t *testing.T) {
 	if m.view != viewHistory || !strings.Contains(screen(m), "a run is in flight") {
 		t.Fatalf("opened a past run over a live one:\n%s", screen(m))
 	}
-	m = step(m, doneMsg{id: 1, rep: b.Report, saved: true, files: runFiles{Report: "x.json"}})
+	m = step(m, doneMsg{id: 1, rep: b.Report, saved: true, files: results.Run{Report: "x.json"}})
 	m = step(m, tea.KeyPressMsg{Code: tea.KeyEnter})
 	s := screen(m)
 	if m.view != viewRun || !strings.Contains(s, "opened plexbench-results/f16kv_fake_b.json") ||

@@ -16,26 +16,27 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
 
-// Runner loads what a profile names and scores it. The TUI never loads a
-// model itself; the command line builds the runner from engine and scoring.
+// Runner scores a job: the command line passes workbench.Run, tests a
+// fake. The TUI never loads a model itself.
 type Runner interface {
-	// Run loads what p names and scores it; progress events flow to
-	// req.Progress. req carries what the TUI decides: the progress
-	// callback and the KLD base to record (KLDBaseOut) or compare against
-	// (KLDBase); the runner fills in the text or tokens and the window
-	// settings from p. On cancellation it returns the partial report with
-	// an error wrapping scoring.ErrStopped, as scoring.Run does.
-	Run(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error)
+	// Run loads what j.Profile names and scores it; progress events flow
+	// to j.Progress. The TUI decides the job's progress callback and the
+	// KLD base to record (Record) or compare against (Compare). On
+	// cancellation it returns the partial report with an error wrapping
+	// scoring.ErrStopped, as scoring.Run does.
+	Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error)
 }
 
 // RunnerFunc adapts a function to Runner.
-type RunnerFunc func(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error)
+type RunnerFunc func(ctx context.Context, j workbench.Job) (workbench.Outcome, error)
 
 // Run calls f.
-func (f RunnerFunc) Run(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
-	return f(ctx, p, req)
+func (f RunnerFunc) Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
+	return f(ctx, j)
 }
 
 // eventMsg is one progress event of run id.
@@ -50,7 +51,7 @@ type doneMsg struct {
 	id      int
 	rep     scoring.Report
 	err     error
-	files   runFiles
+	files   results.Run
 	saved   bool // the report is on disk
 	saveErr error
 }
@@ -96,30 +97,32 @@ func (j *job) run(r Runner, spec runSpec) tea.Cmd {
 		if spec.now != nil {
 			start = spec.now()
 		}
-		files, err := newRunFiles(spec.resultsDir, spec.profile, start)
-		if err != nil {
-			j.send(doneMsg{id: j.id, err: err})
-			return nil
-		}
-		req := scoring.Request{KLDBase: spec.base, KLDTopK: spec.profile.KLDTopK}
+		jb := workbench.Job{Profile: spec.profile, Compare: spec.base}
 		if spec.recordBase {
-			req.KLDBaseOut = files.Base
+			pending, err := results.PendingBase(spec.resultsDir, start)
+			if err != nil {
+				j.send(doneMsg{id: j.id, err: err})
+				return nil
+			}
+			jb.Record = pending
 		}
-		req.Progress = func(ev scoring.Event) {
+		jb.Progress = func(ev scoring.Event) {
 			j.send(eventMsg{id: j.id, ev: ev})
 			if ev.Kind == scoring.EventWindowDone {
 				j.gate.wait(j.ctx)
 			}
 		}
-		rep, err := r.Run(j.ctx, spec.profile, req)
-		done := doneMsg{id: j.id, rep: rep, err: err, files: files}
+		out, err := r.Run(j.ctx, jb)
+		rep := out.Report
+		done := doneMsg{id: j.id, err: err}
 		if rep.Object != "" {
-			if serr := files.save(spec.profile, &rep); serr != nil {
+			if files, serr := results.KeepRun(spec.resultsDir, &rep, spec.profile, start, jb.Record); serr != nil {
 				done.saveErr = serr
 			} else {
-				done.saved = true
+				done.files, done.saved = files, true
 			}
 		}
+		done.rep = rep
 		j.send(done)
 		return nil
 	}

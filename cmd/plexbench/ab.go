@@ -6,54 +6,24 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/tui"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
-
-// abObject is the JSON output's object value.
-const abObject = "plexbench.ab"
 
 // exitThreshold is the exit code when a --fail-if condition holds.
 const exitThreshold = 3
-
-// abSide is one run's headline figures.
-type abSide struct {
-	Name                   string  `json:"name"`
-	Report                 string  `json:"report,omitempty"`
-	Perplexity             float64 `json:"perplexity"`
-	PerplexityUncertainty  float64 `json:"perplexity_uncertainty"`
-	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second"`
-	WindowsScored          int     `json:"windows_scored"`
-}
-
-// abResult is what `ab` prints.
-type abResult struct {
-	Object      string             `json:"object"`
-	A           abSide             `json:"a"`
-	B           abSide             `json:"b"`
-	Diff        []string           `json:"diff,omitempty"`
-	Base        string             `json:"base,omitempty"` // the base B was compared against
-	Comparison  scoring.Comparison `json:"comparison"`
-	DeltaZ      float64            `json:"delta_z"`     // ΔmeanNLL / its standard error
-	Significant bool               `json:"significant"` // |z| > 2
-	KLDBand     string             `json:"kld_band,omitempty"`
-	Verdict     string             `json:"verdict"`
-	Failed      []string           `json:"failed,omitempty"` // --fail-if conditions that hold
-}
 
 func runAB(args []string) int {
 	fs := newFlags("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]")
@@ -64,7 +34,7 @@ func runAB(args []string) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	fs.Var(&fails, "fail-if", "exit 3 when this holds, e.g. 'mean_kld>0.001' (repeatable; names: "+strings.Join(metricNames(), ", ")+")")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	results := fs.String("results", "", "results root the two runs' records are written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
+	resultsDir := fs.String("results", "", resultsUsage("the two runs' records and their A/B summary are written under"))
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
@@ -77,11 +47,11 @@ func runAB(args []string) int {
 		}
 		conds[i] = c
 	}
-	var res abResult
+	var res results.ABSummary
 	var err error
 	switch {
 	case len(paths) == 2 && len(pos) == 0:
-		res, err = abProfiles(paths[0], paths[1], *base, *compare, resultsRoot(*results), *quiet)
+		res, err = abProfiles(paths[0], paths[1], *base, *compare, results.Root(*resultsDir), *quiet)
 	case len(paths) == 0 && len(pos) == 2:
 		if *base != "" {
 			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
@@ -121,82 +91,74 @@ func runAB(args []string) int {
 
 // abProfiles scores A (recording a base in a temporary folder unless
 // given one) and then B against that base, as the TUI's A/B view does;
-// both runs are kept as records under results.
-func abProfiles(pathA, pathB, givenBase, kind, results string, quiet bool) (abResult, error) {
+// both runs are kept as records under root, the summary beside B's.
+func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results.ABSummary, error) {
 	var a, b profiles.Profile
 	var err error
 	if a, err = profiles.Load(pathA); err != nil {
-		return abResult{}, err
+		return results.ABSummary{}, err
 	}
 	if b, err = profiles.Load(pathB); err != nil {
-		return abResult{}, err
+		return results.ABSummary{}, err
 	}
 	// Paths in a profile are relative to its file, not to the working
 	// directory.
 	a, b = a.Resolve(), b.Resolve()
 	for _, p := range []profiles.Profile{a, b} {
 		if err := p.Validate(); err != nil {
-			return abResult{}, err
+			return results.ABSummary{}, err
 		}
 	}
-	ck := profiles.CompareEngine
-	switch kind {
-	case "engine":
-	case "models", "model":
-		ck = profiles.CompareModels
-	default:
-		return abResult{}, fmt.Errorf("ab: --compare %q: want engine or models", kind)
+	ck, err := profiles.ParseComparison(kind)
+	if err != nil {
+		return results.ABSummary{}, fmt.Errorf("ab: %w", err)
 	}
 	if err := profiles.CheckComparable(a, b, ck); err != nil {
-		return abResult{}, err
+		return results.ABSummary{}, err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := workbench.SignalContext()
 	defer stop()
-
 	baseA := ""
 	if givenBase == "" {
 		dir, err := os.MkdirTemp("", "plexbench-ab-")
 		if err != nil {
-			return abResult{}, fmt.Errorf("ab: %w", err)
+			return results.ABSummary{}, fmt.Errorf("ab: %w", err)
 		}
 		defer os.RemoveAll(dir)
 		baseA = filepath.Join(dir, "A.kld")
 	}
-	score := func(p profiles.Profile, out, against string) (scoring.Report, error) {
-		req, err := buildRequest(p, scoreExtras{KLDBaseOut: out, KLDBase: against})
-		if err != nil {
-			return scoring.Report{}, err
-		}
+	score := func(p profiles.Profile, record, against string) (scoring.Report, string, error) {
+		j := workbench.Job{Profile: p, Record: record, Compare: against}
 		if !quiet {
-			req.Progress = newProgressPrinter(os.Stderr).event
+			j.Progress = newProgressPrinter(os.Stderr).event
 		}
-		rep, err := scoreProfile(ctx, p, req)
+		out, err := workbench.Run(ctx, j)
 		if err != nil {
-			return rep, fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
+			return out.Report, "", fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
 		}
-		path, err := scoring.WriteRecord(results, &rep)
+		path, err := results.WriteRecord(root, &out.Report)
 		if err != nil {
-			return rep, err
+			return out.Report, "", err
 		}
 		if !quiet {
 			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
 		}
-		return rep, nil
+		return out.Report, path, nil
 	}
-	repA, err := score(a, baseA, givenBase)
+	repA, pathA, err := score(a, baseA, givenBase)
 	if err != nil {
-		return abResult{}, err
+		return results.ABSummary{}, err
 	}
 	against := givenBase
 	if against == "" {
 		against = baseA
 	}
-	repB, err := score(b, "", against)
+	repB, pathB, err := score(b, "", against)
 	if err != nil {
-		return abResult{}, err
+		return results.ABSummary{}, err
 	}
-	res := pairReports(&repA, &repB)
-	res.A.Name, res.B.Name = a.Name, b.Name
+	res := results.Pair(&repA, &repB)
+	res.A.Name, res.A.Report, res.B.Name, res.B.Report = a.Name, pathA, b.Name, pathB
 	for _, c := range profiles.Diff(a, b) {
 		res.Diff = append(res.Diff, c.String())
 	}
@@ -204,28 +166,28 @@ func abProfiles(pathA, pathB, givenBase, kind, results string, quiet bool) (abRe
 	if givenBase == "" {
 		res.Base = "A's base"
 	}
-	return res, nil
+	return res, results.WriteAB(results.ABPath(pathB), res)
 }
 
 // abReports compares two saved reports: B's KLD is whatever base B was
 // scored against.
-func abReports(pathA, pathB string) (abResult, error) {
+func abReports(pathA, pathB string) (results.ABSummary, error) {
 	var reps [2]scoring.Report
 	for i, p := range []string{pathA, pathB} {
 		r, err := readReport(p)
 		if err != nil {
-			return abResult{}, err
+			return results.ABSummary{}, err
 		}
 		if len(r.Windows) == 0 {
-			return abResult{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", p)
+			return results.ABSummary{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", p)
 		}
 		reps[i] = r
 	}
 	if reps[0].TokenIDsSHA256 != reps[1].TokenIDsSHA256 {
-		return abResult{}, fmt.Errorf("%s and %s scored different tokens (token_ids_sha256 %.12s… vs %.12s…)",
+		return results.ABSummary{}, fmt.Errorf("%s and %s scored different tokens (token_ids_sha256 %.12s… vs %.12s…)",
 			pathA, pathB, reps[0].TokenIDsSHA256, reps[1].TokenIDsSHA256)
 	}
-	res := pairReports(&reps[0], &reps[1])
+	res := results.Pair(&reps[0], &reps[1])
 	res.A.Name, res.A.Report = strings.TrimSuffix(filepath.Base(pathA), ".json"), pathA
 	res.B.Name, res.B.Report = strings.TrimSuffix(filepath.Base(pathB), ".json"), pathB
 	if reps[1].KLD != nil {
@@ -250,29 +212,10 @@ func readReport(path string) (scoring.Report, error) {
 	return r, nil
 }
 
-// pairReports is the comparison the TUI's A/B view shows once both runs
-// are done: the paired windows and B's finished KLD report.
-func pairReports(a, b *scoring.Report) abResult {
-	c := scoring.ComparePaired(a.Windows, b.Windows)
-	c.KLD = b.KLD.Summary()
-	z, sig := c.Significant()
-	res := abResult{Object: abObject, Comparison: c, DeltaZ: z, Significant: sig, Verdict: c.Verdict(),
-		A: side(a), B: side(b)}
-	if c.KLD != nil {
-		res.KLDBand = scoring.KLDBand(c.KLD.MeanKLD)
-	}
-	return res
-}
-
-func side(r *scoring.Report) abSide {
-	return abSide{Perplexity: r.Perplexity, PerplexityUncertainty: r.PerplexityUncertainty,
-		PrefillTokensPerSecond: r.PrefillTokensPerSecond, WindowsScored: r.WindowsScored}
-}
-
-func writeABText(w io.Writer, r *abResult) {
+func writeABText(w io.Writer, r *results.ABSummary) {
 	for _, s := range []struct {
 		label string
-		side  abSide
+		side  results.ABSide
 	}{{"A", r.A}, {"B", r.B}} {
 		fmt.Fprintf(w, "%s %-20s PPL %s  %.0f tok/s prefill\n", s.label, s.side.Name,
 			scoring.PM(s.side.Perplexity, s.side.PerplexityUncertainty), s.side.PrefillTokensPerSecond)
@@ -312,7 +255,7 @@ func metricNames() []string {
 // metricValue is the figure --fail-if names; have is false when the
 // result lacks it (no KLD, no paired windows), known false for a name
 // metricNames does not list.
-func metricValue(r *abResult, name string) (v float64, have, known bool) {
+func metricValue(r *results.ABSummary, name string) (v float64, have, known bool) {
 	c, k := &r.Comparison, r.Comparison.KLD
 	switch name {
 	case "mean_kld", "kld_p99", "kld_max", "same_top":
@@ -353,7 +296,7 @@ func parseCondition(s string) (condition, error) {
 		c.op += "="
 		rest = rest[1:]
 	}
-	if _, _, known := metricValue(&abResult{}, c.metric); !known {
+	if _, _, known := metricValue(&results.ABSummary{}, c.metric); !known {
 		return condition{}, fmt.Errorf("--fail-if %q: unknown name %q (have %s)", s, c.metric, strings.Join(metricNames(), ", "))
 	}
 	v, err := strconv.ParseFloat(rest, 64)
@@ -364,7 +307,7 @@ func parseCondition(s string) (condition, error) {
 	return c, nil
 }
 
-func (c condition) holds(r *abResult) (bool, error) {
+func (c condition) holds(r *results.ABSummary) (bool, error) {
 	x, have, _ := metricValue(r, c.metric)
 	if !have {
 		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.text, c.metric)

@@ -13,6 +13,7 @@ import (
 
 	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // TestMain keeps the records every score writes out of the source tree.
@@ -281,12 +282,12 @@ func TestAB(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("ab: exit %d, stderr %q", code, stderr)
 	}
-	var fromProfiles abResult
+	var fromProfiles results.ABSummary
 	if err := json.Unmarshal([]byte(stdout), &fromProfiles); err != nil {
 		t.Fatalf("ab --json: %v\n%s", err, stdout)
 	}
 	c := fromProfiles.Comparison
-	if fromProfiles.Object != abObject || c.Windows != 20 || c.KLD == nil || c.KLD.MeanKLD <= 1e-4 ||
+	if fromProfiles.Object != results.ABObject || c.Windows != 20 || c.KLD == nil || c.KLD.MeanKLD <= 1e-4 ||
 		!strings.HasPrefix(fromProfiles.Verdict, "B is close to A: mean KLD") ||
 		!strings.Contains(fromProfiles.Verdict, "("+fromProfiles.KLDBand+")") {
 		t.Fatalf("ab result %+v", fromProfiles)
@@ -304,7 +305,7 @@ func TestAB(t *testing.T) {
 	if code != exitThreshold || !strings.Contains(stderr, "--fail-if holds: mean_kld>0.0001\n") || strings.Count(stderr, "\n") != 1 {
 		t.Fatalf("ab with a failing threshold: exit %d, stderr %q", code, stderr)
 	}
-	var fromReports abResult
+	var fromReports results.ABSummary
 	if err := json.Unmarshal([]byte(stdout), &fromReports); err != nil {
 		t.Fatal(err)
 	}
@@ -451,12 +452,22 @@ func TestProgressJSONL(t *testing.T) {
 		}
 		var kinds []string
 		for _, l := range strings.Split(strings.TrimSpace(lines), "\n") {
-			var e progressEvent
+			var e struct {
+				Event         string                `json:"event"`
+				Window        *scoring.WindowReport `json:"window"`
+				Perplexity    float64               `json:"perplexity"`
+				WindowsTotal  int                   `json:"windows_total"`
+				Elapsed       *float64              `json:"elapsed_seconds"`
+				AttentionKept float64               `json:"attention_kept"`
+			}
 			if err := json.Unmarshal([]byte(l), &e); err != nil {
 				t.Fatalf("line %q: %v", l, err)
 			}
 			kinds = append(kinds, e.Event)
-			if e.Event == "window_done" && (e.Window == nil || e.Perplexity <= 0 || e.WindowsTotal != 3) {
+			if e.Elapsed == nil {
+				t.Fatalf("line %q has no elapsed_seconds", l)
+			}
+			if e.Event == "window_done" && (e.Window == nil || e.Perplexity <= 0 || e.WindowsTotal != 3 || e.AttentionKept != 1) {
 				t.Fatalf("window event %+v", e)
 			}
 		}

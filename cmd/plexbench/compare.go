@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // compareRow is one record's line of a table.
@@ -60,7 +61,7 @@ func runCompare(args []string) int {
 	fs := newFlags("compare", "[--results DIR] [--pattern GLOB]... [--format table|md|csv|json]")
 	var patterns stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
-	results := fs.String("results", "", "results root (default $PLEXBENCH_RESULTS, else ./plexbench-results)")
+	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
 	format := fs.String("format", "table", "table, md, csv or json")
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
@@ -74,8 +75,8 @@ func runCompare(args []string) int {
 	default:
 		return fail(fmt.Errorf("compare: --format %q: want table, md, csv or json", *format))
 	}
-	root := resultsRoot(*results)
-	recs, err := loadRecords(root, patterns)
+	root := results.Root(*resultsDir)
+	recs, err := results.Records(root, patterns)
 	if err != nil {
 		return fail(fmt.Errorf("compare: %w", err))
 	}

@@ -78,34 +78,3 @@ func printStatus(w io.Writer, st hip.Status) {
 		fmt.Fprintln(w)
 	}
 }
-
-// openDevice opens the device a GPU backend names (ordinal "" = 0) and
-// checks that kernels can be compiled for it.
-func openDevice(backend, device string) (*hip.Runtime, *hip.Device, error) {
-	kind, err := hip.ParseKind(backend)
-	if err != nil {
-		return nil, nil, err
-	}
-	n := 0
-	if device != "" {
-		if n, err = strconv.Atoi(device); err != nil || n < 0 {
-			return nil, nil, fmt.Errorf("--device %q: want a device ordinal (plexbench devices lists them)", device)
-		}
-	}
-	rt, err := hip.Open(kind, hip.Config{})
-	if err != nil {
-		return nil, nil, err // hip errors name the runtime
-	}
-	d, err := rt.Device(n)
-	if err == nil && rt.Compiler == nil {
-		err = rt.CompilerErr
-	}
-	if err == nil {
-		err = hip.CheckArch(kind, d.Arch, rt.Compiler.Version)
-	}
-	if err != nil {
-		rt.Close()
-		return nil, nil, err // hip errors name the runtime
-	}
-	return rt, d, nil
-}

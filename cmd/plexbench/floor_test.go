@@ -136,21 +136,4 @@ func TestFloorBadInput(t *testing.T) {
 			t.Errorf("floor %v: exit %d, stdout %q, stderr %q (want one line saying %q)", c.args, code, stdout, stderr, c.want)
 		}
 	}
-
-	// A disk too small for the full-vocabulary base: refused before it is
-	// written, naming the size and the way out.
-	old := diskFree
-	diskFree = func(string) int64 { return 4096 }
-	defer func() { diskFree = old }()
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--model", model, "--perplexity-ctx", "64", "--perplexity-chunks", "4", "--results", t.TempDir()}, "--perplexity-chunks"},
-	} {
-		code, stdout, stderr := runCLI(t, append([]string{"floor", "--quiet"}, c.args...)...)
-		if code == 0 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("floor %v: exit %d, stdout %q, stderr %q (want one line saying %q)", c.args, code, stdout, stderr, c.want)
-		}
-	}
 }

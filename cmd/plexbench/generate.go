@@ -6,8 +6,8 @@ import (
 	"os"
 	"os/signal"
 
-	"plexbench/cmd/plexbench/demo"
 	"plexbench/engine"
+	"plexbench/scoring/workbench/demo"
 )
 
 // runGenerate decodes greedily through the same engine the scorer uses: a

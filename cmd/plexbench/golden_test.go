@@ -17,6 +17,7 @@ import (
 	"plexbench/kernels/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/workbench"
 )
 
 type goldenPPL struct {
@@ -67,15 +68,11 @@ func scoreStories(t *testing.T, model, text string, ctx int, kv, kernelSpec stri
 	if p.Kernels, err = profiles.ParseKernels(kernelSpec); err != nil {
 		t.Fatal(err)
 	}
-	req, err := buildRequest(p, scoreExtras{})
+	out, err := workbench.Run(context.Background(), workbench.Job{Profile: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := scoreProfile(context.Background(), p, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return out.Report
 }
 
 // TestGoldenPerplexity scores tinystories-16k with every stories260K file at

@@ -12,6 +12,7 @@ import (
 	"plexbench/engine"
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
+	"plexbench/scoring/workbench"
 )
 
 // modelSummary is what `plexbench inspect` reports about a GGUF file.
@@ -79,21 +80,13 @@ func runInspect(args []string) int {
 }
 
 func summarize(f *gguf.File) modelSummary {
+	st := f.TensorStats()
 	s := modelSummary{
 		Path: f.Path, FileSize: f.FileSize, GGUFVersion: f.Version,
-		Architecture: f.Architecture(), Tensors: len(f.Tensors),
-		TypeHistogram: map[string]int{}, HyperParameters: map[string]any{},
+		Architecture: f.Architecture(), Tensors: st.Tensors, Parameters: st.Parameters, TensorBytes: st.Bytes,
+		BitsPerWeight: st.BitsPerWeight(), TypeHistogram: st.TypeHistogram, HyperParameters: map[string]any{},
 	}
 	s.Name, _ = f.String("general.name")
-	for i := range f.Tensors {
-		t := &f.Tensors[i]
-		s.Parameters += t.Elements()
-		s.TensorBytes += t.Size
-		s.TypeHistogram[t.Type.String()]++
-	}
-	if s.Parameters > 0 {
-		s.BitsPerWeight = float64(s.TensorBytes) * 8 / float64(s.Parameters)
-	}
 	prefix := s.Architecture + "."
 	for _, kv := range f.KVs {
 		if s.Architecture != "" && strings.HasPrefix(kv.Key, prefix) {
@@ -149,14 +142,14 @@ func hyperValue(f *gguf.File, key string) any {
 
 func printSummary(s modelSummary) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "file\t%s (%s, GGUF v%d)\n", filepath.Base(s.Path), humanBytes(s.FileSize), s.GGUFVersion)
+	fmt.Fprintf(w, "file\t%s (%s, GGUF v%d)\n", filepath.Base(s.Path), workbench.HumanBytes(s.FileSize), s.GGUFVersion)
 	if s.Name != "" {
 		fmt.Fprintf(w, "name\t%s\n", s.Name)
 	}
 	fmt.Fprintf(w, "architecture\t%s\n", orDash(s.Architecture))
 	fmt.Fprintf(w, "parameters\t%s (%d tensors)\n", humanCount(s.Parameters), s.Tensors)
 	if s.Parameters > 0 {
-		fmt.Fprintf(w, "bits per weight\t%.3f (%s of tensor data)\n", s.BitsPerWeight, humanBytes(s.TensorBytes))
+		fmt.Fprintf(w, "bits per weight\t%.3f (%s of tensor data)\n", s.BitsPerWeight, workbench.HumanBytes(s.TensorBytes))
 	}
 	if l := s.Layout; l != nil {
 		line := fmt.Sprintf("%d: %s", l.Layers, l.Pattern)
@@ -204,18 +197,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func humanCount(n int64) string {

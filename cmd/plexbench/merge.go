@@ -8,12 +8,13 @@ import (
 	"os"
 
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 func runMerge(args []string) int {
 	fs := newFlags("merge", "SHARD.json... [-o merged.json] [--results DIR]")
 	out := fs.String("o", "", "write the merged report here (default: stdout)")
-	results := fs.String("results", "", "results root the merged record is written under (default $PLEXBENCH_RESULTS, else ./plexbench-results)")
+	resultsDir := fs.String("results", "", resultsUsage("the merged record is written under"))
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
@@ -40,11 +41,12 @@ func runMerge(args []string) int {
 		return fail(fmt.Errorf("merge: %w", err))
 	}
 	ri := scoring.MergedRecordInfo(shards, &merged)
+	ri.Name = results.RecordName(&merged, &ri)
 	merged.Record = &ri
 	if err := writeReport(*out, &merged); err != nil {
 		return fail(err)
 	}
-	path, err := scoring.WriteRecord(resultsRoot(*results), &merged)
+	path, err := results.WriteRecord(results.Root(*resultsDir), &merged)
 	if err != nil {
 		return fail(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"plexbench/scoring"
 	"plexbench/scoring/outfile"
 	"plexbench/scoring/plot"
+	"plexbench/scoring/results"
 )
 
 const plotKinds = "kld-bpw, ppl or kld-hist"
@@ -24,7 +25,7 @@ func runPlot(args []string) int {
 	var patterns, files stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
 	fs.Var(&files, "record", "a record file to plot; repeatable (instead of the results root)")
-	results := fs.String("results", "", "results root (default $PLEXBENCH_RESULTS, else ./plexbench-results)")
+	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
 	out := fs.String("out", "", "output file, - for stdout (default plot-KIND.svg or .png)")
 	format := fs.String("format", "", "svg or png (default from --out's extension, else svg)")
 	logY := fs.Bool("log-y", false, "logarithmic y axis")
@@ -80,7 +81,7 @@ func runPlot(args []string) int {
 		}
 	}
 	if len(patterns) > 0 || len(files) == 0 {
-		more, err := loadRecords(resultsRoot(*results), patterns)
+		more, err := results.Records(results.Root(*resultsDir), patterns)
 		if err != nil {
 			return bad("%v", err)
 		}

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/scoring/plot"
+	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // TestPlotEndToEnd: three stories260K quantizations scored against an
@@ -23,12 +24,12 @@ func TestPlotEndToEnd(t *testing.T) {
 	quants := []string{"q8_0", "q5_0", "q4_0"}
 	f := newRecordsFixture(t, "8", quants...)
 	root, dir := f.root, t.TempDir()
-	recs, err := loadRecords(root, nil)
+	recs, err := results.Records(root, nil)
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("%d records: %v", len(recs), err)
 	}
 	for _, r := range recs {
-		pts, clustered := plot.RunningPPL(r.Windows)
+		pts, clustered := scoring.RunningPPL(r.Windows)
 		last := pts[len(pts)-1]
 		if clustered || len(pts) != 8 || last.Perplexity != r.Perplexity || last.Uncertainty != r.PerplexityUncertainty || last.Tokens != r.ScoredTokens {
 			t.Errorf("%s: running PPL ends at %v ± %v (%d tokens, clustered %v), report %v ± %v (%d)", r.Record.Name,

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/cmd/plexbench/demo"
 	"plexbench/profiles"
+	"plexbench/scoring/workbench/demo"
 )
 
 // TestProfileRoundTrip: new → show → validate → score --profile gives the

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,152 +9,174 @@ import (
 	"strings"
 	"time"
 
-	"plexbench/cmd/plexbench/demo"
-	"plexbench/engine"
-	"plexbench/kernels"
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/outfile"
-	"plexbench/tui"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
 
-// scoreExtras are the score flags that are not profile settings: where the
+// scoreFlags are the score flags that are not profile settings: where the
 // output goes and what the run records or compares against.
-type scoreExtras struct {
-	Output     string
-	TokenIDs   bool
-	KLDBaseOut string
-	KLDFormat  string
-	KLDBase    string
-	Quiet      bool
-	Resume     bool
-	Coarsen    int
+type scoreFlags struct {
+	profile, output, progress, progressOut, card, shard, results string
+	quiet                                                        bool
 }
 
 func runScore(args []string) int {
 	fs := newFlags("score", "[--profile P.toml] [flags]")
 	p := profiles.Default()
 	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
-	var x scoreExtras
-	fs.StringVar(&x.Output, "perplexity-output", "", "write the JSON report here (default: stdout)")
-	fs.BoolVar(&x.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
-	fs.StringVar(&x.KLDBaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
-	fs.StringVar(&x.KLDFormat, "kld-format", scoring.BaseFormatPlexbench,
+	var j workbench.Job
+	var x scoreFlags
+	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
+	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
+	fs.StringVar(&j.Record, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
+	fs.StringVar(&j.RecordFormat, "kld-format", scoring.BaseFormatPlexbench,
 		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
-	fs.StringVar(&x.KLDBase, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
-	fs.IntVar(&x.Coarsen, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
+	fs.StringVar(&j.Compare, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
+	fs.IntVar(&j.CoarsenTopK, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
 		"give on the same tokens (kld.top_k_coarsened; such a run keeps no journal)")
-	fs.BoolVar(&x.Quiet, "quiet", false, "no progress on stderr")
-	progress := fs.String("progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
-	progressOut := fs.String("progress-out", "", "write the progress to this file instead of stderr")
-	fs.BoolVar(&x.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
+	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
+	fs.StringVar(&x.progress, "progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
+	fs.StringVar(&x.progressOut, "progress-out", "", "write the progress to this file instead of stderr")
+	fs.BoolVar(&j.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
 		"beside --perplexity-output, else BASE.journal beside --perplexity-kld-base-out")
-	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
-	card := fs.String("card", "", "write a Markdown model card of the run here")
-	shard := fs.String("perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
-	results := fs.String("results", "", "results root the run's record is written under (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
+	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
+	fs.StringVar(&x.card, "card", "", "write a Markdown model card of the run here")
+	fs.StringVar(&x.shard, "perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
+	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
 	if fs.NArg() > 0 {
 		return fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
 	}
-	switch *progress {
-	case "text", "jsonl", "none":
-	default:
-		return fail(fmt.Errorf("score: --progress %q: want text, jsonl or none", *progress))
-	}
-	p, err := withProfile(fs, p, *profilePath)
-	if err != nil {
+	if err := scoreJob(fs, p, x, &j); err != nil {
 		return fail(err)
 	}
-	req, err := buildRequest(p, x)
-	if err != nil {
-		return fail(err)
-	}
-	if *shard != "" {
-		if req.Shard, err = scoring.ParseShard(*shard); err != nil {
-			return fail(fmt.Errorf("--perplexity-shard: %w", err))
-		}
-	}
-	if x.KLDBase != "" && *profilePath == "" {
-		// A comparison inherits the geometry the base was recorded with,
-		// unless the command line asks for one (then it must agree).
-		inheritFromBase(fs, &req)
-	}
-	if x.Coarsen > 0 {
-		if x.Resume {
-			return fail(errors.New("--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"))
-		}
-	} else if req.Shard.N > 1 {
-		// A shard is a slice of a run; it is redone, not resumed (merge
-		// combines finished shards).
-		if x.Resume {
-			return fail(errors.New("--resume: a shard (--perplexity-shard) is not resumable; rerun it"))
-		}
-	} else if req.Journal, err = journalPath(x); err != nil {
-		return fail(err)
-	}
-	req.Resume = x.Resume
-	ctx, stop := signalContext()
+	ctx, stop := workbench.SignalContext()
 	defer stop()
-	pw := os.Stderr
-	if *progressOut != "" {
-		f, err := os.Create(*progressOut)
-		if err != nil {
-			return fail(fmt.Errorf("--progress-out: %w", err))
-		}
-		defer f.Close()
-		pw = f
+	progress, closeProgress, err := progressSink(x, j.Profile)
+	if err != nil {
+		return fail(err)
 	}
-	switch {
-	case *progress == "jsonl":
-		req.Progress = newJSONLProgress(pw).event
-	case *progress == "text" && !x.Quiet:
-		pp := newProgressPrinter(pw)
-		pp.kept = p.PrefillAttention == profiles.FlashPrefillV2
-		req.Progress = pp.event
-	}
-	rep, err := scoreProfile(ctx, p, req)
+	defer closeProgress()
+	j.Progress = progress
+	out, err := workbench.Run(ctx, j)
 	if err != nil && !errors.Is(err, scoring.ErrStopped) {
 		return fail(err)
 	}
-	if werr := writeReport(x.Output, &rep); werr != nil {
+	if werr := writeScoreOutputs(x, &out.Report, err); werr != nil {
 		return fail(werr)
 	}
-	if rep.Record != nil {
-		path, werr := scoring.WriteRecord(resultsRoot(*results), &rep)
-		if werr != nil {
-			return fail(werr)
-		}
-		if !x.Quiet && *progress == "text" {
-			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
-		}
-		if *card != "" {
-			if werr := writeCard(*card, &rep); werr != nil {
-				return fail(werr)
-			}
-		}
-	} else if *card != "" && err == nil {
-		return fail(fmt.Errorf("--card %s: the run has no record to describe (%s)", *card, strings.Join(rep.Warnings, "; ")))
-	}
 	if err != nil {
-		kept := ""
+		rep, kept := &out.Report, ""
 		if rep.KLDBaseOut != "" {
 			kept = ", partial base kept in " + rep.KLDBaseOut
 		}
-		if req.Journal != "" {
+		if out.Journal != "" {
 			kept += "; --resume continues it"
 		}
 		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)%s\n", err, rep.WindowsScored, rep.WindowsTotal, kept)
 		return 130
 	}
-	if req.Journal != "" && !rep.Partial {
-		if err := scoring.RemoveJournal(req.Journal); err != nil {
-			return fail(err)
-		}
+	if err := out.Done(); err != nil {
+		return fail(err)
 	}
 	return 0
+}
+
+// scoreJob completes j from the flags: the profile (a file under the
+// flags given beside it), the shard, and whether the run inherits the
+// base's geometry.
+func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.Job) error {
+	switch x.progress {
+	case "text", "jsonl", "none":
+	default:
+		return fmt.Errorf("score: --progress %q: want text, jsonl or none", x.progress)
+	}
+	var err error
+	if j.Profile, err = withProfile(fs, p, x.profile); err != nil {
+		return err
+	}
+	if x.shard != "" {
+		if j.Shard, err = scoring.ParseShard(x.shard); err != nil {
+			return fmt.Errorf("--perplexity-shard: %w", err)
+		}
+	}
+	if j.Compare != "" && x.profile == "" {
+		// A comparison inherits the geometry the base was recorded with,
+		// unless the command line asks for one (then it must agree).
+		j.GeometryFromBase = true
+		j.GeometryGiven = map[string]bool{}
+		for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
+			"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
+			j.GeometryGiven[field] = given(fs, flagName)
+		}
+	}
+	j.Journal, j.Report = true, x.output
+	return nil
+}
+
+// given reports whether the flag was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// progressSink is where score's progress goes: a status line or JSON
+// events on stderr or in --progress-out, or nowhere.
+func progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event), func(), error) {
+	pw, closeFn := os.Stderr, func() {}
+	if x.progressOut != "" {
+		f, err := os.Create(x.progressOut)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--progress-out: %w", err)
+		}
+		pw, closeFn = f, func() { f.Close() }
+	}
+	switch {
+	case x.progress == "jsonl":
+		return newJSONLProgress(pw).event, closeFn, nil
+	case x.progress == "text" && !x.quiet:
+		pp := newProgressPrinter(pw)
+		pp.kept = p.PrefillAttention == profiles.FlashPrefillV2
+		return pp.event, closeFn, nil
+	}
+	return nil, closeFn, nil
+}
+
+// writeScoreOutputs writes the report, then a complete run's record and
+// card; runErr is the run's (a stop) error.
+func writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error) error {
+	if err := writeReport(x.output, rep); err != nil {
+		return err
+	}
+	if rep.Record == nil {
+		if x.card != "" && runErr == nil {
+			return fmt.Errorf("--card %s: the run has no record to describe (%s)", x.card, strings.Join(rep.Warnings, "; "))
+		}
+		return nil
+	}
+	path, err := results.WriteRecord(results.Root(x.results), rep)
+	if err != nil {
+		return err
+	}
+	if !x.quiet && x.progress == "text" {
+		fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+	}
+	if x.card != "" {
+		return writeCard(x.card, rep)
+	}
+	return nil
+}
+
+// resultsUsage is the --results flag's usage for a command whose runs
+// what (e.g. "the run's record is written under").
+func resultsUsage(what string) string {
+	return "results root " + what + " (default $" + results.EnvRoot + ", else ./" + results.DefaultRoot + ")"
 }
 
 // withProfile is the settings of a command that takes profile flags: the
@@ -173,187 +193,6 @@ func withProfile(fs *flag.FlagSet, p profiles.Profile, path string) (profiles.Pr
 		}
 	}
 	return p, p.Validate()
-}
-
-// journalPath is where a run's journal lives: beside the report when it
-// goes to a file, else beside the base being recorded; "" when the run
-// writes neither to a file (a report on stdout or into a FIFO), and then
-// --resume is refused.
-func journalPath(x scoreExtras) (string, error) {
-	for _, out := range []string{x.Output, x.KLDBaseOut} {
-		if outfile.Atomic(out) {
-			p, err := outfile.Resolve(out)
-			if err != nil {
-				return "", err
-			}
-			return p + ".journal", nil
-		}
-	}
-	if x.Resume {
-		return "", errors.New("--resume: the journal lives beside --perplexity-output FILE or --perplexity-kld-base-out FILE, and this run writes neither to a file")
-	}
-	return "", nil
-}
-
-// inheritFromBase clears the geometry settings not given on the command
-// line, so that scoring.Run takes them from the base.
-func inheritFromBase(fs *flag.FlagSet, req *scoring.Request) {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if !given["perplexity-method"] {
-		req.Method = ""
-	}
-	if !given["perplexity-ctx"] {
-		req.Ctx = 0
-	}
-	if !given["perplexity-stride"] {
-		req.Stride = 0
-	}
-	if !given["perplexity-chunks"] {
-		req.Chunks = 0
-	}
-}
-
-// scoreProfile loads the model p names and scores req on it: the one path
-// from settings to a report, shared by `score`, `ab` and the TUI's runner.
-// A complete run's report carries its record information.
-func scoreProfile(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
-	started := time.Now()
-	eng, err := loadEngine(p, req)
-	if err != nil {
-		return scoring.Report{}, err
-	}
-	defer eng.Close()
-	rep, err := scoring.Run(ctx, eng, req)
-	if err != nil || rep.Partial {
-		return rep, err
-	}
-	// A run whose record cannot be described is still a run: its report
-	// says why it is not kept as a record.
-	if ri, err := recordInfo(p, &rep, started, time.Now()); err != nil {
-		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
-	} else {
-		rep.Record = &ri
-	}
-	return rep, nil
-}
-
-// buildRequest turns a profile and the extras into a scoring request,
-// reading the text or token file (the embedded demo text when neither is
-// named and no base supplies the tokens).
-func buildRequest(p profiles.Profile, x scoreExtras) (scoring.Request, error) {
-	req := scoring.Request{
-		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
-		KLDBaseOut: x.KLDBaseOut, KLDBaseFormat: x.KLDFormat, KLDTopK: p.KLDTopK, KLDBase: x.KLDBase,
-		IncludeTokenIDs: x.TokenIDs, CoarsenTopK: x.Coarsen,
-	}
-	switch {
-	case p.Text != "" && p.Tokens != "":
-		return req, errors.New("give --perplexity or --perplexity-tokens, not both")
-	case p.Text != "":
-		text, err := readText(p.Text)
-		if err != nil {
-			return req, err
-		}
-		req.Text, req.TextPath = text, p.Text
-	case p.Tokens != "":
-		ids, err := readTokenFile(p.Tokens)
-		if err != nil {
-			return req, err
-		}
-		req.Tokens, req.TextPath = ids, p.Tokens
-	case x.KLDBase != "":
-		// The base carries the token ids.
-	default:
-		req.Text, req.TextPath = perplexityText(demo.Text()), demo.TextName
-	}
-	return req, nil
-}
-
-// readTokenFile reads a JSON array of token ids.
-func readTokenFile(path string) ([]int32, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var ids []int32
-	if err := json.Unmarshal(data, &ids); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON array of token ids: %v", path, err)
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("%s: the token array is empty", path)
-	}
-	return ids, nil
-}
-
-// loadEngine opens the model p names (the embedded demo when none) with
-// p's engine settings.
-func loadEngine(p profiles.Profile, req scoring.Request) (*engine.Model, error) {
-	if p.Backend != "" && p.Backend != "cpu" {
-		rt, d, err := openDevice(p.Backend, p.Device)
-		if err != nil {
-			return nil, err
-		}
-		rt.Close()
-		// The device answers, but the engine's passes have no device
-		// path yet (issue 12, item 3): say so rather than run on the CPU
-		// under a GPU backend's name.
-		return nil, fmt.Errorf("backend %s: device %d (%s, %q) is usable, but the engine does not run on the device yet; use --backend cpu", p.Backend, d.Ordinal, d.Target, d.Name)
-	}
-	kvType, err := parseKVType(p.KVCacheDType)
-	if err != nil {
-		return nil, err
-	}
-	path := p.Model
-	if path == "" {
-		if path, err = demo.ModelPath(); err != nil {
-			return nil, err
-		}
-	} else if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	ks, err := kernels.ParseKernels(profiles.FormatKernels(p.Kernels))
-	if err != nil {
-		return nil, err
-	}
-	kvLen := p.KVLen
-	if kvLen == 0 {
-		kvLen = max(req.Ctx, scoring.DefaultCtx)
-	}
-	return engine.Load(path, engine.Options{
-		Threads: p.Threads, BatchSize: p.BatchSize, UBatchSize: p.UBatchSize,
-		KVLen: kvLen, KVType: kvType, Kernels: ks, FlashPrefill: flashPrefill(p),
-	})
-}
-
-// flashPrefill is the engine's FlashPrefill setting for p: nil for dense
-// prefill attention; an unset alpha is the architecture's (negative).
-func flashPrefill(p profiles.Profile) *kernels.FlashPrefill {
-	if p.PrefillAttention != profiles.FlashPrefillV2 {
-		return nil
-	}
-	fp := p.FlashPrefill
-	f := &kernels.FlashPrefill{BlockSize: fp.BlockSize, Alpha: -1, SinkBlocks: fp.SinkBlocks,
-		Window: fp.Window, LastNFull: fp.LastNFull, MinBudget: fp.MinBudget}
-	if fp.Alpha != nil {
-		f.Alpha = *fp.Alpha
-	}
-	return f
-}
-
-// parseKVType maps a --kv-cache-dtype value to a tensor type.
-func parseKVType(s string) (kernels.Type, error) {
-	switch strings.ToLower(s) {
-	case "f32":
-		return kernels.F32, nil
-	case "", "f16":
-		return kernels.F16, nil
-	case "bf16":
-		return kernels.BF16, nil
-	case "q8_0":
-		return kernels.Q8_0, nil
-	}
-	return 0, fmt.Errorf("--kv-cache-dtype %q: want f32, f16, bf16 or q8_0", s)
 }
 
 // tokenHash is the report's token_ids_sha256 of ids.

@@ -7,28 +7,8 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
+	"plexbench/scoring/workbench"
 )
-
-// perplexityText is a text file's content as llama-perplexity scores it:
-// the bytes as they are, with exactly one trailing "\n" dropped.
-func perplexityText(data []byte) string {
-	if n := len(data); n > 0 && data[n-1] == '\n' {
-		data = data[:n-1]
-	}
-	return string(data)
-}
-
-// readText reads a text file for scoring, refusing empty files.
-func readText(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	if len(data) == 0 {
-		return "", fmt.Errorf("%s: the file is empty", path)
-	}
-	return perplexityText(data), nil
-}
 
 func runTokenize(args []string) int {
 	fs := newFlags("tokenize", "--model MODEL.gguf --file TEXT [--ids] [--json]")
@@ -43,7 +23,7 @@ func runTokenize(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	text, err := readText(*file)
+	text, err := workbench.ReadText(*file)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,10 +1,10 @@
-// tui.go owns `plexbench tui` (and bare `plexbench`): flags, profiles, the
-// runner the TUI drives (engine.Load + scoring.Run through scoreProfile, the
-// same path `score` takes), and the terminal check.
 package main
 
+// tui.go owns `plexbench tui` (and bare `plexbench`): flags, profiles, the
+// runner the TUI drives (workbench.Run, the path `score` takes), and the
+// terminal check.
+
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,8 +13,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/scoring/outfile"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 	"plexbench/tui"
 )
 
@@ -29,7 +30,7 @@ func runTUI(args []string) int {
 	var paths stringList
 	fs.Var(&paths, "profile", "TOML profile to run; give two for an A/B (A first)")
 	base := fs.String("base", "", "compare every run against this saved KLD base")
-	results := fs.String("results", "", "results root where runs are saved as records and listed (default $PLEXBENCH_RESULTS, else ./"+tui.DefaultResultsDir+")")
+	resultsDir := fs.String("results", "", resultsUsage("where runs are saved as records and listed"))
 	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
 	// Setting flags override every profile's fields; bound to the defaults
 	// so -h shows them.
@@ -47,15 +48,11 @@ func runTUI(args []string) int {
 			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict).")
 		return 2
 	}
-	cfg := tui.Config{Base: *base, ResultsDir: resultsRoot(*results), NoColor: os.Getenv("NO_COLOR") != "",
-		Runner: tui.RunnerFunc(tuiRun)}
-	switch *compare {
-	case "engine":
-		cfg.Compare = profiles.CompareEngine
-	case "models", "model":
-		cfg.Compare = profiles.CompareModels
-	default:
-		return fail(fmt.Errorf("tui: --compare %q: want engine or models", *compare))
+	cfg := tui.Config{Base: *base, ResultsDir: results.Root(*resultsDir), NoColor: os.Getenv("NO_COLOR") != "",
+		Runner: tui.RunnerFunc(workbench.Run)}
+	var err error
+	if cfg.Compare, err = profiles.ParseComparison(*compare); err != nil {
+		return fail(fmt.Errorf("tui: %w", err))
 	}
 	if len(paths) > 2 {
 		return fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
@@ -99,18 +96,6 @@ func runTUI(args []string) int {
 		}
 	}
 	return 0
-}
-
-// tuiRun is the TUI's runner: the profile's request (text or tokens,
-// windows) with the TUI's progress callback and KLD base files, scored by
-// the same path as `plexbench score --profile`.
-func tuiRun(ctx context.Context, p profiles.Profile, req scoring.Request) (scoring.Report, error) {
-	full, err := buildRequest(p, scoreExtras{KLDBaseOut: req.KLDBaseOut, KLDBase: req.KLDBase})
-	if err != nil {
-		return scoring.Report{}, err
-	}
-	full.KLDTopK, full.Progress = req.KLDTopK, req.Progress
-	return scoreProfile(ctx, p, full)
 }
 
 // isTerminal reports whether f is a character device (a terminal).

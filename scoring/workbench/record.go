@@ -1,7 +1,8 @@
-// record.go owns the command side of records: where the results root is,
-// and what a record says about the model file, the machine and this build
-// (scoring.RecordInfo); scoring.WriteRecord writes them.
-package main
+package workbench
+
+// record.go owns what a record says beyond the report: the model file's
+// identity (its SHA-256, remembered per file version) and size in bits,
+// the machine, this build's version and the wall times.
 
 import (
 	"bufio"
@@ -14,80 +15,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
-	"plexbench/cmd/plexbench/demo"
 	"plexbench/engine/gguf"
-	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/outfile"
-	"plexbench/tui"
+	"plexbench/scoring/results"
 )
 
-// resultsRoot is --results when given, else $PLEXBENCH_RESULTS, else the
-// TUI's default folder: records and the TUI's history share one root.
-func resultsRoot(flagValue string) string {
-	switch {
-	case flagValue != "":
-		return flagValue
-	case os.Getenv("PLEXBENCH_RESULTS") != "":
-		return os.Getenv("PLEXBENCH_RESULTS")
-	}
-	return tui.DefaultResultsDir
-}
-
-// loadRecords reads the records that patterns (globs in root, or paths;
-// *.json when none) match, skipping files being written (a leading dot)
-// and JSON that is not a complete report; a file that should be a record
-// and is not is an error. No match at all is an error too.
-func loadRecords(root string, patterns []string) ([]scoring.Report, error) {
-	if len(patterns) == 0 {
-		patterns = []string{"*.json"}
-	}
-	var files []string
-	for _, p := range patterns {
-		glob := p
-		if !filepath.IsAbs(p) && !strings.ContainsRune(p, filepath.Separator) {
-			glob = filepath.Join(root, p)
-		}
-		m, err := filepath.Glob(glob)
-		if err != nil {
-			return nil, fmt.Errorf("--pattern %q: %v", p, err)
-		}
-		files = append(files, m...)
-	}
-	slices.Sort(files)
-	files = slices.Compact(files)
-	var recs []scoring.Report
-	for _, f := range files {
-		if strings.HasPrefix(filepath.Base(f), ".") {
-			continue // a write in progress
-		}
-		r, ok, err := scoring.ReadRecord(f)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			recs = append(recs, r)
-		}
-	}
-	if len(recs) == 0 {
-		return nil, fmt.Errorf("no records match %s in %s", strings.Join(patterns, ", "), root)
-	}
-	return recs, nil
-}
-
 // recordInfo describes a finished run for its record.
-func recordInfo(p profiles.Profile, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
-	path := p.Model
-	if path == "" {
-		var err error
-		if path, err = demo.ModelPath(); err != nil {
-			return scoring.RecordInfo{}, err
-		}
-	}
+func recordInfo(profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
 	model, err := recordModel(path)
 	if err != nil {
 		return scoring.RecordInfo{}, err
@@ -105,7 +43,8 @@ func recordInfo(p profiles.Profile, rep *scoring.Report, started, finished time.
 	m := scoring.Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel(), CPUs: runtime.NumCPU(),
 		CPUFeatures: rep.Config.CPUFeatures, CPULevel: rep.Config.CPULevel}
 	ri := scoring.NewRecordInfo(rep, base, model, m, version(), started, finished)
-	ri.Profile = p.Name
+	ri.Profile = profile
+	ri.Name = results.RecordName(rep, &ri)
 	return ri, nil
 }
 
@@ -121,9 +60,9 @@ func recordModel(path string) (scoring.RecordModel, error) {
 		return scoring.RecordModel{}, err
 	}
 	defer g.Close()
-	s := summarize(g)
+	s := g.TensorStats()
 	return scoring.RecordModel{File: baseName(path), SHA256Prefix: sum[:16],
-		Size: s.FileSize, Architecture: s.Architecture, EffectiveBPW: s.BitsPerWeight, TypeHistogram: s.TypeHistogram}, nil
+		Size: g.FileSize, Architecture: g.Architecture(), EffectiveBPW: s.BitsPerWeight(), TypeHistogram: s.TypeHistogram}, nil
 }
 
 func baseName(path string) string {

@@ -1,4 +1,4 @@
-package main
+package workbench
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"plexbench/scoring/outfile"
 )
 
-// signalContext returns a context cancelled by the first SIGINT or SIGTERM:
+// SignalContext returns a context cancelled by the first SIGINT or SIGTERM:
 // a run then stops after the window in flight and writes what it has. A
 // second signal removes the temporary files still being written and ends
 // the process at once with status 130. stop releases the signals.
-func signalContext() (ctx context.Context, stop func()) {
+func SignalContext() (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

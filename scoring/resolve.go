@@ -1,0 +1,139 @@
+package scoring
+
+// resolve.go owns what a request becomes before its first window: the
+// geometry (method, ctx, stride, chunk limit, from the request and a
+// base), the token ids (the text's, or the base's), and the check that a
+// base covers the windows planned.
+
+import (
+	"encoding/hex"
+	"fmt"
+)
+
+// geometryFor resolves method/ctx/stride/chunks from the request and, when
+// comparing, the base: zero request fields take the base's values, others
+// must agree with it. KV capacity is checked here, before tokenizing.
+func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfig) (Geometry, error) {
+	g := Geometry{Method: req.Method, Ctx: req.Ctx, Stride: req.Stride, Chunks: req.Chunks,
+		AddBOS: info.AddBOS, BOS: info.BOS, KVCapacity: cfg.KVCapacity}
+	if base != nil {
+		h := &base.Header
+		mismatch := func(field string, b, run any) error {
+			return fmt.Errorf("%w: %s: %s is %v in the base, %v in this run", ErrBaseMismatch, base.Name, field, b, run)
+		}
+		if g.Method == "" {
+			g.Method = h.Method
+		} else if g.Method != h.Method {
+			return g, mismatch("method", h.Method, g.Method)
+		}
+		if g.Ctx == 0 {
+			g.Ctx = h.Ctx
+		} else if g.Ctx != h.Ctx {
+			return g, mismatch("ctx", h.Ctx, g.Ctx)
+		}
+		if g.Stride == 0 {
+			g.Stride = h.Stride
+		} else if g.Stride != h.Stride {
+			return g, mismatch("stride", h.Stride, g.Stride)
+		}
+		if g.Chunks <= 0 {
+			g.Chunks = h.ChunkLimit
+		} else if g.Chunks != h.ChunkLimit && !h.Partial() { // a partial base is checked after planning
+			return g, mismatch("chunk limit", h.ChunkLimit, g.Chunks)
+		}
+	}
+	if g.Ctx == 0 {
+		g.Ctx = DefaultCtx
+	}
+	return g.resolve()
+}
+
+// tokensFor returns the ids to score: the base's when comparing (text or
+// tokens, when also given, must hash the same), else the request's tokens
+// or its tokenized text. Every id must be inside the vocabulary.
+func tokensFor(req *Request, eng Engine, base *BaseReader, info ModelInfo) ([]int32, error) {
+	src := "tokens"
+	var tokens []int32
+	switch {
+	case req.Text != "":
+		src = "text"
+		if req.TextPath != "" {
+			src = req.TextPath
+		}
+		var err error
+		if tokens, err = eng.Tokenize(req.Text); err != nil {
+			return nil, fmt.Errorf("tokenizing %s: %w", src, err)
+		}
+		if len(tokens) == 0 {
+			return nil, badRequest("%s tokenizes to no tokens", src)
+		}
+	case len(req.Tokens) > 0:
+		tokens = req.Tokens
+	}
+	if base != nil {
+		if tokens != nil && base.Format == BaseFormatLlama && len(tokens) >= len(base.Tokens) {
+			// llama.cpp stores only the n_chunk·C tokens it scored: the
+			// text's stream must start with them.
+			tokens = tokens[:len(base.Tokens)]
+		}
+		if tokens != nil {
+			if got := TokenIDsSHA256(tokens); got != base.Header.TokenIDsSHA256 {
+				return nil, fmt.Errorf("%w: %s: token ids differ: token_ids_sha256 is %s (%d tokens) in the base, %s (%d tokens) for %s",
+					ErrBaseMismatch, base.Name, base.Header.TokenHash(), base.Header.Tokens,
+					hex.EncodeToString(got[:]), len(tokens), src)
+			}
+		}
+		tokens, src = base.Tokens, base.Name
+	}
+	if v := info.VocabSize; v > 0 {
+		for i, t := range tokens {
+			if t < 0 || int(t) >= v {
+				return nil, badRequest("%s: token %d at index %d is outside the vocabulary (size %d)", src, t, i, v)
+			}
+		}
+	}
+	return tokens, nil
+}
+
+// baseCovers checks that a base holds the windows plan scores: all of
+// them, or for a partial base its first ones.
+func baseCovers(base *BaseReader, plan Plan) error {
+	if base == nil {
+		return nil
+	}
+	h := &base.Header
+	if h.Partial() {
+		if len(plan.Windows) > h.Windows {
+			return fmt.Errorf("%w: %s is a partial base holding %d windows, this run needs %d (use --perplexity-chunks %d or fewer)",
+				ErrBaseMismatch, base.Name, h.Windows, len(plan.Windows), h.Windows)
+		}
+		if plan.Scored > h.Scored {
+			return fmt.Errorf("%w: %s is a partial base holding %d scored tokens, this run scores %d",
+				ErrBaseMismatch, base.Name, h.Scored, plan.Scored)
+		}
+		return nil
+	}
+	if plan.Scored != h.Scored || len(plan.Windows) != h.Windows {
+		return fmt.Errorf("%w: %s holds %d windows / %d scored tokens, this run plans %d / %d",
+			ErrBaseMismatch, base.Name, h.Windows, h.Scored, len(plan.Windows), plan.Scored)
+	}
+	return nil
+}
+
+// shard is the part of p a run of shard s scores: every window without
+// a shard.
+func (p Plan) shard(s ShardSpec) Plan {
+	if s.N == 0 {
+		return p
+	}
+	all := p.Windows
+	p.Windows, p.Scored, p.PrefillToks = nil, 0, 0
+	for _, w := range all {
+		if s.has(w.Index) {
+			p.Windows = append(p.Windows, w)
+			p.Scored += w.Scored
+			p.PrefillToks += w.Len()
+		}
+	}
+	return p
+}

@@ -1,0 +1,80 @@
+package results
+
+// names.go is the results folder's naming rule, the one place it is
+// written. Every file of a run shares one stem:
+//
+//	MODEL_TEXT_DIGEST.json      a record (a complete run): the report with its record object
+//	MODEL_TEXT_DIGEST.toml      the profile it ran (TUI runs), paths relative to the root
+//	MODEL_TEXT_DIGEST.kld       the KLD base it recorded (TUI runs)
+//	MODEL_TEXT_DIGEST.ab.json   the A/B summary, beside B's record
+//	MODEL_TEXT_DIGEST_shardIofN.json  a shard's record
+//	MODEL_TEXT_stopped-TIME.json      a stopped or failed run the TUI keeps (never a record)
+//
+// MODEL is the model file's stem, TEXT the text's ("tokens" for a token
+// file, "vs-BASE" when the tokens came from a base), DIGEST the record's
+// digest of protocol, engine config and model hash: an identical rerun
+// gets its own name back and replaces its files, anything else gets
+// another. Names starting with '.' are files being written.
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+
+	"plexbench/scoring"
+)
+
+// Sidecar extensions, after the stem.
+const (
+	extReport  = ".json"
+	extProfile = ".toml"
+	extBase    = ".kld"
+	extAB      = ".ab.json"
+)
+
+// RecordName is the stem of rep's record ri: model, text, digest, and
+// the shard when it is one.
+func RecordName(rep *scoring.Report, ri *scoring.RecordInfo) string {
+	name := stem(ri.Model.File, "model") + "_" + textStem(rep) + "_" + ri.Digest
+	if ri.Protocol.Shard != "" {
+		name += "_shard" + strings.ReplaceAll(ri.Protocol.Shard, "/", "of")
+	}
+	return name
+}
+
+// runStem is the stem of a run that is not a record (stopped, failed, or
+// not describable): model, text and when it started.
+func runStem(rep *scoring.Report, model string, started time.Time) string {
+	return stem(model, "demo") + "_" + textStem(rep) + "_stopped-" + started.Format("20060102-150405")
+}
+
+func textStem(rep *scoring.Report) string {
+	if rep.Text == "" && rep.KLD != nil {
+		return "vs-" + stem(rep.KLD.Base, "base") // the tokens came from the base
+	}
+	return stem(rep.Text, "tokens")
+}
+
+// stem is a path's file name without its extension, made safe; empty
+// when the path is.
+func stem(p, empty string) string {
+	if p == "" {
+		return empty
+	}
+	return SafeName(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
+}
+
+// SafeName keeps letters, digits, '.', '-' of s (others become '-'), at
+// most 48 bytes; "unnamed" for an empty s.
+func SafeName(s string) string {
+	if s == "" {
+		return "unnamed"
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '.' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')) {
+			b[i] = '-'
+		}
+	}
+	return string(b[:min(len(b), 48)])
+}

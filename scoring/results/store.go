@@ -1,0 +1,262 @@
+// Package results is the results folder: where runs are kept (the root:
+// a flag, else $PLEXBENCH_RESULTS, else ./plexbench-results), what their
+// files are named (names.go), writing records and the TUI's runs with
+// their sidecars, the A/B summary both the TUI and `ab` write, and the
+// listings that history, compare and plot read.
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/scoring/outfile"
+)
+
+// DefaultRoot is the results root when neither a flag nor EnvRoot names one.
+const DefaultRoot = "plexbench-results"
+
+// EnvRoot names the environment variable that sets the results root.
+const EnvRoot = "PLEXBENCH_RESULTS"
+
+// Root is the results root: flagValue when given, else $PLEXBENCH_RESULTS,
+// else DefaultRoot.
+func Root(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if env := os.Getenv(EnvRoot); env != "" {
+		return env
+	}
+	return DefaultRoot
+}
+
+// maxReport bounds what a listing reads; a report of a million windows is
+// about 200 MB and not something to list.
+const maxReport = 256 << 20
+
+// WriteRecord writes rep, which must carry its Record, as root/NAME.json,
+// creating root; an identical rerun replaces its own record and nothing
+// else. It writes through outfile.WriteFile (temp file, sync, rename).
+func WriteRecord(root string, rep *scoring.Report) (string, error) {
+	if rep.Record == nil || rep.Record.Name == "" {
+		return "", fmt.Errorf("record: the report has no record information")
+	}
+	if rep.Partial {
+		return "", fmt.Errorf("record %s: a partial run is not kept as a record", rep.Record.Name)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("results root: %w", err)
+	}
+	data, err := rep.JSON()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, rep.Record.Name+extReport)
+	return path, outfile.WriteFile(path, data)
+}
+
+// PendingBase is where a run that keeps its KLD base beside its report
+// records it while it runs (a dot name: not listed); KeepRun moves it
+// beside the report.
+func PendingBase(root string, started time.Time) (string, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("results folder: %w", err)
+	}
+	f, err := os.CreateTemp(root, ".pending-"+started.Format("20060102-150405")+"-*"+extBase)
+	if err != nil {
+		return "", fmt.Errorf("results folder: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	return name, os.Remove(name) // the base writer creates it
+}
+
+// Run is one run kept in the results folder.
+type Run struct {
+	Report  string // .json
+	Profile string // .toml
+	Base    string // .kld; empty when the run kept none
+}
+
+// KeepRun keeps a TUI run in root: a record under its record name
+// (replacing an identical earlier run's files), anything else under a
+// stopped-run name; its profile beside it, paths relative to root, and
+// the base it recorded at pendingBase ("" for none) moved beside it. A
+// report naming the pending base is updated to the kept path.
+func KeepRun(root string, rep *scoring.Report, p profiles.Profile, started time.Time, pendingBase string) (Run, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return Run{}, fmt.Errorf("results folder: %w", err)
+	}
+	name, err := "", error(nil)
+	if rep.Record != nil && !rep.Partial {
+		name = rep.Record.Name
+	} else if name, err = unusedStem(root, runStem(rep, p.Model, started)); err != nil {
+		return Run{}, err
+	}
+	run := Run{Report: filepath.Join(root, name+extReport), Profile: filepath.Join(root, name+extProfile)}
+	if pendingBase != "" {
+		if _, err := os.Stat(pendingBase); err == nil {
+			run.Base = filepath.Join(root, name+extBase)
+			if err := os.Rename(pendingBase, run.Base); err != nil {
+				return Run{}, fmt.Errorf("results folder: %w", err)
+			}
+			if rep.KLDBaseOut == pendingBase {
+				rep.KLDBaseOut = run.Base
+			}
+		}
+	}
+	data, err := rep.JSON()
+	if err != nil {
+		return Run{}, err
+	}
+	if err := outfile.WriteFile(run.Report, data); err != nil {
+		return Run{}, err
+	}
+	return run, profiles.Save(run.Profile, p.RelativeTo(root))
+}
+
+// unusedStem is stem, or stem-2, stem-3, … when a report of that name is
+// in root: runs that are not records never replace each other.
+func unusedStem(root, stem string) (string, error) {
+	name := stem
+	for i := 2; ; i++ {
+		if _, err := os.Stat(filepath.Join(root, name+extReport)); errors.Is(err, fs.ErrNotExist) {
+			return name, nil
+		}
+		if i > 100 {
+			return "", fmt.Errorf("results folder %s: too many runs named %s", root, stem)
+		}
+		name = fmt.Sprintf("%s-%d", stem, i)
+	}
+}
+
+// ABPath is where the A/B summary of a pair is kept: beside B's report
+// (or A's, when B never ran).
+func ABPath(report string) string { return strings.TrimSuffix(report, extReport) + extAB }
+
+// Entry is one past run in the results folder.
+type Entry struct {
+	Report     string // path of the JSON report
+	Base       string // path of its KLD base; empty when none was kept
+	Profile    profiles.Profile
+	HasProfile bool
+	Run        scoring.Report
+	Time       time.Time // the report file's modification time
+	Err        error     // the report could not be read
+}
+
+// History lists the runs kept in root, newest first. A missing folder is
+// an empty history; unreadable reports are listed with Err set.
+func History(root string) ([]Entry, error) {
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("results folder: %w", err)
+	}
+	var out []Entry
+	for _, de := range ents {
+		name := de.Name()
+		if de.IsDir() || !isReportName(name) {
+			continue
+		}
+		if e, ok := loadEntry(filepath.Join(root, name)); ok {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Entry) int { return b.Time.Compare(a.Time) })
+	return out, nil
+}
+
+// isReportName reports whether a file name in the root can be a run's
+// report: .json, not an A/B summary, not being written.
+func isReportName(name string) bool {
+	return filepath.Ext(name) == extReport && !strings.HasSuffix(name, extAB) && !strings.HasPrefix(name, ".")
+}
+
+// loadEntry reads one report and its sidecars; ok is false for JSON files
+// that are not run reports.
+func loadEntry(path string) (Entry, bool) {
+	e := Entry{Report: path}
+	st, err := os.Stat(path)
+	if err != nil {
+		e.Err = err
+		return e, true
+	}
+	e.Time = st.ModTime()
+	if st.Size() > maxReport {
+		e.Err = fmt.Errorf("%s: %d bytes is too large to list", path, st.Size())
+		return e, true
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		e.Err = err
+		return e, true
+	}
+	if err := json.Unmarshal(data, &e.Run); err != nil {
+		e.Err = fmt.Errorf("%s: %w", path, err)
+		return e, true
+	}
+	if e.Run.Object != scoring.ReportObject {
+		return e, false
+	}
+	stem := strings.TrimSuffix(path, extReport)
+	if p, err := profiles.Load(stem + extProfile); err == nil {
+		e.Profile, e.HasProfile = p, true
+	}
+	if _, err := os.Stat(stem + extBase); err == nil {
+		e.Base = stem + extBase
+	}
+	return e, true
+}
+
+// Records reads the records that patterns (globs in root, or paths; *.json
+// when none) match, skipping files being written (a leading dot) and JSON
+// that is not a complete report; a file that should be a record and is not
+// is an error. No match at all is an error too.
+func Records(root string, patterns []string) ([]scoring.Report, error) {
+	if len(patterns) == 0 {
+		patterns = []string{"*" + extReport}
+	}
+	var files []string
+	for _, p := range patterns {
+		glob := p
+		if !filepath.IsAbs(p) && !strings.ContainsRune(p, filepath.Separator) {
+			glob = filepath.Join(root, p)
+		}
+		m, err := filepath.Glob(glob)
+		if err != nil {
+			return nil, fmt.Errorf("--pattern %q: %v", p, err)
+		}
+		files = append(files, m...)
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	var recs []scoring.Report
+	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), ".") {
+			continue // a write in progress
+		}
+		r, ok, err := scoring.ReadRecord(f)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			recs = append(recs, r)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("no records match %s in %s", strings.Join(patterns, ", "), root)
+	}
+	return recs, nil
+}

@@ -1,0 +1,161 @@
+package workbench
+
+// floor.go owns the floor measurement: a model scored against its own
+// bases, so the user knows what the KLD figures of a protocol can resolve.
+//
+//  1. the model records its compact top-k base, exactly as `score
+//     --perplexity-kld-base-out` does (so the floor lands in the compare
+//     group of every run against such a base);
+//  2. it is compared with that base — the measured floor, 0 by
+//     construction for a deterministic engine — while it records a
+//     llama.cpp base (whole 16-bit rows);
+//  3. it is compared with the llama.cpp base: the floor of a
+//     full-vocabulary comparison and, on the same tokens, the top-k KLD
+//     (kld.top_k_coarsened);
+//  4. with Against, a second model is compared with the llama.cpp base:
+//     its full-vocabulary KLD and its top-k KLD on the same tokens, what
+//     the top-k coarsening hides of a real difference.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+)
+
+// FloorJob is one floor measurement.
+type FloorJob struct {
+	Profile profiles.Profile
+	// TopBase and FullBase are where the two bases are recorded.
+	TopBase, FullBase string
+	// Against is a second model compared with the full base ("" none).
+	Against string
+	// Pass, when set, is told of each pass as it starts and returns where
+	// that pass's progress goes (nil: nowhere).
+	Pass func(pass, passes int, what string) func(scoring.Event)
+}
+
+// Floor runs the passes of j and returns the self-compare against the
+// top-k base carrying the floor object and its record information.
+func Floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
+	started := time.Now()
+	b, err := Open(j.Profile)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	f := floorRun{ctx: ctx, j: j, b: b, passes: 3}
+	if j.Against != "" {
+		f.passes = 4
+	}
+	rep, err := f.measure()
+	if err != nil {
+		return nil, err
+	}
+	if ri, err := recordInfo(j.Profile.Name, b.model, rep, started, time.Now()); err != nil {
+		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
+	} else {
+		rep.Record = &ri
+	}
+	return rep, nil
+}
+
+// floorRun is a floor measurement in progress.
+type floorRun struct {
+	ctx          context.Context
+	j            FloorJob
+	b            *Bench
+	pass, passes int
+}
+
+// run scores one pass of job on the bench (or, for another model, on its
+// own engine); a pass that stops early fails the measurement.
+func (f *floorRun) run(what, model string, job Job) (scoring.Report, error) {
+	f.pass++
+	job.Profile = f.j.Profile
+	if model != "" {
+		job.Profile.Model = model
+	}
+	if job.Compare != "" {
+		job.Profile.Text, job.Profile.Tokens = "", "" // the base carries the tokens
+	}
+	if f.j.Pass != nil {
+		job.Progress = f.j.Pass(f.pass, f.passes, what)
+	}
+	b := f.b
+	if model != "" {
+		var err error
+		if b, err = Open(job.Profile); err != nil {
+			return scoring.Report{}, err
+		}
+		defer b.Close()
+	}
+	out, err := b.run(f.ctx, job)
+	if err == nil && out.Report.Partial {
+		err = errors.New(out.Report.PartialReason)
+	}
+	if err != nil {
+		return out.Report, fmt.Errorf("floor pass %d (%s): %w", f.pass, what, err)
+	}
+	return out.Report, nil
+}
+
+// measure runs the passes.
+func (f *floorRun) measure() (*scoring.Report, error) {
+	p := f.j.Profile
+	k := p.KLDTopK
+	if k == 0 {
+		k = scoring.DefaultTopK
+	}
+	full, top := f.j.FullBase, f.j.TopBase
+	ref, err := f.run(fmt.Sprintf("record the top-%d base", k), "", Job{Record: top, RecordFormat: scoring.BaseFormatPlexbench})
+	if err != nil {
+		return nil, err
+	}
+	// The full base holds 16 bits per vocabulary entry per scored token:
+	// gigabytes for a large vocabulary over a whole text.
+	need := scoring.LlamaBaseSize(ref.Ctx, f.b.Info().VocabSize, ref.WindowsScored)
+	if free := diskFree(filepath.Dir(full)); free >= 0 && need > free {
+		return nil, fmt.Errorf("floor: the full-vocabulary base needs %s in %s, which has %s free: score fewer windows (--perplexity-chunks) or put it elsewhere (--full-base-out)",
+			HumanBytes(need), filepath.Dir(full), HumanBytes(free))
+	}
+	rep, err := f.run(fmt.Sprintf("compare with the top-%d base, record the full-vocabulary base (%s)", k, HumanBytes(need)), "",
+		Job{Compare: top, Record: full, RecordFormat: scoring.BaseFormatLlama})
+	if err != nil {
+		return nil, err
+	}
+	self, err := f.run("compare with the full-vocabulary base", "", Job{Compare: full, CoarsenTopK: k})
+	if err != nil {
+		return nil, err
+	}
+	fl := &scoring.FloorReport{TopK: k, SelfFull: *self.KLD.TopKCoarsened,
+		SelfTopKMeanKLD: rep.KLD.MeanKLD, SelfTopKMaxKLD: rep.KLD.KLDMax, SelfTopKSameTop: rep.KLD.SameTop}
+	fl.Floor = fl.SelfTopKMeanKLD
+	if a := f.j.Against; a != "" {
+		ag, err := f.run("compare "+filepath.Base(a)+" with the full-vocabulary base", a, Job{Compare: full, CoarsenTopK: k})
+		if err != nil {
+			return nil, err
+		}
+		fl.AgainstModel, fl.Against = filepath.Base(a), ag.KLD.TopKCoarsened
+	}
+	rep.KLDBaseOut, rep.KLDBaseTopK, rep.KLDBaseFormat = "", 0, "" // the full base is the floor's own
+	rep.Floor = fl
+	return &rep, nil
+}
+
+// HumanBytes is n in binary units, as `inspect` and `floor` print sizes.
+func HumanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

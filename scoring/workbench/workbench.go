@@ -1,0 +1,190 @@
+// Package workbench is the one way from a profile to a report: it turns a
+// Job — a profile, the base to compare against, the base to record, where
+// progress goes — into a scored report and the record that describes it.
+// It owns the engine options a profile stands for, the scoring request,
+// the record information, the run journal's whole life (named beside the
+// outputs, opened and resumed by scoring, removed once a complete run's
+// outputs are written) and the signal handling of headless runs.
+//
+// Every command that scores goes through it: `score`, `ab`, `floor`, the
+// TUI's runner. The commands turn flags into a Job and write what comes
+// back; scoring.Run is called here and nowhere else.
+package workbench
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"plexbench/engine"
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/scoring/outfile"
+)
+
+// Job is one run.
+type Job struct {
+	Profile profiles.Profile
+
+	// Compare is the KLD base to compare against ("" for none): a
+	// plexbench or llama.cpp base, told apart by the file. With
+	// GeometryFromBase the run takes method, ctx, stride and chunk limit
+	// from it, unless GeometryGiven names one the caller set (then it
+	// must agree with the base).
+	Compare          string
+	GeometryFromBase bool
+	GeometryGiven    map[string]bool // "method", "ctx", "stride", "chunks"
+	// CoarsenTopK, against a llama.cpp base, also gives the top-k KLD a
+	// plexbench base of this many ids would (kld.top_k_coarsened).
+	CoarsenTopK int
+
+	// Record is where to record a KLD base ("" for none), in RecordFormat
+	// (scoring.BaseFormatPlexbench when empty, or BaseFormatLlama).
+	Record       string
+	RecordFormat string
+
+	// Shard scores only the windows of one shard i/n.
+	Shard scoring.ShardSpec
+	// TokenIDs puts the scored token ids in the report.
+	TokenIDs bool
+
+	// Journal keeps a run journal beside Report (else beside Record) so
+	// that a stopped or killed run continues with Resume. Report is where
+	// the caller will write the report ("" or "-": stdout).
+	Journal bool
+	Resume  bool
+	Report  string
+
+	// Progress receives the run's events on the scoring goroutine.
+	Progress func(scoring.Event)
+}
+
+// Outcome is what a run gives back.
+type Outcome struct {
+	Report scoring.Report
+	// Journal is the run journal's path ("" when the run kept none).
+	Journal string
+}
+
+// Done ends a run once its outputs are written: a complete run's journal
+// is removed; a partial run's stays for --resume.
+func (o *Outcome) Done() error {
+	if o.Journal == "" || o.Report.Partial {
+		return nil
+	}
+	return scoring.RemoveJournal(o.Journal)
+}
+
+// Run loads what j's profile names, scores j on it and releases it.
+func Run(ctx context.Context, j Job) (Outcome, error) {
+	if _, err := journalPath(j); err != nil {
+		return Outcome{}, err // before the model loads
+	}
+	b, err := Open(j.Profile)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer b.Close()
+	return b.Score(ctx, j)
+}
+
+// Bench is a loaded model with a profile's engine settings: several jobs
+// of that profile (the passes of `floor`, a sweep) score on it in turn.
+type Bench struct {
+	profile profiles.Profile
+	model   string // the model file (the embedded demo's cache copy when the profile names none)
+	eng     *engine.Model
+}
+
+// Open loads the model p names (the embedded demo when none) with p's
+// engine settings.
+func Open(p profiles.Profile) (*Bench, error) {
+	path, err := modelPath(p)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := loadEngine(p, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Bench{profile: p, model: path, eng: eng}, nil
+}
+
+// Info is the loaded model's description.
+func (b *Bench) Info() engine.ModelInfo { return b.eng.Info() }
+
+// Close releases the model.
+func (b *Bench) Close() error {
+	b.eng.Close()
+	return nil
+}
+
+// Score runs j on the loaded model (j.Profile's engine settings must be
+// the bench's; its text, windows and base may differ). A complete run's
+// report carries its record information; a run whose record cannot be
+// described still returns its report, with a warning saying why.
+func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
+	started := time.Now()
+	out, err := b.run(ctx, j)
+	if err != nil || out.Report.Partial {
+		return out, err
+	}
+	if ri, rerr := recordInfo(j.Profile.Name, b.model, &out.Report, started, time.Now()); rerr != nil {
+		out.Report.Warnings = append(out.Report.Warnings, "not kept as a record: "+rerr.Error())
+	} else {
+		out.Report.Record = &ri
+	}
+	return out, nil
+}
+
+// run scores j without describing a record.
+func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
+	req, err := request(j)
+	if err != nil {
+		return Outcome{}, err
+	}
+	var out Outcome
+	if req.Journal, err = journalPath(j); err != nil {
+		return out, err
+	}
+	out.Journal = req.Journal
+	out.Report, err = scoring.Run(ctx, b.eng, req)
+	return out, err
+}
+
+// journalPath is where j's journal lives: beside the report when it goes
+// to a file, else beside the base being recorded; "" when j keeps none
+// (a coarsening or a shard never does: they are rerun), or writes
+// neither to a file (a report on stdout or into a FIFO), and then Resume
+// is refused.
+func journalPath(j Job) (string, error) {
+	var none string
+	switch {
+	case j.CoarsenTopK > 0:
+		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
+	case j.Shard.N > 1:
+		// A shard is a slice of a run; merge combines finished shards.
+		none = "--resume: a shard (--perplexity-shard) is not resumable; rerun it"
+	case !j.Journal:
+		none = "--resume: this run keeps no journal"
+	}
+	if none != "" {
+		if j.Resume {
+			return "", errors.New(none)
+		}
+		return "", nil
+	}
+	for _, out := range []string{j.Report, j.Record} {
+		if outfile.Atomic(out) {
+			p, err := outfile.Resolve(out)
+			if err != nil {
+				return "", err
+			}
+			return p + ".journal", nil
+		}
+	}
+	if j.Resume {
+		return "", errors.New("--resume: the journal lives beside --perplexity-output FILE or --perplexity-kld-base-out FILE, and this run writes neither to a file")
+	}
+	return "", nil
+}
