@@ -283,6 +283,8 @@ func MatMulRef(out []float32, w *Matrix, x []float32, nTok int) {
 	}
 }
 
+// grow returns b[:n], or a new slice (contents not kept) when b is too
+// small: the one scratch-resizing helper of the package.
 func grow[T any](b []T, n int) []T {
 	if cap(b) < n {
 		return make([]T, n)

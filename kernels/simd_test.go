@@ -657,10 +657,10 @@ func BenchmarkPanelKernel(b *testing.B) {
 	}
 }
 
-// TestRepackFastMatchesGo checks the AVX-512 gather repackers byte for
+// TestRepackAVX512MatchesGo checks the AVX-512 gather repackers byte for
 // byte against the Go repack, on a matrix at an odd address with panels
 // that start mid-matrix.
-func TestRepackFastMatchesGo(t *testing.T) {
+func TestRepackAVX512MatchesGo(t *testing.T) {
 	if !haveAsm || !CPU().Has(needAVX512) {
 		t.Skipf("no AVX-512 assembly here (%s)", CPU())
 	}
@@ -690,8 +690,8 @@ func TestRepackFastMatchesGo(t *testing.T) {
 				} else {
 					repackQ8(w, r0, f, want)
 				}
-				if !repackFast(w, r0, f, got) {
-					t.Fatalf("%v: repackFast declined a full panel", wt)
+				if !repackAVX512(w, r0, f, got) {
+					t.Fatalf("%v: repackAVX512 declined a full panel", wt)
 				}
 				for i := range want {
 					if got[i] != want[i] {
@@ -699,8 +699,8 @@ func TestRepackFastMatchesGo(t *testing.T) {
 					}
 				}
 			}
-			if repackFast(w, 32, f, make([]byte, size)) {
-				t.Fatalf("%v: repackFast accepted a partial panel", wt)
+			if repackAVX512(w, 32, f, make([]byte, size)) {
+				t.Fatalf("%v: repackAVX512 accepted a partial panel", wt)
 			}
 		}
 	}
@@ -728,9 +728,9 @@ func TestFloatPanel(t *testing.T) {
 				for i := range got {
 					got[i] = math.Float32frombits(simdSentinel)
 				}
-				fast := repackFloatFast(w, 0, got)
+				fast := repackFloatAVX512(w, 0, got)
 				if fast != (wt == F32 || n%2 == 0) {
-					t.Fatalf("repackFloatFast accepted=%v for %v n=%d", fast, wt, n)
+					t.Fatalf("repackFloatAVX512 accepted=%v for %v n=%d", fast, wt, n)
 				}
 				if fast {
 					for i := range want {
@@ -744,8 +744,8 @@ func TestFloatPanel(t *testing.T) {
 						}
 					}
 				}
-				if repackFloatFast(w, 32, got) {
-					t.Fatal("repackFloatFast accepted a partial panel")
+				if repackFloatAVX512(w, 32, got) {
+					t.Fatal("repackFloatAVX512 accepted a partial panel")
 				}
 				// Kernels: up to 12 activation rows at a stride longer than n;
 				// every width must give the 12-wide kernel's results.

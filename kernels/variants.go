@@ -392,7 +392,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		switch isa {
 		case "avx512":
 			k.tokens, k.q, k.fmt, k.vnni = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}, true
-			k.actQ8, k.repack = quantActQ8Fast, repackFast
+			k.actQ8, k.repack = quantActQ8AVX512, repackAVX512
 		case "avx2":
 			k.tokens, k.q, k.actQ8, k.repack = 4, q8PanelAVX2, quantActQ8AVX2, repackAVX2
 			if t == Q8_0 || t == IQ4_NL {
@@ -432,7 +432,7 @@ func simdKernel(isa string, t Type) *matKernel {
 			if l.corr {
 				k.q = kCorrVNNI16
 			}
-			k.actQ8K, k.repack = quantQ8KFast, repackFast
+			k.actQ8K, k.repack = quantQ8KAVX512, repackAVX512
 		case "avx2":
 			k.tokens, k.q, k.actQ8K, k.repack = 4, kMinAVX2x32, quantQ8KAVX2, repackAVX2
 			if l.corr {
@@ -457,7 +457,7 @@ func simdKernel(isa string, t Type) *matKernel {
 		}[t]
 		switch isa {
 		case "avx512":
-			k.tokens, k.q, k.actQ8K, k.repack = 8, kern[1], quantQ8KFast, repackAVX2
+			k.tokens, k.q, k.actQ8K, k.repack = 8, kern[1], quantQ8KAVX512, repackAVX2
 		case "avx2":
 			k.tokens, k.q, k.actQ8K, k.repack = 4, kern[0], quantQ8KAVX2, repackAVX2
 		case "gotile":
@@ -472,8 +472,8 @@ func simdKernel(isa string, t Type) *matKernel {
 		switch isa {
 		case "avx512":
 			k.fp = [3]func(*fpTile){fPanelAVX512x12, fPanelAVX512x4, fPanelAVX512x1}
-			k.fpRepack = repackFloatFast
-			k.round = roundActFast
+			k.fpRepack = repackFloatAVX512
+			k.round = roundActAVX512
 		case "avx2":
 			k.fp = [3]func(*fpTile){fPanelAVX2x12, fPanelAVX2x4, fPanelAVX2x1}
 			k.fpRepack, k.round = repackFloatAVX2, roundActAVX2
