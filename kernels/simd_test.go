@@ -674,10 +674,11 @@ func TestRepackAVX512MatchesGo(t *testing.T) {
 			w.Data = data
 			var f q8Format
 			var size int
-			if l, ok := kLayoutFor(wt); ok {
-				size = cols / qkK * l.bytes
+			s := descOf(wt).simd
+			if s.fam == famK {
+				size = cols / qkK * s.layout.bytes
 			} else {
-				f = q8Format{bias: q8Bias(wt)}
+				f = s.q8
 				size = cols / qk * q8PanelBlock
 			}
 			for _, r0 := range []int{0, 16, 21} {
@@ -685,8 +686,8 @@ func TestRepackAVX512MatchesGo(t *testing.T) {
 				for i := range got {
 					got[i] = 0xcc
 				}
-				if l, ok := kLayoutFor(wt); ok {
-					repackK(w, r0, l, want)
+				if s.fam == famK {
+					repackK(w, r0, s.layout, want)
 				} else {
 					repackQ8(w, r0, f, want)
 				}
@@ -807,7 +808,7 @@ func TestFloatPanel(t *testing.T) {
 func TestRepackQ8Words(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, wt := range []Type{Q8_0, Q4_0} {
-		formats := []q8Format{{bias: q8Bias(wt)}}
+		formats := []q8Format{descOf(wt).simd.q8}
 		if wt == Q8_0 {
 			formats = append(formats, q8Format{signed: true})
 		}
