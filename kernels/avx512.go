@@ -209,7 +209,7 @@ func AttnScores(s []float32, k *Matrix, q []float32, rows, nTok int, buf []float
 	hd, nk := k.Cols, k.Rows
 	buf = grow(buf, nk*hd+hd)
 	keys, qr := buf[:nk*hd], buf[nk*hd:]
-	typeTraits[k.Type].dequant(k.Data[:nk*k.RowBytes()], keys)
+	descOf(k.Type).dequant(k.Data[:nk*k.RowBytes()], keys)
 	half := k.Type == F16
 	tiny := half && hd%16 == 0 && nk%4 == 0 && nTok >= 2
 	for r := range rows {
@@ -242,7 +242,7 @@ func AttnValues(o []float32, v *Matrix, p []float32, rows, nTok int, buf []float
 	hd, nk := v.Rows, v.Cols
 	buf = grow(buf, hd*nk+nk)
 	vals, pr := buf[:hd*nk], buf[hd*nk:]
-	typeTraits[v.Type].dequant(v.Data[:hd*v.RowBytes()], vals)
+	descOf(v.Type).dequant(v.Data[:hd*v.RowBytes()], vals)
 	half := v.Type == F16
 	tiny := nk%16 == 0 && hd%4 == 0 && nTok >= 2
 	for r := range rows {

@@ -1,7 +1,7 @@
 package kernels
 
-// This file owns the public, type-dispatching entry points over the trait
-// table: dequantization, reference quantization, activation conversion
+// This file owns the public, type-dispatching entry points over the type
+// descriptors' traits (typedesc.go): dequantization, reference quantization, activation conversion
 // (ggml's x86 AVX2 semantics, gguf-and-quants.md §4.2) and the one-row dot.
 
 import (
@@ -16,7 +16,7 @@ var ErrUnsupported = errors.New("unsupported tensor type")
 // Dequantize expands n = len(dst) elements (a multiple of t.BlockSize()) of
 // type t from src.
 func Dequantize(t Type, src []byte, dst []float32) error {
-	tr := typeTraits[t]
+	tr := descOf(t)
 	if tr == nil || tr.dequant == nil {
 		return fmt.Errorf("dequantize %v: %w", t, ErrUnsupported)
 	}
@@ -34,7 +34,7 @@ func Dequantize(t Type, src []byte, dst []float32) error {
 // Quantize packs src (a multiple of t.BlockSize() elements) into dst in type
 // t with ggml's plain round-to-nearest reference quantizer.
 func Quantize(t Type, src []float32, dst []byte) error {
-	tr := typeTraits[t]
+	tr := descOf(t)
 	if tr == nil || tr.quantize == nil {
 		return fmt.Errorf("quantize %v: %w", t, ErrUnsupported)
 	}
@@ -51,20 +51,20 @@ func Quantize(t Type, src []float32, dst []byte) error {
 
 // CanQuantize reports whether Quantize supports t.
 func CanQuantize(t Type) bool {
-	tr := typeTraits[t]
+	tr := descOf(t)
 	return tr != nil && tr.quantize != nil
 }
 
 // CanDequantize reports whether Dequantize supports t.
 func CanDequantize(t Type) bool {
-	tr := typeTraits[t]
+	tr := descOf(t)
 	return tr != nil && tr.dequant != nil
 }
 
 // CanMatMul reports whether t can be a MatMul weight type (it has a dot
 // product and its activation type has a quantizer).
 func CanMatMul(t Type) bool {
-	tr := typeTraits[t]
+	tr := descOf(t)
 	if tr == nil || tr.vecDot == nil {
 		return false
 	}
@@ -72,14 +72,14 @@ func CanMatMul(t Type) bool {
 	case F32, F16, BF16, Q8_0, Q8_1:
 		return true
 	}
-	at := typeTraits[tr.vecDotType]
+	at := descOf(tr.vecDotType)
 	return at != nil && at.quantize != nil
 }
 
 // VecDotType is the type activations are converted to for weights of type t
 // (ggml's vec_dot_type); t itself for types without a dot product.
 func VecDotType(t Type) Type {
-	if tr := typeTraits[t]; tr != nil && tr.vecDot != nil {
+	if tr := descOf(t); tr != nil && tr.vecDot != nil {
 		return tr.vecDotType
 	}
 	return t
@@ -103,9 +103,9 @@ func QuantizeActivation(wt Type, x []float32, dst []byte) {
 		quantizeActQ8_1(x, dst)
 	default:
 		// Types whose x86 activation quantizer equals the reference one
-		// (Q8_K) use the registered quantizer.
-		at := typeTraits[vt]
-		if typeTraits[wt] == nil || typeTraits[wt].vecDot == nil || at == nil || at.quantize == nil {
+		// (Q8_K) use the one in their descriptor.
+		at := descOf(vt)
+		if descOf(wt) == nil || descOf(wt).vecDot == nil || at == nil || at.quantize == nil {
 			panic(fmt.Sprintf("kernels: QuantizeActivation: no activation quantizer for weight type %v", wt))
 		}
 		at.quantize(x, dst)
@@ -116,7 +116,7 @@ func QuantizeActivation(wt Type, x []float32, dst []byte) {
 // with the activation already converted by QuantizeActivation. It panics if
 // t has no dot product (see CanMatMul).
 func Dot(t Type, n int, w, a []byte) float32 {
-	tr := typeTraits[t]
+	tr := descOf(t)
 	if tr == nil || tr.vecDot == nil {
 		panic(fmt.Sprintf("kernels: Dot: no dot product for type %v", t))
 	}

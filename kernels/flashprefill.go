@@ -162,8 +162,8 @@ func (ks KernelSet) FlashPrefillSelect(f FlashPrefill, sel []bool, q []float32, 
 	b := f.BlockSize
 	nq := min(b, L-qb*b)
 	nk := qb + 1
-	sc.s = growF32(sc.s, nk*nq)
-	sc.m = growF32(sc.m, nk)
+	sc.s = grow(sc.s, nk*nq)
+	sc.m = grow(sc.m, nk)
 	if cap(sc.a) < nk {
 		sc.a = make([]float64, nk)
 	}
@@ -196,13 +196,6 @@ func (ks KernelSet) FlashPrefillSelect(f FlashPrefill, sel []bool, q []float32, 
 // against key block kb (§3: q ≥ kb·B + B − 1); nq when none does.
 func validFrom(b, qb, kb, nq int) int {
 	return min(max(kb*b+b-1-qb*b, 0), nq)
-}
-
-func growF32(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
 }
 
 // bytesOf views float32s as their little-endian bytes (every supported

@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns the plain float formats F32, F16 and BF16 (traits,
+// This file owns the plain float formats F32, F16 and BF16 (descriptors,
 // row conversion) and the 8-lane float32 accumulation helpers the block
 // dot products share. F32 and F16 rows follow ggml's AVX-512 build instead
 // (avx512.go); BF16 rows keep this model of the AVX2 build, where results
@@ -20,11 +20,22 @@ import (
 	"math"
 )
 
-func init() {
-	register(F32, traits{dequant: dequantF32, quantize: quantizeF32, vecDotType: F32, vecDot: vecDotF32})
-	register(F16, traits{dequant: dequantF16, quantize: quantizeF16, vecDotType: F16, vecDot: vecDotF16})
-	register(BF16, traits{dequant: dequantBF16, quantize: quantizeBF16, vecDotType: BF16, vecDot: vecDotBF16})
+// floatDescs are the float types' descriptors. Their SIMD panels are the
+// same for all three: weights widened to float32, outer products with
+// broadcast activations.
+var floatDescs = []typeDesc{
+	{t: F32, traits: traits{dequant: dequantF32, quantize: quantizeF32, vecDotType: F32, vecDot: vecDotF32},
+		simd: floatSIMD},
+	{t: F16, traits: traits{dequant: dequantF16, quantize: quantizeF16, vecDotType: F16, vecDot: vecDotF16},
+		simd: floatSIMD},
+	{t: BF16, traits: traits{dequant: dequantBF16, quantize: quantizeBF16, vecDotType: BF16, vecDot: vecDotBF16},
+		goDesc: "plain Go in the order of llama.cpp's AVX2 build (MatMul; the AVX-512 BF16 dot is not modelled)",
+		simd:   floatSIMD},
 }
+
+var floatSIMD = simdDesc{fam: famFloat,
+	avx2:   panelKernels{fp: [3]func(*fpTile){fPanelAVX2x12, fPanelAVX2x4, fPanelAVX2x1}},
+	avx512: panelKernels{fp: [3]func(*fpTile){fPanelAVX512x12, fPanelAVX512x4, fPanelAVX512x1}}}
 
 // fma32 returns a·b+c rounded once to float32, as the FMA instruction does.
 // The product of two float32 is exact in float64; the float64 sum may round,

@@ -7,8 +7,14 @@ package kernels
 // legacy.go). There is no quantizer: ggml's IQ4_NL quantizer is a scale
 // search, not plain rounding, and models arrive already quantized.
 
-func init() {
-	register(IQ4_NL, traits{dequant: dequantIQ4NL, vecDotType: Q8_0, vecDot: vecDotIQ4NL})
+import "encoding/binary"
+
+// iq4nlDescs is IQ4_NL's descriptor.
+var iq4nlDescs = []typeDesc{
+	{t: IQ4_NL, traits: traits{dequant: dequantIQ4NL, vecDotType: Q8_0, vecDot: vecDotIQ4NL},
+		// Levels biased by 128, as Q8_0's, so signed at AVX2 (legacy.go).
+		simd: simdDesc{fam: famQ8, q8: q8Format{bias: 128}, levels: q8LevelsIQ4NL, avx2Signed: true,
+			avx2: panelKernels{q: q8PanelAVX2s}, avx512: panelKernels{q: q8PanelVNNI, vnni: true}}},
 }
 
 // kvIQ4NL is the IQ4_NL code table (shared with IQ4_XS).
@@ -26,6 +32,14 @@ func dequantIQ4NL(src []byte, dst []float32) {
 			dst[i*qk+j] = d * float32(q)
 		}
 	}
+}
+
+// q8LevelsIQ4NL is the panels' block decoder (see q8LevelsQ8_0).
+func q8LevelsIQ4NL(blk []byte, q *[qk]int8) float32 {
+	for j, v := range blk[2:18] {
+		q[j], q[j+16] = kvIQ4NL[v&0xf], kvIQ4NL[v>>4]
+	}
+	return F16ToF32(binary.LittleEndian.Uint16(blk))
 }
 
 func vecDotIQ4NL(n int, w, a []byte) float32 {

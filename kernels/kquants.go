@@ -1,12 +1,13 @@
 package kernels
 
-// This file owns the K-quant family's shared pieces: trait registration for
+// This file owns the K-quant family's shared pieces: the descriptors of
 // Q2_K..Q6_K, IQ4_XS and the Q8_K activation type, the Q8_K block layout and
 // its quantizer (ggml's quantize_row_q8_K semantics, gguf-and-quants.md §4.2),
 // and small decoding helpers. Each weight format lives in its own
 // kquants_<type>.go file: dequantization, the block dot product with Q8_K
-// (§4.3: exact integer parts, then one float combination per super-block)
-// and, where provided, a round-to-nearest reference quantizer.
+// (§4.3: exact integer parts, then one float combination per super-block),
+// the decoder to SIMD panel levels and, where provided, a round-to-nearest
+// reference quantizer.
 
 import (
 	"encoding/binary"
@@ -23,14 +24,30 @@ const (
 	q8kBsumsOff   = 4 + qkK
 )
 
-func init() {
-	register(Q8_K, traits{dequant: dequantQ8K, quantize: quantizeQ8K})
-	register(Q2_K, traits{dequant: dequantQ2K, quantize: quantizeQ2K, vecDotType: Q8_K, vecDot: vecDotQ2K})
-	register(Q3_K, traits{dequant: dequantQ3K, quantize: quantizeQ3K, vecDotType: Q8_K, vecDot: vecDotQ3K})
-	register(Q4_K, traits{dequant: dequantQ4K, quantize: quantizeQ4K, vecDotType: Q8_K, vecDot: vecDotQ4K})
-	register(Q5_K, traits{dequant: dequantQ5K, quantize: quantizeQ5K, vecDotType: Q8_K, vecDot: vecDotQ5K})
-	register(Q6_K, traits{dequant: dequantQ6K, quantize: quantizeQ6K, vecDotType: Q8_K, vecDot: vecDotQ6K})
-	register(IQ4_XS, traits{dequant: dequantIQ4XS, quantize: quantizeIQ4XS, vecDotType: Q8_K, vecDot: vecDotIQ4XS})
+// kquantDescs are the descriptors of the K-quant family and Q8_K. Q4_K,
+// Q5_K and Q6_K have VNNI kernels at AVX-512; the word kernels of Q2_K,
+// Q3_K and IQ4_XS (int16 scale pairs) are the same panels and the same
+// bits at both widths, and need BW, not VNNI.
+var kquantDescs = []typeDesc{
+	{t: Q8_K, traits: traits{dequant: dequantQ8K, quantize: quantizeQ8K}},
+	{t: Q2_K, traits: traits{dequant: dequantQ2K, quantize: quantizeQ2K, vecDotType: Q8_K, vecDot: vecDotQ2K},
+		simd: simdDesc{fam: famK, layout: kLayoutMin16, kLevels: kLevelsQ2K,
+			avx2: panelKernels{q: kMinAVX2x16w}, avx512: panelKernels{q: kMinAVX512x16w}}},
+	{t: Q3_K, traits: traits{dequant: dequantQ3K, quantize: quantizeQ3K, vecDotType: Q8_K, vecDot: vecDotQ3K},
+		simd: simdDesc{fam: famK, layout: kLayoutCorr4w, kLevels: kLevelsQ3K,
+			avx2: panelKernels{q: kCorrAVX2x16w}, avx512: panelKernels{q: kCorrAVX512x16w}}},
+	{t: Q4_K, traits: traits{dequant: dequantQ4K, quantize: quantizeQ4K, vecDotType: Q8_K, vecDot: vecDotQ4K},
+		simd: simdDesc{fam: famK, layout: kLayoutMin32, kLevels: kLevelsQ4K,
+			avx2: panelKernels{q: kMinAVX2x32}, avx512: panelKernels{q: kMinVNNI32, vnni: true}}},
+	{t: Q5_K, traits: traits{dequant: dequantQ5K, quantize: quantizeQ5K, vecDotType: Q8_K, vecDot: vecDotQ5K},
+		simd: simdDesc{fam: famK, layout: kLayoutMin32, kLevels: kLevelsQ5K,
+			avx2: panelKernels{q: kMinAVX2x32}, avx512: panelKernels{q: kMinVNNI32, vnni: true}}},
+	{t: Q6_K, traits: traits{dequant: dequantQ6K, quantize: quantizeQ6K, vecDotType: Q8_K, vecDot: vecDotQ6K},
+		simd: simdDesc{fam: famK, layout: kLayoutCorr, kLevels: kLevelsQ6K,
+			avx2: panelKernels{q: kCorrAVX2x16}, avx512: panelKernels{q: kCorrVNNI16, vnni: true}}},
+	{t: IQ4_XS, traits: traits{dequant: dequantIQ4XS, quantize: quantizeIQ4XS, vecDotType: Q8_K, vecDot: vecDotIQ4XS},
+		simd: simdDesc{fam: famK, layout: kLayoutSgn32, kLevels: kLevelsIQ4XS,
+			avx2: panelKernels{q: kSgnAVX2x32w}, avx512: panelKernels{q: kSgnAVX512x32w}}},
 }
 
 // nearestInt rounds half to even, as ggml's nearest_int (adding 1.5·2^23

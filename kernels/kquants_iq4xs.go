@@ -166,3 +166,18 @@ func iq4nlFit(x []float32) float32 {
 	}
 	return d
 }
+
+// kLevelsIQ4XS decodes one IQ4_XS super-block: the signed code values as
+// int8 level bytes, the scales, no pairs, d (the contract:
+// simdDesc.kLevels).
+func kLevelsIQ4XS(blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	for j := range 8 {
+		qs := (*[16]byte)(blk[8+16*j:])
+		for l, v := range qs {
+			u[32*j+l], u[32*j+16+l] = uint8(kvIQ4NL[v&0xf]), uint8(kvIQ4NL[v>>4])
+		}
+		sc[j] = iq4xsScale(blk, j)
+	}
+	*pr = [16]int16{}
+	return f16At(blk), 0
+}

@@ -256,3 +256,40 @@ func quantizeQ3K(src []float32, dst []byte) {
 		}
 	}
 }
+
+// kLevelsQ2K decodes one Q2_K super-block to its panel levels, scales and
+// pair entries (the mins), d and dmin (the contract: simdDesc.kLevels).
+func kLevelsQ2K(blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	for n := range 2 {
+		qs := (*[32]byte)(blk[16+32*n:])
+		for j := range 4 {
+			for l, v := range qs {
+				u[128*n+32*j+l] = v >> (2 * j) & 3
+			}
+		}
+	}
+	for s := range 16 {
+		sc[s] = int32(blk[s] & 0xf)
+		pr[s] = int16(blk[s] >> 4)
+	}
+	return f16At(blk[80:]), f16At(blk[82:])
+}
+
+// kLevelsQ3K decodes one Q3_K super-block: levels biased by 4, the signed
+// scales as scales and pair entries, d.
+func kLevelsQ3K(blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	hm := (*[32]byte)(blk[0:])
+	for n := range 2 {
+		qs := (*[32]byte)(blk[32+32*n:])
+		for j := range 4 {
+			for l, v := range qs {
+				u[128*n+32*j+l] = v>>(2*j)&3 | (hm[l]>>(4*n+j)&1)<<2 // q + 4
+			}
+		}
+	}
+	s := q3kScales((*[12]byte)(blk[96:]))
+	for j, v := range s {
+		sc[j], pr[j] = v, int16(v)
+	}
+	return f16At(blk[108:]), 0
+}

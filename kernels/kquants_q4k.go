@@ -221,3 +221,38 @@ func quantizeQKX(src []float32, dst []byte, blockBytes int, nmax int32, rmin, rd
 		}
 	}
 }
+
+// kLevelsQ4K and kLevelsQ5K decode one super-block to its panel levels,
+// scales, pair entries (each sub-block's min, twice), d and dmin (the
+// contract: simdDesc.kLevels).
+func kLevelsQ4K(blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	return kLevelsQ45K(blk, false, u, sc, pr)
+}
+
+func kLevelsQ5K(blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	return kLevelsQ45K(blk, true, u, sc, pr)
+}
+
+func kLevelsQ45K(blk []byte, q5 bool, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	scales := (*[12]byte)(blk[4:])
+	qs, qh := blk[16:144], []byte(nil)
+	if q5 {
+		qh, qs = blk[16:48], blk[48:176]
+	}
+	for c := range 4 {
+		for l := range 32 {
+			lo, hi := qs[32*c+l]&0xf, qs[32*c+l]>>4
+			if qh != nil {
+				lo |= (qh[l] >> (2 * c) & 1) << 4
+				hi |= (qh[l] >> (2*c + 1) & 1) << 4
+			}
+			u[64*c+l], u[64*c+32+l] = lo, hi
+		}
+	}
+	for j := range 8 {
+		s, m := kScaleMin(j, scales)
+		sc[j] = s
+		pr[2*j], pr[2*j+1] = int16(m), int16(m)
+	}
+	return f16At(blk[0:]), f16At(blk[2:])
+}

@@ -118,3 +118,21 @@ func quantizeQ6K(src []float32, dst []byte) {
 		}
 	}
 }
+
+// kLevelsQ6K decodes one Q6_K super-block: levels biased by 32, the signed
+// scales as scales and pair entries, d (the contract: simdDesc.kLevels).
+func kLevelsQ6K(blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
+	for n := range 2 {
+		ql, qh := (*[64]byte)(blk[64*n:]), (*[32]byte)(blk[128+32*n:])
+		for l := range 32 {
+			q0, q1, q2, q3 := q6kQuad(ql, qh, l)
+			u[128*n+l], u[128*n+32+l] = uint8(q0+32), uint8(q1+32)
+			u[128*n+64+l], u[128*n+96+l] = uint8(q2+32), uint8(q3+32)
+		}
+	}
+	for s := range 16 {
+		sc[s] = int32(int8(blk[192+s]))
+		pr[s] = int16(int8(blk[192+s]))
+	}
+	return f16At(blk[208:]), 0
+}

@@ -167,7 +167,7 @@ func TestKQuantDequantMatchesSpec(t *testing.T) {
 		nb := 5
 		w := randomKBlocks(rng, typ, nb)
 		y := make([]float32, nb*qkK)
-		typeTraits[typ].dequant(w, y)
+		descOf(typ).dequant(w, y)
 		for e := range y {
 			blk := w[e/qkK*typ.BlockBytes() : (e/qkK+1)*typ.BlockBytes()]
 			levels, code := specLevels(typ, blk, e%qkK)
@@ -193,7 +193,7 @@ func TestKQuantVecDot(t *testing.T) {
 	for _, typ := range kWeightTypes {
 		for _, nb := range []int{1, 3, 7, 17} {
 			n := nb * qkK
-			tr := typeTraits[typ]
+			tr := descOf(typ)
 			if tr.vecDotType != Q8_K {
 				t.Fatalf("%v: vecDotType %v, want Q8_K", typ, tr.vecDotType)
 			}
@@ -323,9 +323,9 @@ func TestKQuantRoundTrip(t *testing.T) {
 		}
 		for _, in := range [][]float32{zero, cst} {
 			qb := make([]byte, typ.BlockBytes())
-			typeTraits[typ].quantize(in, qb)
+			descOf(typ).quantize(in, qb)
 			out := make([]float32, qkK)
-			typeTraits[typ].dequant(qb, out)
+			descOf(typ).dequant(qb, out)
 			for j, v := range out {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) || math.Abs(float64(v-in[j])) > 0.5*float64(in[j])+1e-30 {
 					t.Fatalf("%v: input %g → %g", typ, in[j], v)
@@ -439,7 +439,7 @@ func BenchmarkKQuantVecDot(b *testing.B) {
 			w := randomKBlocks(rng, typ, n/qkK)
 			a := make([]byte, Q8_K.RowBytes(n))
 			quantizeQ8K(randomActivation(rng, n), a)
-			dot := typeTraits[typ].vecDot
+			dot := descOf(typ).vecDot
 			var sink float32
 			for b.Loop() {
 				sink += dot(n, w, a)

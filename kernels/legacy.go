@@ -18,13 +18,54 @@ import (
 
 const qk = 32 // elements per legacy block
 
-func init() {
-	register(Q8_0, traits{dequant: dequantQ8_0, quantize: quantizeQ8_0, vecDotType: Q8_0, vecDot: vecDotQ8_0})
-	register(Q8_1, traits{dequant: dequantQ8_1, quantize: quantizeActQ8_1})
-	register(Q4_0, traits{dequant: dequantQ4_0, quantize: quantizeQ4_0, vecDotType: Q8_0, vecDot: vecDotQ4_0})
-	register(Q4_1, traits{dequant: dequantQ4_1, quantize: quantizeQ4_1, vecDotType: Q8_1, vecDot: vecDotQ4_1})
-	register(Q5_0, traits{dequant: dequantQ5_0, quantize: quantizeQ5_0, vecDotType: Q8_0, vecDot: vecDotQ5_0})
-	register(Q5_1, traits{dequant: dequantQ5_1, quantize: quantizeQ5_1, vecDotType: Q8_1, vecDot: vecDotQ5_1})
+// legacyDescs are the legacy types' descriptors. The biased types' AVX2
+// panels use VPMADDUBSW, whose pair sums saturate for levels that reach
+// 255 (Q8_0's, biased by 128), so Q8_0 keeps signed levels there.
+var legacyDescs = []typeDesc{
+	{t: Q8_0, traits: traits{dequant: dequantQ8_0, quantize: quantizeQ8_0, vecDotType: Q8_0, vecDot: vecDotQ8_0},
+		simd: simdDesc{fam: famQ8, q8: q8Format{bias: 128}, levels: q8LevelsQ8_0, avx2Signed: true,
+			avx2: panelKernels{q: q8PanelAVX2s}, avx512: panelKernels{q: q8PanelVNNI, vnni: true}}},
+	{t: Q8_1, traits: traits{dequant: dequantQ8_1, quantize: quantizeActQ8_1}},
+	{t: Q4_0, traits: traits{dequant: dequantQ4_0, quantize: quantizeQ4_0, vecDotType: Q8_0, vecDot: vecDotQ4_0},
+		simd: simdDesc{fam: famQ8, q8: q8Format{bias: 8}, levels: q8LevelsQ4_0,
+			avx2: panelKernels{q: q8PanelAVX2}, avx512: panelKernels{q: q8PanelVNNI, vnni: true}}},
+	{t: Q4_1, traits: traits{dequant: dequantQ4_1, quantize: quantizeQ4_1, vecDotType: Q8_1, vecDot: vecDotQ4_1},
+		simd: minSIMD},
+	{t: Q5_0, traits: traits{dequant: dequantQ5_0, quantize: quantizeQ5_0, vecDotType: Q8_0, vecDot: vecDotQ5_0},
+		simd: simdDesc{fam: famQ8, q8: q8Format{bias: 16}, levels: q8LevelsQ5_0,
+			avx2: panelKernels{q: q8PanelAVX2}, avx512: panelKernels{q: q8PanelVNNI, vnni: true}}},
+	{t: Q5_1, traits: traits{dequant: dequantQ5_1, quantize: quantizeQ5_1, vecDotType: Q8_1, vecDot: vecDotQ5_1},
+		simd: minSIMD},
+}
+
+// minSIMD is Q4_1's and Q5_1's: the min panels (panel_min.go).
+var minSIMD = simdDesc{fam: famQ8, q8: q8Format{min: true},
+	avx2: panelKernels{q: q8PanelAVX2m}, avx512: panelKernels{q: q8PanelAVX512m}}
+
+// q8LevelsQ8_0, like each type's q8Levels… decoder, turns one block into
+// its signed levels and its float scale (gguf-and-quants.md §3), which the
+// Go panel repack (repackQ8Levels) biases.
+func q8LevelsQ8_0(blk []byte, q *[qk]int8) float32 {
+	for j := range qk {
+		q[j] = int8(blk[2+j])
+	}
+	return F16ToF32(binary.LittleEndian.Uint16(blk))
+}
+
+func q8LevelsQ4_0(blk []byte, q *[qk]int8) float32 {
+	for j, v := range blk[2:18] {
+		q[j], q[j+16] = int8(v&0xf)-8, int8(v>>4)-8
+	}
+	return F16ToF32(binary.LittleEndian.Uint16(blk))
+}
+
+func q8LevelsQ5_0(blk []byte, q *[qk]int8) float32 {
+	h := binary.LittleEndian.Uint32(blk[2:])
+	for j, v := range blk[6:22] {
+		q[j] = int8(v&0xf|byte(h>>j&1)<<4) - 16
+		q[j+16] = int8(v>>4|byte(h>>(j+16)&1)<<4) - 16
+	}
+	return F16ToF32(binary.LittleEndian.Uint16(blk))
 }
 
 // Block sizes in bytes.

@@ -197,7 +197,7 @@ func (j *matJob) tiles(s *MatScratch, worker, lo, hi int) {
 		r0, r1 := rc*j.rowTile, min((rc+1)*j.rowTile, w.Rows)
 		t0, t1 := tc*j.nTok/j.tokChunks, (tc+1)*j.nTok/j.tokChunks
 		if rows != nil && decoded != rc {
-			typeTraits[w.Type].dequant(w.Data[r0*w.RowBytes():r1*w.RowBytes()], rows[:(r1-r0)*n])
+			descOf(w.Type).dequant(w.Data[r0*w.RowBytes():r1*w.RowBytes()], rows[:(r1-r0)*n])
 			decoded = rc
 		}
 		for tb := t0; tb < t1; tb += j.tokTile {
@@ -254,7 +254,7 @@ func blockDot(w *Matrix) func(n int, w, a []byte) float32 {
 	if w.Type == Q4_0 && w.Rows%8 == 0 {
 		return vecDotQ4_0Repack
 	}
-	return typeTraits[w.Type].vecDot
+	return descOf(w.Type).vecDot
 }
 
 // f32View reinterprets 4-byte-aligned little-endian bytes as float32s
@@ -283,6 +283,8 @@ func MatMulRef(out []float32, w *Matrix, x []float32, nTok int) {
 	}
 }
 
+// grow returns b[:n], or a new slice (contents not kept) when b is too
+// small: the one scratch-resizing helper of the package.
 func grow[T any](b []T, n int) []T {
 	if cap(b) < n {
 		return make([]T, n)

@@ -9,8 +9,11 @@ package kernels
 
 import "math"
 
-func init() {
-	register(MXFP4, traits{dequant: dequantMXFP4, vecDotType: Q8_0, vecDot: vecDotMXFP4})
+// mxfp4Descs is MXFP4's descriptor.
+var mxfp4Descs = []typeDesc{
+	{t: MXFP4, traits: traits{dequant: dequantMXFP4, vecDotType: Q8_0, vecDot: vecDotMXFP4},
+		simd: simdDesc{fam: famQ8, q8: q8Format{bias: 12}, levels: q8LevelsMXFP4,
+			avx2: panelKernels{q: q8PanelAVX2}, avx512: panelKernels{q: q8PanelVNNI, vnni: true}}},
 }
 
 // kvFP4 holds the E2M1 values doubled, as int8; e8m0Half halves the scale
@@ -25,6 +28,14 @@ func e8m0Half(e byte) float32 {
 		return math.Float32frombits(0x00200000 << e)
 	}
 	return math.Float32frombits(uint32(e-1) << 23)
+}
+
+// q8LevelsMXFP4 is the panels' block decoder (see q8LevelsQ8_0).
+func q8LevelsMXFP4(blk []byte, q *[qk]int8) float32 {
+	for j, v := range blk[1:17] {
+		q[j], q[j+16] = kvFP4[v&0xf], kvFP4[v>>4]
+	}
+	return e8m0Half(blk[0])
 }
 
 func dequantMXFP4(src []byte, dst []float32) {

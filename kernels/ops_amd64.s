@@ -48,8 +48,8 @@
 	DECL AX; \
 	KMOVW AX, K1
 
-// func expAVX512(x *float32, n int, dst *float32)
-TEXT ·expAVX512(SB), NOSPLIT, $0-24
+// func expVecAVX512(x *float32, n int, dst *float32)
+TEXT ·expVecAVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), DX
 	MOVQ dst+16(FP), DI
@@ -80,9 +80,9 @@ expdone:
 	VZEROUPPER
 	RET
 
-// func swigluAVX512(gate, u *float32, n int)
+// func swigluVecAVX512(gate, u *float32, n int)
 // g[i] = g[i]/(1+exp(-g[i]))·u[i].
-TEXT ·swigluAVX512(SB), NOSPLIT, $0-24
+TEXT ·swigluVecAVX512(SB), NOSPLIT, $0-24
 	MOVQ gate+0(FP), DI
 	MOVQ u+8(FP), SI
 	MOVQ n+16(FP), DX
@@ -124,9 +124,9 @@ sgdone:
 	VZEROUPPER
 	RET
 
-// func scaleMaxAVX512(s *float32, n int, scale float32) float32
+// func scaleMaxVecAVX512(s *float32, n int, scale float32) float32
 // s[i] *= scale; returns the max (−inf for n = 0).
-TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-28
+TEXT ·scaleMaxVecAVX512(SB), NOSPLIT, $0-28
 	MOVQ s+0(FP), DI
 	MOVQ n+8(FP), DX
 	VBROADCASTSS scale+16(FP), Z5
@@ -167,9 +167,9 @@ smreduce:
 	VZEROUPPER
 	RET
 
-// func expSumAVX512(s *float32, n int, mx float32) float64
+// func expSumVecAVX512(s *float32, n int, mx float32) float64
 // s[i] = exp(s[i] − mx) in float32; returns Σ s[i] in float64.
-TEXT ·expSumAVX512(SB), NOSPLIT, $0-32
+TEXT ·expSumVecAVX512(SB), NOSPLIT, $0-32
 	MOVQ s+0(FP), DI
 	MOVQ n+8(FP), DX
 	VBROADCASTSS mx+16(FP), Z5
@@ -222,8 +222,8 @@ esreduce:
 	VZEROUPPER
 	RET
 
-// func scaleAVX512(s *float32, n int, v float32)
-TEXT ·scaleAVX512(SB), NOSPLIT, $0-20
+// func scaleVecAVX512(s *float32, n int, v float32)
+TEXT ·scaleVecAVX512(SB), NOSPLIT, $0-20
 	MOVQ s+0(FP), DI
 	MOVQ n+8(FP), DX
 	VBROADCASTSS v+16(FP), Z5
@@ -270,13 +270,13 @@ DATA pickIota<>+56(SB)/4, $14
 DATA pickIota<>+60(SB)/4, $15
 GLOBL pickIota<>(SB), RODATA|NOPTR, $64
 
-// func pickMaxAVX512(row *float32, n int) (mx float32, argmax int)
+// func pickMaxVecAVX512(row *float32, n int) (mx float32, argmax int)
 // n ≥ 1. The max and the first index attaining it, ignoring NaNs (the
 // caller checks the sum for NaN). Two sets of 16 lanes (even and odd
 // vectors) each keep a running max and the index where it was first
 // reached (strict compare); the answer is the smallest index among lanes
 // holding the overall max.
-TEXT ·pickMaxAVX512(SB), NOSPLIT, $0-32
+TEXT ·pickMaxVecAVX512(SB), NOSPLIT, $0-32
 	MOVQ row+0(FP), SI
 	MOVQ n+8(FP), DX
 	MOVL $0xff800000, AX
@@ -360,10 +360,10 @@ pmreduce:
 	VZEROUPPER
 	RET
 
-// func pickSumAVX512(row *float32, n int, mx float32) float64
-// Σ f64(exp(row[i] − mx)) with the vector exp, summed in expSumAVX512's
+// func pickSumVecAVX512(row *float32, n int, mx float32) float64
+// Σ f64(exp(row[i] − mx)) with the vector exp, summed in expSumVecAVX512's
 // lane order; row is only read.
-TEXT ·pickSumAVX512(SB), NOSPLIT, $0-32
+TEXT ·pickSumVecAVX512(SB), NOSPLIT, $0-32
 	MOVQ row+0(FP), DI
 	MOVQ n+8(FP), DX
 	VBROADCASTSS mx+16(FP), Z5

@@ -53,47 +53,12 @@ type q8Format struct {
 	min    bool  // Q4_1/Q5_1: a per-row m after the scales, s_a in the activations (panel_min.go)
 }
 
-// q8Levels decodes block blk of a 32-element weight type to its signed
-// integer levels and its float scale (gguf-and-quants.md §3).
-func q8Levels(t Type, blk []byte, q *[qk]int8) float32 {
-	switch t {
-	case Q8_0:
-		for j := range qk {
-			q[j] = int8(blk[2+j])
-		}
-		return F16ToF32(binary.LittleEndian.Uint16(blk))
-	case Q4_0:
-		for j, v := range blk[2:18] {
-			q[j], q[j+16] = int8(v&0xf)-8, int8(v>>4)-8
-		}
-		return F16ToF32(binary.LittleEndian.Uint16(blk))
-	case Q5_0:
-		h := binary.LittleEndian.Uint32(blk[2:])
-		for j, v := range blk[6:22] {
-			q[j] = int8(v&0xf|byte(h>>j&1)<<4) - 16
-			q[j+16] = int8(v>>4|byte(h>>(j+16)&1)<<4) - 16
-		}
-		return F16ToF32(binary.LittleEndian.Uint16(blk))
-	case IQ4_NL:
-		for j, v := range blk[2:18] {
-			q[j], q[j+16] = kvIQ4NL[v&0xf], kvIQ4NL[v>>4]
-		}
-		return F16ToF32(binary.LittleEndian.Uint16(blk))
-	case MXFP4:
-		for j, v := range blk[1:17] {
-			q[j], q[j+16] = kvFP4[v&0xf], kvFP4[v>>4]
-		}
-		return e8m0Half(blk[0])
-	}
-	panic("kernels: q8Levels: unsupported type " + t.String())
-}
-
 // repackQ8 writes the panel of rows [r0, r0+16) of w into dst (nb blocks of
 // q8PanelBlock bytes); rows past the end get zero levels and scales. Q8_0
 // and Q4_0 rows move four levels at a time (repackQ8Words); the other
 // types decode level by level (repackQ8Levels, the reference).
 func repackQ8(w *Matrix, r0 int, f q8Format, dst []byte) {
-	if (w.Type == Q8_0 || w.Type == Q4_0) && (f.signed || f.bias == q8Bias(w.Type)) {
+	if (w.Type == Q8_0 || w.Type == Q4_0) && (f.signed || f.bias == descOf(w.Type).simd.q8.bias) {
 		repackQ8Words(w, r0, f, dst)
 		return
 	}
@@ -154,10 +119,12 @@ func clearPanelRow(dst []byte, nb, blk, r int) {
 	}
 }
 
-// repackQ8Levels is repackQ8 through q8Levels, for every 32-block type.
+// repackQ8Levels is repackQ8 through the type's level decoder, for every
+// 32-block type.
 func repackQ8Levels(w *Matrix, r0 int, f q8Format, dst []byte) {
 	nb := w.Cols / qk
 	bb := w.Type.BlockBytes()
+	levels := descOf(w.Type).simd.levels
 	dst = dst[:nb*q8PanelBlock]
 	var q [qk]int8
 	for r := range panelRows {
@@ -167,7 +134,7 @@ func repackQ8Levels(w *Matrix, r0 int, f q8Format, dst []byte) {
 		}
 		row := w.Row(r0 + r)
 		for b := range nb {
-			d := q8Levels(w.Type, row[b*bb:(b+1)*bb], &q)
+			d := levels(row[b*bb:(b+1)*bb], &q)
 			p := dst[b*q8PanelBlock:]
 			for e, v := range q {
 				p[64*(e>>2)+4*r+e&3] = byte(int32(v) + f.bias)
@@ -248,138 +215,35 @@ func q8PanelGoSigned(t *qTile, ntok int) {
 // float32 d and (min kernels) 16 float32 dmin. Signed layouts (IQ4_XS)
 // keep signed levels, which the AVX2 kernel multiplies with the sign
 // trick, and have neither pairs nor dmin: their sums need no correction.
-// The layouts of Q2_K, Q3_K and IQ4_XS are read by AVX2 kernels and the
-// twins only.
+// The layouts of Q2_K, Q3_K and IQ4_XS are read by the word kernels
+// (AVX2 and AVX-512 BW) and the twins only.
 type kLayout struct {
-	sb        int  // elements per scale sub-block (16 or 32)
-	corr      bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K, Q3_K), else pairs are mins
-	signed    bool // levels are int8, no pairs, no dmin
-	words     bool // scales are int16 (scale, scale) pairs, not int32 (the AVX2 word-sum kernels)
-	shift     int  // correction: level bias 1<<shift
-	bytes     int  // panel bytes per super-block
-	scOff     int
-	prOff     int
-	dOff      int
-	dminOff   int
-	blockSize int // weight bytes per super-block
+	sb      int  // elements per scale sub-block (16 or 32)
+	corr    bool // pairs are scales and Σ pair·bsum << shift is subtracted (Q6_K, Q3_K), else pairs are mins
+	signed  bool // levels are int8, no pairs, no dmin
+	words   bool // scales are int16 (scale, scale) pairs, not int32 (the AVX2 word-sum kernels)
+	shift   int  // correction: level bias 1<<shift
+	bytes   int  // panel bytes per super-block
+	scOff   int
+	prOff   int
+	dOff    int
+	dminOff int
 }
 
 var (
 	kLayoutMin32 = kLayout{sb: 32, bytes: 5248, scOff: 4096, prOff: 4608, dOff: 5120, dminOff: 5184}
 	kLayoutMin16 = kLayout{sb: 16, words: true, bytes: 5760, scOff: 4096, prOff: 5120, dOff: 5632, dminOff: 5696}
 	kLayoutCorr  = kLayout{sb: 16, corr: true, shift: 5, bytes: 5696, scOff: 4096, prOff: 5120, dOff: 5632}
-	kLayoutSgn32 = kLayout{sb: 32, signed: true, words: true, bytes: 4672, scOff: 4096, dOff: 4608}
+	// Q3_K: kLayoutCorr with word scales, levels −4..3 biased to 0..7.
+	kLayoutCorr4w = kLayout{sb: 16, corr: true, words: true, shift: 2, bytes: 5696, scOff: 4096, prOff: 5120, dOff: 5632}
+	kLayoutSgn32  = kLayout{sb: 32, signed: true, words: true, bytes: 4672, scOff: 4096, dOff: 4608}
 )
-
-// kLayoutFor returns the panel layout of a super-block weight type.
-func kLayoutFor(t Type) (kLayout, bool) {
-	var l kLayout
-	switch t {
-	case Q4_K, Q5_K:
-		l = kLayoutMin32
-	case Q2_K:
-		l = kLayoutMin16
-	case Q6_K:
-		l = kLayoutCorr
-	case Q3_K:
-		l = kLayoutCorr
-		l.shift, l.words = 2, true // levels −4..3 biased to 0..7
-	case IQ4_XS:
-		l = kLayoutSgn32
-	default:
-		return kLayout{}, false
-	}
-	l.blockSize = t.BlockBytes()
-	return l, true
-}
-
-// kLevels decodes one super-block to unsigned levels (biased for
-// correction layouts; int8 bytes for signed layouts), per-sub-block scales,
-// the pair vector entries (none for signed layouts), d and dmin.
-func kLevels(t Type, blk []byte, u *[qkK]uint8, sc *[16]int32, pr *[16]int16) (d, dmin float32) {
-	switch t {
-	case Q2_K:
-		for n := range 2 {
-			qs := (*[32]byte)(blk[16+32*n:])
-			for j := range 4 {
-				for l, v := range qs {
-					u[128*n+32*j+l] = v >> (2 * j) & 3
-				}
-			}
-		}
-		for s := range 16 {
-			sc[s] = int32(blk[s] & 0xf)
-			pr[s] = int16(blk[s] >> 4)
-		}
-		return f16At(blk[80:]), f16At(blk[82:])
-	case Q3_K:
-		hm := (*[32]byte)(blk[0:])
-		for n := range 2 {
-			qs := (*[32]byte)(blk[32+32*n:])
-			for j := range 4 {
-				for l, v := range qs {
-					u[128*n+32*j+l] = v>>(2*j)&3 | (hm[l]>>(4*n+j)&1)<<2 // q + 4
-				}
-			}
-		}
-		s := q3kScales((*[12]byte)(blk[96:]))
-		for j, v := range s {
-			sc[j], pr[j] = v, int16(v)
-		}
-		return f16At(blk[108:]), 0
-	case IQ4_XS:
-		for j := range 8 {
-			qs := (*[16]byte)(blk[8+16*j:])
-			for l, v := range qs {
-				u[32*j+l], u[32*j+16+l] = uint8(kvIQ4NL[v&0xf]), uint8(kvIQ4NL[v>>4])
-			}
-			sc[j] = iq4xsScale(blk, j)
-		}
-		*pr = [16]int16{}
-		return f16At(blk), 0
-	case Q4_K, Q5_K:
-		scales := (*[12]byte)(blk[4:])
-		qs, qh := blk[16:144], []byte(nil)
-		if t == Q5_K {
-			qh, qs = blk[16:48], blk[48:176]
-		}
-		for c := range 4 {
-			for l := range 32 {
-				lo, hi := qs[32*c+l]&0xf, qs[32*c+l]>>4
-				if qh != nil {
-					lo |= (qh[l] >> (2 * c) & 1) << 4
-					hi |= (qh[l] >> (2*c + 1) & 1) << 4
-				}
-				u[64*c+l], u[64*c+32+l] = lo, hi
-			}
-		}
-		for j := range 8 {
-			s, m := kScaleMin(j, scales)
-			sc[j] = s
-			pr[2*j], pr[2*j+1] = int16(m), int16(m)
-		}
-		return f16At(blk[0:]), f16At(blk[2:])
-	case Q6_K:
-		for n := range 2 {
-			ql, qh := (*[64]byte)(blk[64*n:]), (*[32]byte)(blk[128+32*n:])
-			for l := range 32 {
-				q0, q1, q2, q3 := q6kQuad(ql, qh, l)
-				u[128*n+l], u[128*n+32+l] = uint8(q0+32), uint8(q1+32)
-				u[128*n+64+l], u[128*n+96+l] = uint8(q2+32), uint8(q3+32)
-			}
-		}
-		for s := range 16 {
-			sc[s] = int32(int8(blk[192+s]))
-			pr[s] = int16(int8(blk[192+s]))
-		}
-		return f16At(blk[208:]), 0
-	}
-	panic("kernels: kLevels: unsupported type " + t.String())
-}
 
 // repackK writes the panel of rows [r0, r0+16) of w into dst.
 func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 	nb := w.Cols / qkK
+	bb := w.Type.BlockBytes()
+	kLevels := descOf(w.Type).simd.kLevels
 	dst = dst[:nb*l.bytes]
 	var (
 		u  [qkK]uint8
@@ -395,7 +259,7 @@ func repackK(w *Matrix, r0 int, l kLayout, dst []byte) {
 		for b := range nb {
 			var d, dmin float32
 			if row != nil {
-				d, dmin = kLevels(w.Type, row[b*l.blockSize:(b+1)*l.blockSize], &u, &sc, &pr)
+				d, dmin = kLevels(row[b*bb:(b+1)*bb], &u, &sc, &pr)
 			} else {
 				u, sc, pr = [qkK]uint8{}, [16]int32{}, [16]int16{}
 			}

@@ -147,7 +147,7 @@ func minRef(wt Type, row, act []byte) minRefs {
 		r.abs += math.Abs(t1) + math.Abs(t2)
 		r.absFine += math.Abs(float64(dw)*da)*float64(iabs) + math.Abs(t2)
 		r.shift += float64(mw) * (sa - da*float64(asum))
-		typeTraits[wt].dequant(blk, wf)
+		descOf(wt).dequant(blk, wf)
 		var deqAbs float64
 		for e, v := range wf {
 			p := float64(v) * da * float64(int8(ab[e]))

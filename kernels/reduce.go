@@ -121,11 +121,11 @@ func TopK(row []float32, k int, ids []int32, logits []float32) {
 	h.sortBestFirst()
 }
 
-// topKFast is TopK with a threshold: the scan is ascending, so a logit
+// topKThreshold is TopK with a threshold: the scan is ascending, so a logit
 // equal to the root's ranks below it (higher index), and only a strictly
 // larger one can enter. While the root is NaN every logit takes the full
 // comparison.
-func topKFast(row []float32, k int, ids []int32, logits []float32) {
+func topKThreshold(row []float32, k int, ids []int32, logits []float32) {
 	if k > len(row) {
 		k = len(row)
 	}

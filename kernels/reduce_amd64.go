@@ -7,13 +7,13 @@ package kernels
 // reduce.go.
 
 //go:noescape
-func pickMaxAVX512(row *float32, n int) (mx float32, argmax int)
+func pickMaxVecAVX512(row *float32, n int) (mx float32, argmax int)
 
 //go:noescape
-func pickSumAVX512(row *float32, n int, mx float32) float64
+func pickSumVecAVX512(row *float32, n int, mx float32) float64
 
-// pickMaxSumFast is pickMaxSumTwin with the vector kernels; len(row) ≥ 1.
-func pickMaxSumFast(row []float32) (float32, int32, float64) {
-	mx, am := pickMaxAVX512(&row[0], len(row))
-	return mx, int32(am), pickSumAVX512(&row[0], len(row), mx)
+// pickMaxSumAVX512 is pickMaxSumTwin with the vector kernels; len(row) ≥ 1.
+func pickMaxSumAVX512(row []float32) (float32, int32, float64) {
+	mx, am := pickMaxVecAVX512(&row[0], len(row))
+	return mx, int32(am), pickSumVecAVX512(&row[0], len(row), mx)
 }

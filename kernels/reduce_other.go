@@ -6,4 +6,4 @@ package kernels
 // registry never selects head=avx512 there, so the twin only keeps the
 // build whole.
 
-func pickMaxSumFast(row []float32) (float32, int32, float64) { return pickMaxSumTwin(row) }
+func pickMaxSumAVX512(row []float32) (float32, int32, float64) { return pickMaxSumTwin(row) }

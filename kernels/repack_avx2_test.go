@@ -42,8 +42,8 @@ var repackAVX2Cases = []repackCase{
 
 // repackGo is the Go repack of c's panel at r0 (the specification).
 func (c repackCase) repackGo(w *Matrix, r0 int, dst []byte) {
-	if l, ok := kLayoutFor(c.t); ok {
-		repackK(w, r0, l, dst)
+	if s := descOf(c.t).simd; s.fam == famK {
+		repackK(w, r0, s.layout, dst)
 		return
 	}
 	if c.f.min {
@@ -55,8 +55,8 @@ func (c repackCase) repackGo(w *Matrix, r0 int, dst []byte) {
 
 // panelBytes is the size of c's panel for nb blocks.
 func (c repackCase) panelBytes(nb int) int {
-	if l, ok := kLayoutFor(c.t); ok {
-		return nb * l.bytes
+	if s := descOf(c.t).simd; s.fam == famK {
+		return nb * s.layout.bytes
 	}
 	return nb * c.f.panelBlock()
 }

@@ -56,36 +56,36 @@ func kCorrAVX512x16w(t *qTile)
 func kSgnAVX512x32w(t *qTile)
 
 //go:noescape
-func quantQ8AVX512(x *float32, nb int, dst *byte, bias int32)
+func quantQ8VecAVX512(x *float32, nb int, dst *byte, bias int32)
 
 //go:noescape
-func quantQ8KAVX512(x *float32, nb int, dst *byte)
+func quantQ8KVecAVX512(x *float32, nb int, dst *byte)
 
 //go:noescape
-func roundF16AVX512(x *float32, n int, dst *float32)
+func roundF16VecAVX512(x *float32, n int, dst *float32)
 
-// quantActQ8Fast is quantActQ8Go in AVX-512 (the avx512 variants only).
-func quantActQ8Fast(x []float32, dst []byte, bias int32) {
+// quantActQ8AVX512 is quantActQ8Go in AVX-512 (the avx512 variants only).
+func quantActQ8AVX512(x []float32, dst []byte, bias int32) {
 	nb := len(x) / qk
 	if nb == 0 {
 		return
 	}
 	_ = dst[nb*q8ActBlock-1]
-	quantQ8AVX512(&x[0], nb, &dst[0], bias)
+	quantQ8VecAVX512(&x[0], nb, &dst[0], bias)
 }
 
-// quantQ8KFast is quantizeQ8K in AVX-512 (the avx512 variants only).
-func quantQ8KFast(x []float32, dst []byte) {
+// quantQ8KAVX512 is quantizeQ8K in AVX-512 (the avx512 variants only).
+func quantQ8KAVX512(x []float32, dst []byte) {
 	nb := len(x) / qkK
 	if nb == 0 {
 		return
 	}
 	_ = dst[nb*q8kBlockBytes-1]
-	quantQ8KAVX512(&x[0], nb, &dst[0])
+	quantQ8KVecAVX512(&x[0], nb, &dst[0])
 }
 
-// roundActFast is roundActGo with the F16 rounding in AVX-512.
-func roundActFast(wt Type, x, dst []float32) {
+// roundActAVX512 is roundActGo with the F16 rounding in AVX-512.
+func roundActAVX512(wt Type, x, dst []float32) {
 	if wt != F16 {
 		roundActGo(wt, x, dst)
 		return
@@ -93,7 +93,7 @@ func roundActFast(wt Type, x, dst []float32) {
 	n := len(x) &^ 15
 	if n > 0 {
 		_ = dst[n-1]
-		roundF16AVX512(&x[0], n, &dst[0])
+		roundF16VecAVX512(&x[0], n, &dst[0])
 	}
 	for i := n; i < len(x); i++ {
 		dst[i] = RoundF16(x[i])
@@ -119,10 +119,10 @@ func repackQ5_KAVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
 //go:noescape
 func repackQ6_KAVX512(src *byte, idx *[16]int32, nb int, dst *byte, x uint32)
 
-// repackFast repacks a full panel with the AVX-512 gathers when w's type
+// repackAVX512 repacks a full panel with the AVX-512 gathers when w's type
 // has one; it reports false (and does nothing) otherwise, leaving the job
 // to the Go repack. Callers ensure AVX-512 is present.
-func repackFast(w *Matrix, r0 int, f q8Format, dst []byte) bool {
+func repackAVX512(w *Matrix, r0 int, f q8Format, dst []byte) bool {
 	rb := w.RowBytes()
 	if r0+panelRows > w.Rows || 15*rb > math.MaxInt32 {
 		return false
@@ -159,40 +159,40 @@ func repackFast(w *Matrix, r0 int, f q8Format, dst []byte) bool {
 }
 
 //go:noescape
-func expAVX512(x *float32, n int, dst *float32)
+func expVecAVX512(x *float32, n int, dst *float32)
 
 //go:noescape
-func swigluAVX512(gate, u *float32, n int)
+func swigluVecAVX512(gate, u *float32, n int)
 
 //go:noescape
-func scaleMaxAVX512(s *float32, n int, scale float32) float32
+func scaleMaxVecAVX512(s *float32, n int, scale float32) float32
 
 //go:noescape
-func expSumAVX512(s *float32, n int, mx float32) float64
+func expSumVecAVX512(s *float32, n int, mx float32) float64
 
 //go:noescape
-func scaleAVX512(s *float32, n int, v float32)
+func scaleVecAVX512(s *float32, n int, v float32)
 
-// expFast sets dst[i] = exp(x[i]) with the vector exp (tests).
-func expFast(x, dst []float32) {
+// expAVX512 sets dst[i] = exp(x[i]) with the vector exp (tests).
+func expAVX512(x, dst []float32) {
 	if len(x) > 0 {
 		_ = dst[len(x)-1]
-		expAVX512(&x[0], len(x), &dst[0])
+		expVecAVX512(&x[0], len(x), &dst[0])
 	}
 }
 
-func swigluFast(g, u []float32) {
+func swigluAVX512(g, u []float32) {
 	if len(g) > 0 {
 		_ = u[len(g)-1]
-		swigluAVX512(&g[0], &u[0], len(g))
+		swigluVecAVX512(&g[0], &u[0], len(g))
 	}
 }
 
-func softmaxFast(s []float32, valid int, scale float32) {
+func softmaxAVX512(s []float32, valid int, scale float32) {
 	s = s[:valid]
-	mx := scaleMaxAVX512(&s[0], valid, scale)
-	sum := expSumAVX512(&s[0], valid, mx)
-	scaleAVX512(&s[0], valid, float32(1/sum))
+	mx := scaleMaxVecAVX512(&s[0], valid, scale)
+	sum := expSumVecAVX512(&s[0], valid, mx)
+	scaleVecAVX512(&s[0], valid, float32(1/sum))
 }
 
 //go:noescape
@@ -213,10 +213,10 @@ func repackF16AVX512(src *byte, idx *[32]int32, n int, dst *float32)
 //go:noescape
 func repackFb16AVX512(src *byte, idx *[32]int32, n int, dst *float32)
 
-// repackFloatFast is repackFloat with gathers for full panels (16-bit
+// repackFloatAVX512 is repackFloat with gathers for full panels (16-bit
 // formats need an even row length so the last pair stays inside the row);
 // it reports false, doing nothing, otherwise.
-func repackFloatFast(w *Matrix, r0 int, dst []float32) bool {
+func repackFloatAVX512(w *Matrix, r0 int, dst []float32) bool {
 	rb := w.RowBytes()
 	if r0+fpRows > w.Rows || 31*rb > math.MaxInt32 || (w.Type != F32 && w.Cols%2 != 0) {
 		return false

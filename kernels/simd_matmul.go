@@ -31,7 +31,7 @@ type matKernel struct {
 	fmt    q8Format     // famQ8
 	layout kLayout      // famK
 	// famQ8/famK: the vector repack of full panels for this CPU level
-	// (repackFast with the AVX-512 gathers, repackAVX2), set by the
+	// (repackAVX512 with the AVX-512 gathers, repackAVX2), set by the
 	// registry when it builds the kernel; nil, or false from it, leaves
 	// the panel to the Go repacks.
 	repack func(w *Matrix, r0 int, f q8Format, dst []byte) bool

@@ -25,9 +25,9 @@ func kMinAVX512x16w(*qTile)  { noAsm() }
 func kCorrAVX512x16w(*qTile) { noAsm() }
 func kSgnAVX512x32w(*qTile)  { noAsm() }
 
-func quantActQ8Fast(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
-func quantQ8KFast(x []float32, dst []byte)               { quantizeQ8K(x, dst) }
-func roundActFast(wt Type, x, dst []float32)             { roundActGo(wt, x, dst) }
+func quantActQ8AVX512(x []float32, dst []byte, bias int32) { quantActQ8Go(x, dst, bias) }
+func quantQ8KAVX512(x []float32, dst []byte)               { quantizeQ8K(x, dst) }
+func roundActAVX512(wt Type, x, dst []float32)             { roundActGo(wt, x, dst) }
 
 func repackQ8_0AVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
 func repackQ4_0AVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
@@ -35,17 +35,17 @@ func repackQ4_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
 func repackQ5_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
 func repackQ6_KAVX512(*byte, *[16]int32, int, *byte, uint32) { noAsm() }
 
-func repackFast(*Matrix, int, q8Format, []byte) bool { return false }
+func repackAVX512(*Matrix, int, q8Format, []byte) bool { return false }
 
-func expFast(x, dst []float32) {
+func expAVX512(x, dst []float32) {
 	for i, v := range x {
 		dst[i] = expGo(v)
 	}
 }
-func swigluFast(g, u []float32)                         { swigluTwin(g, u) }
-func softmaxFast(s []float32, valid int, scale float32) { softmaxTwin(s, valid, scale) }
+func swigluAVX512(g, u []float32)                         { swigluTwin(g, u) }
+func softmaxAVX512(s []float32, valid int, scale float32) { softmaxTwin(s, valid, scale) }
 
-func fPanelAVX512x12(*fpTile)                      { noAsm() }
-func fPanelAVX512x4(*fpTile)                       { noAsm() }
-func fPanelAVX512x1(*fpTile)                       { noAsm() }
-func repackFloatFast(*Matrix, int, []float32) bool { return false }
+func fPanelAVX512x12(*fpTile)                        { noAsm() }
+func fPanelAVX512x4(*fpTile)                         { noAsm() }
+func fPanelAVX512x1(*fpTile)                         { noAsm() }
+func repackFloatAVX512(*Matrix, int, []float32) bool { return false }

@@ -6,11 +6,11 @@
 
 #include "textflag.h"
 
-// func quantQ8AVX512(x *float32, nb int, dst *byte, bias int32)
+// func quantQ8VecAVX512(x *float32, nb int, dst *byte, bias int32)
 // Per 32 floats: amax = max|x|, id = 127/amax (0 if amax is 0),
 // q = round-half-even(x·id) as int8, then the q8Act block: qs[32],
 // f32(f16(amax/127)), −bias·Σq.
-TEXT ·quantQ8AVX512(SB), NOSPLIT, $0-28
+TEXT ·quantQ8VecAVX512(SB), NOSPLIT, $0-28
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ dst+16(FP), DI
@@ -75,11 +75,11 @@ q8done:
 	VZEROUPPER
 	RET
 
-// func quantQ8KAVX512(x *float32, nb int, dst *byte)
+// func quantQ8KVecAVX512(x *float32, nb int, dst *byte)
 // Per 256 floats, ggml's quantize_row_q8_K: x_m = the first element of
 // largest magnitude, iscale = −127/x_m, q = min(127, round-half-even(iscale·x)),
 // d = 1/iscale, bsums = sums of 16.
-TEXT ·quantQ8KAVX512(SB), NOSPLIT, $0-24
+TEXT ·quantQ8KVecAVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
 	MOVQ nb+8(FP), CX
 	MOVQ dst+16(FP), DI
@@ -311,10 +311,10 @@ kdone:
 	VZEROUPPER
 	RET
 
-// func roundF16AVX512(x *float32, n int, dst *float32)
+// func roundF16VecAVX512(x *float32, n int, dst *float32)
 // dst = f32(f16(x)) with round-to-nearest-even, 16 at a time (n a
 // multiple of 16).
-TEXT ·roundF16AVX512(SB), NOSPLIT, $0-24
+TEXT ·roundF16VecAVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	MOVQ dst+16(FP), DI

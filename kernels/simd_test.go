@@ -657,10 +657,10 @@ func BenchmarkPanelKernel(b *testing.B) {
 	}
 }
 
-// TestRepackFastMatchesGo checks the AVX-512 gather repackers byte for
+// TestRepackAVX512MatchesGo checks the AVX-512 gather repackers byte for
 // byte against the Go repack, on a matrix at an odd address with panels
 // that start mid-matrix.
-func TestRepackFastMatchesGo(t *testing.T) {
+func TestRepackAVX512MatchesGo(t *testing.T) {
 	if !haveAsm || !CPU().Has(needAVX512) {
 		t.Skipf("no AVX-512 assembly here (%s)", CPU())
 	}
@@ -674,10 +674,11 @@ func TestRepackFastMatchesGo(t *testing.T) {
 			w.Data = data
 			var f q8Format
 			var size int
-			if l, ok := kLayoutFor(wt); ok {
-				size = cols / qkK * l.bytes
+			s := descOf(wt).simd
+			if s.fam == famK {
+				size = cols / qkK * s.layout.bytes
 			} else {
-				f = q8Format{bias: q8Bias(wt)}
+				f = s.q8
 				size = cols / qk * q8PanelBlock
 			}
 			for _, r0 := range []int{0, 16, 21} {
@@ -685,13 +686,13 @@ func TestRepackFastMatchesGo(t *testing.T) {
 				for i := range got {
 					got[i] = 0xcc
 				}
-				if l, ok := kLayoutFor(wt); ok {
-					repackK(w, r0, l, want)
+				if s.fam == famK {
+					repackK(w, r0, s.layout, want)
 				} else {
 					repackQ8(w, r0, f, want)
 				}
-				if !repackFast(w, r0, f, got) {
-					t.Fatalf("%v: repackFast declined a full panel", wt)
+				if !repackAVX512(w, r0, f, got) {
+					t.Fatalf("%v: repackAVX512 declined a full panel", wt)
 				}
 				for i := range want {
 					if got[i] != want[i] {
@@ -699,8 +700,8 @@ func TestRepackFastMatchesGo(t *testing.T) {
 					}
 				}
 			}
-			if repackFast(w, 32, f, make([]byte, size)) {
-				t.Fatalf("%v: repackFast accepted a partial panel", wt)
+			if repackAVX512(w, 32, f, make([]byte, size)) {
+				t.Fatalf("%v: repackAVX512 accepted a partial panel", wt)
 			}
 		}
 	}
@@ -728,9 +729,9 @@ func TestFloatPanel(t *testing.T) {
 				for i := range got {
 					got[i] = math.Float32frombits(simdSentinel)
 				}
-				fast := repackFloatFast(w, 0, got)
+				fast := repackFloatAVX512(w, 0, got)
 				if fast != (wt == F32 || n%2 == 0) {
-					t.Fatalf("repackFloatFast accepted=%v for %v n=%d", fast, wt, n)
+					t.Fatalf("repackFloatAVX512 accepted=%v for %v n=%d", fast, wt, n)
 				}
 				if fast {
 					for i := range want {
@@ -744,8 +745,8 @@ func TestFloatPanel(t *testing.T) {
 						}
 					}
 				}
-				if repackFloatFast(w, 32, got) {
-					t.Fatal("repackFloatFast accepted a partial panel")
+				if repackFloatAVX512(w, 32, got) {
+					t.Fatal("repackFloatAVX512 accepted a partial panel")
 				}
 				// Kernels: up to 12 activation rows at a stride longer than n;
 				// every width must give the 12-wide kernel's results.
@@ -807,7 +808,7 @@ func TestFloatPanel(t *testing.T) {
 func TestRepackQ8Words(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	for _, wt := range []Type{Q8_0, Q4_0} {
-		formats := []q8Format{{bias: q8Bias(wt)}}
+		formats := []q8Format{descOf(wt).simd.q8}
 		if wt == Q8_0 {
 			formats = append(formats, q8Format{signed: true})
 		}

@@ -70,9 +70,9 @@ type variant struct {
 
 func (v *variant) supported(f CPUFeatures) bool { return f.Has(v.needs) }
 
-// registry lists every variant, sorted by op then descending priority. It
-// is built on first use, after every format file's init has registered its
-// traits (package-level variables are initialised before init functions).
+// registry lists every variant, sorted by op then descending priority,
+// built on first use from the type descriptors (typedesc.go) and the
+// other ops' entries.
 var registry = sync.OnceValue(buildRegistry)
 
 // matMulTypes are the weight types MatMul accepts; each gets an op.
@@ -90,10 +90,8 @@ func buildRegistry() []variant {
 	var vs []variant
 	for _, t := range matMulTypes() {
 		op := MatMulOp(t)
-		goDesc := "plain Go in the arithmetic order of llama.cpp's AVX-512 CPU build (MatMul): the bit-exact reference"
-		if t == BF16 {
-			goDesc = "plain Go in the order of llama.cpp's AVX2 build (MatMul; the AVX-512 BF16 dot is not modelled)"
-		}
+		goDesc := cmp.Or(descOf(t).goDesc,
+			"plain Go in the arithmetic order of llama.cpp's AVX-512 CPU build (MatMul): the bit-exact reference")
 		vs = append(vs,
 			variant{op: op, name: "ref", prio: 0, mm: &matImpl{kind: implRef},
 				desc: "dequantize each row and dot in float64, no activation conversion (MatMulRef)"},
@@ -381,126 +379,6 @@ func (ks KernelSet) String() string {
 		sb.WriteString(op + "=" + c[op])
 	}
 	return sb.String()
-}
-
-// simdKernel returns the SIMD implementation of MatMul for weight type t
-// on isa ("avx512", "avx2", or "gotile" for the Go twins), or nil.
-func simdKernel(isa string, t Type) *matKernel {
-	switch t {
-	case Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4:
-		k := &matKernel{fam: famQ8, actQ8: quantActQ8Go}
-		switch isa {
-		case "avx512":
-			k.tokens, k.q, k.fmt, k.vnni = 8, q8PanelVNNI, q8Format{bias: q8Bias(t)}, true
-			k.actQ8, k.repack = quantActQ8Fast, repackFast
-		case "avx2":
-			k.tokens, k.q, k.actQ8, k.repack = 4, q8PanelAVX2, quantActQ8AVX2, repackAVX2
-			if t == Q8_0 || t == IQ4_NL {
-				// Biased levels reach 255 and VPMADDUBSW's pair sums would
-				// saturate; keep them signed and use the sign trick.
-				k.q, k.fmt = q8PanelAVX2s, q8Format{signed: true}
-			} else {
-				k.fmt = q8Format{bias: q8Bias(t)}
-			}
-		case "gotile":
-			k.tokens, k.fmt = 8, q8Format{bias: q8Bias(t)}
-			k.q = func(qt *qTile) { q8PanelGo(qt, 8) }
-		default:
-			return nil
-		}
-		return k
-	case Q4_1, Q5_1:
-		k := &matKernel{fam: famQ8, fmt: q8Format{min: true}, actQ8: quantActQ8_1Go}
-		switch isa {
-		case "avx512":
-			k.tokens, k.q, k.repack = 8, q8PanelAVX512m, repackAVX2
-		case "avx2":
-			k.tokens, k.q, k.repack = 4, q8PanelAVX2m, repackAVX2
-		case "gotile":
-			k.tokens = 8
-			k.q = func(qt *qTile) { q8PanelGoMin(qt, 8) }
-		default:
-			return nil
-		}
-		return k
-	case Q4_K, Q5_K, Q6_K:
-		l, _ := kLayoutFor(t)
-		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
-		switch isa {
-		case "avx512":
-			k.tokens, k.q, k.vnni = 8, kMinVNNI32, true
-			if l.corr {
-				k.q = kCorrVNNI16
-			}
-			k.actQ8K, k.repack = quantQ8KFast, repackFast
-		case "avx2":
-			k.tokens, k.q, k.actQ8K, k.repack = 4, kMinAVX2x32, quantQ8KAVX2, repackAVX2
-			if l.corr {
-				k.q = kCorrAVX2x16
-			}
-		case "gotile":
-			twin := kPanelGo(l)
-			k.tokens, k.q = 8, func(qt *qTile) { twin(qt, 8) }
-		default:
-			return nil
-		}
-		return k
-	case Q2_K, Q3_K, IQ4_XS:
-		// The word kernels (int16 scale pairs): the same panels and the
-		// same bits at both widths; the AVX-512 ones need BW, not VNNI.
-		l, _ := kLayoutFor(t)
-		k := &matKernel{fam: famK, layout: l, actQ8K: quantizeQ8K}
-		kern := map[Type][2]func(*qTile){
-			Q2_K:   {kMinAVX2x16w, kMinAVX512x16w},
-			Q3_K:   {kCorrAVX2x16w, kCorrAVX512x16w},
-			IQ4_XS: {kSgnAVX2x32w, kSgnAVX512x32w},
-		}[t]
-		switch isa {
-		case "avx512":
-			k.tokens, k.q, k.actQ8K, k.repack = 8, kern[1], quantQ8KFast, repackAVX2
-		case "avx2":
-			k.tokens, k.q, k.actQ8K, k.repack = 4, kern[0], quantQ8KAVX2, repackAVX2
-		case "gotile":
-			twin := kPanelGo(l)
-			k.tokens, k.q = 8, func(qt *qTile) { twin(qt, 8) }
-		default:
-			return nil
-		}
-		return k
-	case F32, F16, BF16:
-		k := &matKernel{fam: famFloat, round: roundActGo}
-		switch isa {
-		case "avx512":
-			k.fp = [3]func(*fpTile){fPanelAVX512x12, fPanelAVX512x4, fPanelAVX512x1}
-			k.fpRepack = repackFloatFast
-			k.round = roundActFast
-		case "avx2":
-			k.fp = [3]func(*fpTile){fPanelAVX2x12, fPanelAVX2x4, fPanelAVX2x1}
-			k.fpRepack, k.round = repackFloatAVX2, roundActAVX2
-		case "gotile":
-			k.fp = [3]func(*fpTile){
-				func(ft *fpTile) { fPanelGo(ft, 12) },
-				func(ft *fpTile) { fPanelGo(ft, 4) },
-				func(ft *fpTile) { fPanelGo(ft, 1) }}
-		default:
-			return nil
-		}
-		return k
-	}
-	return nil
-}
-
-// q8Bias is the level bias that makes a 32-block type's levels unsigned.
-func q8Bias(t Type) int32 {
-	switch t {
-	case Q4_0:
-		return 8
-	case Q5_0:
-		return 16
-	case MXFP4:
-		return 12
-	}
-	return 128 // Q8_0, IQ4_NL
 }
 
 // MatMul is MatMul (same contract and shapes) run with the set's variant

@@ -45,7 +45,7 @@ func elementwiseVariants() []variant {
 			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxAVX2; bindStream(t, f) }},
 		{op: OpAttention, name: "avx512", prio: 30, needs: avx512,
 			desc: "K·Q and V·P through the matmul ops, softmax with a 16-lane vector exp (AVX-512)",
-			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxFast; bindStream(t, f) }},
+			bind: func(t *kernelTable, f CPUFeatures) { t.attn, t.softmax = AttnDense, softmaxAVX512; bindStream(t, f) }},
 		// Below the dense variants so that it is never the default: the
 		// default keeps the -fa off order of operations.
 		{op: OpAttention, name: "flash", prio: 5,
@@ -63,7 +63,7 @@ func elementwiseVariants() []variant {
 			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluAVX2 }},
 		{op: OpSwiGLU, name: "avx512", prio: 30, needs: avx512,
 			desc: "silu(g)·u with a 16-lane vector exp (AVX-512)",
-			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluFast }},
+			bind: func(t *kernelTable, _ CPUFeatures) { t.swiglu = swigluAVX512 }},
 
 		// "go" stays the default: its order is ggml's own rms_norm on every
 		// CPU (not an emulation of one build), so the exact set
@@ -93,13 +93,13 @@ func elementwiseVariants() []variant {
 			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = nil, TopK }},
 		{op: OpHead, name: "generic", prio: 15,
 			desc: "pick with the vector kernels' Go twin (the same bits as avx2/avx512), thresholded top-k",
-			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumTwin, topKFast }},
+			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumTwin, topKThreshold }},
 		{op: OpHead, name: "avx2", prio: 20, needs: avx2,
 			desc: "pick with vector max/argmax and an 8-lane vector exp summed in float64 lanes (AVX2), thresholded top-k",
-			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumAVX2, topKFast }},
+			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumAVX2, topKThreshold }},
 		{op: OpHead, name: "avx512", prio: 30, needs: avx512,
 			desc: "pick with vector max/argmax and a 16-lane vector exp summed in float64 lanes (AVX-512), thresholded top-k",
-			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumFast, topKFast }},
+			bind: func(t *kernelTable, _ CPUFeatures) { t.pick, t.topK = pickMaxSumAVX512, topKThreshold }},
 	}
 }
 
@@ -111,7 +111,7 @@ func bindStream(t *kernelTable, f CPUFeatures) {
 		scaleMax func(s []float32, scale float32) float32
 	}
 	p := choose(t, f, "attention stream (ExpSum, ScaleMax)",
-		impl[pair]{"avx512", needAVX512, pair{expSumFast, scaleMaxFast}},
+		impl[pair]{"avx512", needAVX512, pair{expSumAVX512, scaleMaxAVX512}},
 		impl[pair]{"avx2", needAVX2, pair{expSumAVX2, scaleMaxAVX2}},
 		impl[pair]{"generic", 0, pair{expSumTwin, scaleMaxTwin}})
 	t.expSum, t.scaleMax = p.expSum, p.scaleMax
