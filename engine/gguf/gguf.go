@@ -1,9 +1,9 @@
 // Package gguf reads and writes GGUF model files (gguf-and-quants.md §1):
 // the header, the key/value metadata, the tensor index, and zero-copy
 // access to tensor data through a read-only memory mapping.
-//
-// This file owns the public types, sentinel errors and typed getters.
 package gguf
+
+// This file owns the public types, sentinel errors and typed getters.
 
 import (
 	"errors"

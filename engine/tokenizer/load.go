@@ -1,8 +1,9 @@
+package tokenizer
+
 // This file owns building a Tokenizer from GGUF metadata (tokenizers.md §1):
 // reading the tokenizer.ggml.* keys, llama.cpp's defaults and overrides for
 // special ids and add_bos/add_eos/add_space_prefix, and the token-attribute
 // fix-ups that decide which token texts are split out of plain text.
-package tokenizer
 
 import (
 	"errors"

@@ -1,9 +1,10 @@
+package tokenizer
+
 // This file owns BPE pre-tokenization (tokenizers.md §4): the per-pre-type
 // lists of splitting steps, the hand-written scanners that stand in for the
 // GPT-2 / Llama-3 / Qwen2 / Qwen3.5 regexes, and small exact matchers for the
 // few std::regex patterns the supported pre-types use (Go's regexp has no
 // look-ahead and different leftmost semantics, so none of this uses it).
-package tokenizer
 
 import "unicode"
 

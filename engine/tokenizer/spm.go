@@ -1,6 +1,7 @@
+package tokenizer
+
 // This file owns the SentencePiece path (tokenizers.md §3): llama.cpp's
 // score-driven bigram merging over UTF-8 characters with byte fallback.
-package tokenizer
 
 import "strings"
 

@@ -3,10 +3,10 @@
 // byte-level BPE ("gpt2") with the pre-tokenizers named by
 // tokenizer.ggml.pre (tokenizers.md). A Tokenizer is immutable and safe for
 // concurrent use; each Encode call keeps its own scratch state.
-//
+package tokenizer
+
 // This file owns the Tokenizer type, Encode (special-token partition and
 // dispatch), Decode and the accessors.
-package tokenizer
 
 import (
 	"strconv"

@@ -1,7 +1,8 @@
+package plot
+
 // chart.go owns the chart model and its layout: title, axes with ticks
 // and grid, the series, point labels placed to avoid each other, and a
 // legend beside the plot area (never over the data).
-package plot
 
 import (
 	"fmt"
