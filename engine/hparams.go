@@ -1,8 +1,8 @@
 package engine
 
 // This file owns the model's hyper-parameters: reading them from GGUF
-// metadata (architectures.md §1.1) and checking them before any buffer is
-// sized from them.
+// metadata (../shared/spec/architectures.md §1.1) and checking them before
+// any buffer is sized from them.
 
 import (
 	"fmt"
@@ -10,7 +10,8 @@ import (
 	"plexbench/engine/gguf"
 )
 
-// ropeMode is how RoPE pairs the dimensions of a head (architectures.md §1.4).
+// ropeMode is how RoPE pairs the dimensions of a head
+// (../shared/spec/architectures.md §1.4).
 type ropeMode int
 
 const (
@@ -35,7 +36,8 @@ type hparams struct {
 	rope      ropeMode
 	eps       float32 // RMSNorm epsilon
 
-	// The hybrid archs (qwen35, qwen35moe, qwen3next; architectures.md §5).
+	// The hybrid archs (qwen35, qwen35moe, qwen3next;
+	// ../shared/spec/architectures.md §5).
 	nLayerAll int      // block_count: the trunk's nLayer plus the MTP blocks, which never run
 	recurrent []bool   // (n_layer) Gated DeltaNet layer; nil for the other archs
 	ropeStill []bool   // (n_rot/2) IMROPE pairs fed stream e (position 0): not rotated; nil if none
@@ -44,7 +46,8 @@ type hparams struct {
 	vGrouped  bool     // qwen3next: v-head j belongs to key head j/r (else tiled: j mod H_k)
 }
 
-// ssmShape is the shape of a Gated DeltaNet layer (architectures.md §5.1).
+// ssmShape is the shape of a Gated DeltaNet layer
+// (../shared/spec/architectures.md §5.1).
 type ssmShape struct {
 	dConv  int // ssm.conv_kernel: causal conv taps
 	dk, dv int // ssm.state_size = key head dim; ssm.inner_size / H_v = value head dim
@@ -55,7 +58,8 @@ func (s ssmShape) keyDim() int   { return s.hk * s.dk }
 func (s ssmShape) valueDim() int { return s.hv * s.dv }
 func (s ssmShape) convDim() int  { return 2*s.keyDim() + s.valueDim() }
 
-// moeShape is the shape of a mixture-of-experts FFN (architectures.md §1.8).
+// moeShape is the shape of a mixture-of-experts FFN
+// (../shared/spec/architectures.md §1.8).
 type moeShape struct {
 	nExpert, nUsed int // expert_count, expert_used_count
 	ffExp          int // expert_feed_forward_length: each routed expert's FFN width
@@ -381,7 +385,7 @@ func readHybrid(hp *hparams, r *keyReader, moe bool) error {
 // returns which of the n_rot/2 rotated pairs take their position from
 // stream e, which llama.cpp sets to 0 for text: those pairs do not turn.
 // Every other pair takes t = h = w = the token's position, so IMROPE is
-// NEOX RoPE (architectures.md §1.4). Nil when no pair is still.
+// NEOX RoPE (../shared/spec/architectures.md §1.4). Nil when no pair is still.
 func imropeStill(r *keyReader, nRot int) ([]bool, error) {
 	key := r.prefix + "rope.dimension_sections"
 	if !r.f.Has(key) {

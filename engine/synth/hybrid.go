@@ -2,8 +2,9 @@ package synth
 
 // This file writes random Gated DeltaNet hybrids (qwen35, qwen35moe,
 // qwen3next) of any shape, as the HF→GGUF converter lays them out
-// (architectures.md §5): for the engine's tests, which compare them with
-// a float64 forward pass and with llama.cpp, and for benchmarks.
+// (../shared/spec/architectures.md §5): for the engine's tests, which
+// compare them with a float64 forward pass and with llama.cpp, and for
+// benchmarks.
 
 import (
 	"encoding/binary"

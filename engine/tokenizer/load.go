@@ -1,9 +1,10 @@
 package tokenizer
 
-// This file owns building a Tokenizer from GGUF metadata (tokenizers.md §1):
-// reading the tokenizer.ggml.* keys, llama.cpp's defaults and overrides for
-// special ids and add_bos/add_eos/add_space_prefix, and the token-attribute
-// fix-ups that decide which token texts are split out of plain text.
+// This file owns building a Tokenizer from GGUF metadata
+// (../shared/spec/tokenizers.md §1): reading the tokenizer.ggml.* keys,
+// llama.cpp's defaults and overrides for special ids and
+// add_bos/add_eos/add_space_prefix, and the token-attribute fix-ups that
+// decide which token texts are split out of plain text.
 
 import (
 	"errors"
@@ -326,7 +327,7 @@ func attrFromType(ty int32) tokenAttr {
 }
 
 // Token texts llama.cpp recognises when the matching id key is absent
-// (tokenizers.md §1.2); a match is marked CONTROL.
+// (../shared/spec/tokenizers.md §1.2); a match is marked CONTROL.
 var autoSpecial = [...]struct {
 	slot  int
 	texts []string
