@@ -1,13 +1,13 @@
 package engine
 
-// This file owns dense causal self-attention with GQA (architectures.md
-// §1.5) as llama.cpp computes it with -fa off (§1.6): KQ = K·Q with Q
-// converted to the cache type as mul_mat does, softmax(KQ·scale + mask) in
-// f32 with a float64 denominator (KernelSet.Softmax), then V·P with P
-// converted to the cache type. Work is split over KV heads × tiles of query
-// rows; each unit runs its two products single-threaded: with
-// attention=go in ggml's exact order (product), otherwise as the set's
-// MatMuls.
+// This file owns dense causal self-attention with GQA
+// (../shared/spec/architectures.md §1.5) as llama.cpp computes it with -fa
+// off (§1.6): KQ = K·Q with Q converted to the cache type as mul_mat does,
+// softmax(KQ·scale + mask) in f32 with a float64 denominator
+// (KernelSet.Softmax), then V·P with P converted to the cache type. Work is
+// split over KV heads × tiles of query rows; each unit runs its two
+// products single-threaded: with attention=go in ggml's exact order
+// (product), otherwise as the set's MatMuls.
 
 import (
 	"sync/atomic"

@@ -1,10 +1,11 @@
 package engine
 
-// This file owns FlashPrefill V2 prefill attention (flashprefill.md): the
-// per-architecture alpha, the block selection of a pass's query blocks
-// (kernels.FlashPrefill: pooled cached keys, block scores, the rule), and
-// the sparse attention units, which stream the selected key blocks
-// through the "flash" variant's online softmax (attention_flash.go).
+// This file owns FlashPrefill V2 prefill attention
+// (../shared/spec/flashprefill.md): the per-architecture alpha, the block
+// selection of a pass's query blocks (kernels.FlashPrefill: pooled cached
+// keys, block scores, the rule), and the sparse attention units, which
+// stream the selected key blocks through the "flash" variant's online
+// softmax (attention_flash.go).
 //
 // It runs only inside Prefill, whose window starts from an empty cache:
 // query length = key length over the window. Passes of a window must start

@@ -1,6 +1,7 @@
 package engine
 
-// This file owns the SwiGLU feed-forward block (architectures.md §1.7).
+// This file owns the SwiGLU feed-forward block
+// (../shared/spec/architectures.md §1.7).
 
 import "plexbench/kernels"
 

@@ -1,10 +1,11 @@
 package engine
 
 // This file owns the Gated DeltaNet (linear attention) layer of the hybrid
-// archs (architectures.md §5.6) and its recurrent state, which lives
-// beside the KV cache: zero at the start of every sequence (every scoring
-// window starts at position 0) and carried exactly from pass to pass, so
-// a window run as several ubatches gives the logits of one pass.
+// archs (../shared/spec/architectures.md §5.6) and its recurrent state,
+// which lives beside the KV cache: zero at the start of every sequence
+// (every scoring window starts at position 0) and carried exactly from pass
+// to pass, so a window run as several ubatches gives the logits of one
+// pass.
 
 import (
 	"fmt"

@@ -1,8 +1,8 @@
 package engine
 
 // This file owns the model's hyper-parameters: reading them from GGUF
-// metadata (architectures.md §1.1) and checking them before any buffer is
-// sized from them.
+// metadata (../shared/spec/architectures.md §1.1) and checking them before
+// any buffer is sized from them.
 
 import (
 	"fmt"
@@ -10,7 +10,8 @@ import (
 	"plexbench/engine/gguf"
 )
 
-// ropeMode is how RoPE pairs the dimensions of a head (architectures.md §1.4).
+// ropeMode is how RoPE pairs the dimensions of a head
+// (../shared/spec/architectures.md §1.4).
 type ropeMode int
 
 const (
@@ -35,7 +36,8 @@ type hparams struct {
 	rope      ropeMode
 	eps       float32 // RMSNorm epsilon
 
-	// The hybrid archs (qwen35, qwen35moe, qwen3next; architectures.md §5).
+	// The hybrid archs (qwen35, qwen35moe, qwen3next;
+	// ../shared/spec/architectures.md §5).
 	nLayerAll int      // block_count: the trunk's nLayer plus the MTP blocks, which never run
 	recurrent []bool   // (n_layer) Gated DeltaNet layer; nil for the other archs
 	ropeStill []bool   // (n_rot/2) IMROPE pairs fed stream e (position 0): not rotated; nil if none
@@ -44,7 +46,8 @@ type hparams struct {
 	vGrouped  bool     // qwen3next: v-head j belongs to key head j/r (else tiled: j mod H_k)
 }
 
-// ssmShape is the shape of a Gated DeltaNet layer (architectures.md §5.1).
+// ssmShape is the shape of a Gated DeltaNet layer
+// (../shared/spec/architectures.md §5.1).
 type ssmShape struct {
 	dConv  int // ssm.conv_kernel: causal conv taps
 	dk, dv int // ssm.state_size = key head dim; ssm.inner_size / H_v = value head dim
@@ -55,7 +58,8 @@ func (s ssmShape) keyDim() int   { return s.hk * s.dk }
 func (s ssmShape) valueDim() int { return s.hv * s.dv }
 func (s ssmShape) convDim() int  { return 2*s.keyDim() + s.valueDim() }
 
-// moeShape is the shape of a mixture-of-experts FFN (architectures.md §1.8).
+// moeShape is the shape of a mixture-of-experts FFN
+// (../shared/spec/architectures.md §1.8).
 type moeShape struct {
 	nExpert, nUsed int // expert_count, expert_used_count
 	ffExp          int // expert_feed_forward_length: each routed expert's FFN width
@@ -80,110 +84,179 @@ const (
 )
 
 // readHParams reads and checks the hyper-parameters of f's architecture.
+// The steps run in this order so that each check sees the keys it needs
+// and the first failure is the one reported.
 func readHParams(f *gguf.File) (*hparams, error) {
-	var err error
 	arch := f.Architecture()
-	hp := &hparams{arch: arch}
-	switch arch {
-	case "llama":
-		hp.rope = ropeNorm
-	case "qwen2", "qwen3", "qwen35", "qwen35moe", "qwen3next":
-		hp.rope = ropeNeox // qwen35*'s IMROPE is NEOX for text (§1.4; ropeStill below)
-	case "":
-		return nil, fmt.Errorf("%w: general.architecture is missing", ErrModel)
-	default:
-		return nil, fmt.Errorf("%w: architecture %q (supported: llama, qwen2, qwen3, qwen35, qwen35moe, qwen3next)", ErrUnsupported, arch)
+	rope, err := archRope(arch)
+	if err != nil {
+		return nil, err
 	}
+	hp := &hparams{arch: arch, rope: rope}
 	r := keyReader{f: f, prefix: arch + "."}
-	hp.nCtxTrain = r.int("context_length", true, 0)
-	hp.nEmbd = r.int("embedding_length", true, 0)
-	hp.nLayerAll = r.int("block_count", true, 0)
-	if r.err != nil {
-		return nil, r.err
-	}
-	if hp.nLayerAll < 1 || hp.nLayerAll > maxLayers {
-		return nil, fmt.Errorf("%w: %sblock_count %d out of range [1,%d]", ErrModel, r.prefix, hp.nLayerAll, maxLayers)
-	}
-	hp.nLayer = hp.nLayerAll
-	if hybrid(arch) {
-		// MTP (NextN) blocks sit at the end of block_count; the trunk is the rest.
-		nextn := r.int("nextn_predict_layers", false, 0)
-		if nextn >= hp.nLayerAll {
-			return nil, fmt.Errorf("%w: %snextn_predict_layers %d leaves no trunk of block_count %d", ErrModel, r.prefix, nextn, hp.nLayerAll)
-		}
-		hp.nLayer -= nextn
-	}
-	if hp.nEmbd < 1 || hp.nEmbd > maxDim {
-		return nil, fmt.Errorf("%w: %sembedding_length %d out of range [1,%d]", ErrModel, r.prefix, hp.nEmbd, maxDim)
-	}
 	moe := arch == "qwen35moe" || arch == "qwen3next"
-	var ffDef []int
-	if moe {
-		ffDef = make([]int, hp.nLayerAll) // the MoE archs need no dense FFN width
+	if err := readDepth(hp, &r); err != nil {
+		return nil, err
 	}
-	hp.nFF = r.perLayer("feed_forward_length", hp.nLayerAll, ffDef)[:hp.nLayer]
-	hp.nHead = r.perLayer("attention.head_count", hp.nLayerAll, nil)[:hp.nLayer]
-	hp.nHeadKV = r.perLayer("attention.head_count_kv", hp.nLayerAll, hp.nHead)[:hp.nLayer]
-	if r.err != nil {
-		return nil, r.err
+	if err := readLayerWidths(hp, &r, moe); err != nil {
+		return nil, err
 	}
 	if hybrid(arch) {
 		if err := readHybrid(hp, &r, moe); err != nil {
 			return nil, err
 		}
 	}
-	for l := range hp.nLayer {
-		switch {
-		case !hp.attnLayer(l):
-			// A GDN layer has no attention heads (files may store 0 for them).
-			if !moe && (hp.nFF[l] < 1 || hp.nFF[l] > maxDim) {
-				return nil, fmt.Errorf("%w: layer %d: feed_forward_length %d out of range", ErrModel, l, hp.nFF[l])
-			}
-		case !moe && (hp.nFF[l] < 1 || hp.nFF[l] > maxDim):
-			return nil, fmt.Errorf("%w: layer %d: feed_forward_length %d out of range", ErrModel, l, hp.nFF[l])
-		case hp.nHead[l] < 1 || hp.nHead[l] > maxDim:
-			return nil, fmt.Errorf("%w: layer %d: head_count %d out of range", ErrModel, l, hp.nHead[l])
-		case hp.nHeadKV[l] < 1 || hp.nHead[l]%hp.nHeadKV[l] != 0:
-			return nil, fmt.Errorf("%w: layer %d: head_count %d is not a multiple of head_count_kv %d",
-				ErrModel, l, hp.nHead[l], hp.nHeadKV[l])
-		}
+	if err := checkLayerWidths(hp, moe); err != nil {
+		return nil, err
 	}
-	defHD := hp.nEmbd / max(hp.nHead[hp.firstAttn()], 1)
-	hp.headDim = r.int("attention.key_length", false, defHD)
-	if vd := r.int("attention.value_length", false, defHD); r.err == nil && vd != hp.headDim {
-		return nil, fmt.Errorf("%w: key_length %d != value_length %d", ErrUnsupported, hp.headDim, vd)
-	}
-	hp.nRot = r.int("rope.dimension_count", false, hp.headDim)
-	if r.err != nil {
-		return nil, r.err
-	}
-	switch {
-	case hp.headDim < 1 || hp.headDim > maxDim:
-		return nil, fmt.Errorf("%w: head dimension %d out of range", ErrModel, hp.headDim)
-	case hp.nRot < 0 || hp.nRot > hp.headDim || hp.nRot%2 != 0:
-		return nil, fmt.Errorf("%w: rope.dimension_count %d must be even and at most the head dimension %d",
-			ErrModel, hp.nRot, hp.headDim)
-	case arch == "llama" && hp.nRot != hp.headDim:
-		return nil, fmt.Errorf("%w: llama needs rope.dimension_count (%d) == key_length (%d)", ErrModel, hp.nRot, hp.headDim)
+	if err := readHeadDim(hp, &r); err != nil {
+		return nil, err
 	}
 	if arch == "qwen35" || arch == "qwen35moe" {
 		if hp.ropeStill, err = imropeStill(&r, hp.nRot); err != nil {
 			return nil, err
 		}
 	}
+	if err := checkAttnWidth(hp); err != nil {
+		return nil, err
+	}
+	if err := readRopeScaling(hp, &r); err != nil {
+		return nil, err
+	}
+	hp.eps = float32(r.float("attention.layer_norm_rms_epsilon", true, 0))
+	if n := r.int("expert_count", false, 0); n > 0 && !moe {
+		return nil, fmt.Errorf("%w: mixture-of-experts %s (expert_count %d)", ErrUnsupported, arch, n)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if hp.nVocab, err = vocabSize(f); err != nil {
+		return nil, err
+	}
+	return hp, nil
+}
+
+// archRope is the RoPE mode of arch, or the error for a missing or
+// unsupported architecture.
+func archRope(arch string) (ropeMode, error) {
+	switch arch {
+	case "llama":
+		return ropeNorm, nil
+	case "qwen2", "qwen3", "qwen35", "qwen35moe", "qwen3next":
+		return ropeNeox, nil // qwen35*'s IMROPE is NEOX for text (§1.4; see imropeStill)
+	case "":
+		return 0, fmt.Errorf("%w: general.architecture is missing", ErrModel)
+	}
+	return 0, fmt.Errorf("%w: architecture %q (supported: llama, qwen2, qwen3, qwen35, qwen35moe, qwen3next)", ErrUnsupported, arch)
+}
+
+// readDepth reads the training context, the width and the block count,
+// and splits the hybrids' MTP blocks off the trunk.
+func readDepth(hp *hparams, r *keyReader) error {
+	hp.nCtxTrain = r.int("context_length", true, 0)
+	hp.nEmbd = r.int("embedding_length", true, 0)
+	hp.nLayerAll = r.int("block_count", true, 0)
+	if r.err != nil {
+		return r.err
+	}
+	if hp.nLayerAll < 1 || hp.nLayerAll > maxLayers {
+		return fmt.Errorf("%w: %sblock_count %d out of range [1,%d]", ErrModel, r.prefix, hp.nLayerAll, maxLayers)
+	}
+	hp.nLayer = hp.nLayerAll
+	if hybrid(hp.arch) {
+		// MTP (NextN) blocks sit at the end of block_count; the trunk is the rest.
+		nextn := r.int("nextn_predict_layers", false, 0)
+		if nextn >= hp.nLayerAll {
+			return fmt.Errorf("%w: %snextn_predict_layers %d leaves no trunk of block_count %d", ErrModel, r.prefix, nextn, hp.nLayerAll)
+		}
+		hp.nLayer -= nextn
+	}
+	if hp.nEmbd < 1 || hp.nEmbd > maxDim {
+		return fmt.Errorf("%w: %sembedding_length %d out of range [1,%d]", ErrModel, r.prefix, hp.nEmbd, maxDim)
+	}
+	return nil
+}
+
+// readLayerWidths reads the per-layer FFN width and head counts of the
+// trunk (the MoE archs need no dense FFN width).
+func readLayerWidths(hp *hparams, r *keyReader, moe bool) error {
+	var ffDef []int
+	if moe {
+		ffDef = make([]int, hp.nLayerAll)
+	}
+	hp.nFF = r.perLayer("feed_forward_length", hp.nLayerAll, ffDef)[:hp.nLayer]
+	hp.nHead = r.perLayer("attention.head_count", hp.nLayerAll, nil)[:hp.nLayer]
+	hp.nHeadKV = r.perLayer("attention.head_count_kv", hp.nLayerAll, hp.nHead)[:hp.nLayer]
+	return r.err
+}
+
+// checkLayerWidths checks each trunk layer's FFN width and, for attention
+// layers, its head counts.
+func checkLayerWidths(hp *hparams, moe bool) error {
+	for l := range hp.nLayer {
+		switch {
+		case !hp.attnLayer(l):
+			// A GDN layer has no attention heads (files may store 0 for them).
+			if !moe && (hp.nFF[l] < 1 || hp.nFF[l] > maxDim) {
+				return fmt.Errorf("%w: layer %d: feed_forward_length %d out of range", ErrModel, l, hp.nFF[l])
+			}
+		case !moe && (hp.nFF[l] < 1 || hp.nFF[l] > maxDim):
+			return fmt.Errorf("%w: layer %d: feed_forward_length %d out of range", ErrModel, l, hp.nFF[l])
+		case hp.nHead[l] < 1 || hp.nHead[l] > maxDim:
+			return fmt.Errorf("%w: layer %d: head_count %d out of range", ErrModel, l, hp.nHead[l])
+		case hp.nHeadKV[l] < 1 || hp.nHead[l]%hp.nHeadKV[l] != 0:
+			return fmt.Errorf("%w: layer %d: head_count %d is not a multiple of head_count_kv %d",
+				ErrModel, l, hp.nHead[l], hp.nHeadKV[l])
+		}
+	}
+	return nil
+}
+
+// readHeadDim reads the head dimension and the rotated dimensions per
+// head (both default from the first attention layer) and checks them.
+func readHeadDim(hp *hparams, r *keyReader) error {
+	defHD := hp.nEmbd / max(hp.nHead[hp.firstAttn()], 1)
+	hp.headDim = r.int("attention.key_length", false, defHD)
+	if vd := r.int("attention.value_length", false, defHD); r.err == nil && vd != hp.headDim {
+		return fmt.Errorf("%w: key_length %d != value_length %d", ErrUnsupported, hp.headDim, vd)
+	}
+	hp.nRot = r.int("rope.dimension_count", false, hp.headDim)
+	if r.err != nil {
+		return r.err
+	}
+	switch {
+	case hp.headDim < 1 || hp.headDim > maxDim:
+		return fmt.Errorf("%w: head dimension %d out of range", ErrModel, hp.headDim)
+	case hp.nRot < 0 || hp.nRot > hp.headDim || hp.nRot%2 != 0:
+		return fmt.Errorf("%w: rope.dimension_count %d must be even and at most the head dimension %d",
+			ErrModel, hp.nRot, hp.headDim)
+	case hp.arch == "llama" && hp.nRot != hp.headDim:
+		return fmt.Errorf("%w: llama needs rope.dimension_count (%d) == key_length (%d)", ErrModel, hp.nRot, hp.headDim)
+	}
+	return nil
+}
+
+// checkAttnWidth checks each attention layer's heads × head dimension:
+// qwen2's must equal the width, every arch's must stay in range.
+func checkAttnWidth(hp *hparams) error {
 	for l := range hp.nLayer {
 		if !hp.attnLayer(l) {
 			continue
 		}
-		if arch == "qwen2" && hp.nHead[l]*hp.headDim != hp.nEmbd {
-			return nil, fmt.Errorf("%w: qwen2 layer %d: head_count·head_dim = %d, embedding_length = %d",
+		if hp.arch == "qwen2" && hp.nHead[l]*hp.headDim != hp.nEmbd {
+			return fmt.Errorf("%w: qwen2 layer %d: head_count·head_dim = %d, embedding_length = %d",
 				ErrModel, l, hp.nHead[l]*hp.headDim, hp.nEmbd)
 		}
 		if hp.nHead[l]*hp.headDim > maxDim {
-			return nil, fmt.Errorf("%w: layer %d: %d heads of %d too large", ErrModel, l, hp.nHead[l], hp.headDim)
+			return fmt.Errorf("%w: layer %d: %d heads of %d too large", ErrModel, l, hp.nHead[l], hp.headDim)
 		}
 	}
+	return nil
+}
 
+// readRopeScaling reads the RoPE base and linear scaling factor and
+// rejects the scaling types other than none and linear.
+func readRopeScaling(hp *hparams, r *keyReader) error {
 	hp.ropeBase = float32(r.float("rope.freq_base", false, 10000))
 	factor := r.float("rope.scaling.factor", false, 0)
 	if factor == 0 {
@@ -193,25 +266,22 @@ func readHParams(f *gguf.File) (*hparams, error) {
 	if factor != 0 {
 		hp.ropeScale = float32(1 / factor)
 	}
-	if st, ok := f.String(r.prefix + "rope.scaling.type"); ok && st != "none" && st != "linear" {
-		return nil, fmt.Errorf("%w: rope scaling type %q (supported: none, linear)", ErrUnsupported, st)
+	if st, ok := r.f.String(r.prefix + "rope.scaling.type"); ok && st != "none" && st != "linear" {
+		return fmt.Errorf("%w: rope scaling type %q (supported: none, linear)", ErrUnsupported, st)
 	}
-	hp.eps = float32(r.float("attention.layer_norm_rms_epsilon", true, 0))
-	if n := r.int("expert_count", false, 0); n > 0 && !moe {
-		return nil, fmt.Errorf("%w: mixture-of-experts %s (expert_count %d)", ErrUnsupported, arch, n)
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
+	return nil
+}
+
+// vocabSize is the number of entries of tokenizer.ggml.tokens.
+func vocabSize(f *gguf.File) (int, error) {
 	toks, ok := f.Strings("tokenizer.ggml.tokens")
 	if !ok || len(toks) == 0 {
-		return nil, fmt.Errorf("%w: tokenizer.ggml.tokens is missing", ErrModel)
+		return 0, fmt.Errorf("%w: tokenizer.ggml.tokens is missing", ErrModel)
 	}
 	if len(toks) > maxVocab {
-		return nil, fmt.Errorf("%w: vocabulary of %d tokens is too large", ErrModel, len(toks))
+		return 0, fmt.Errorf("%w: vocabulary of %d tokens is too large", ErrModel, len(toks))
 	}
-	hp.nVocab = len(toks)
-	return hp, nil
+	return len(toks), nil
 }
 
 // keyReader reads "{arch}."-prefixed keys and keeps the first error.
@@ -381,7 +451,7 @@ func readHybrid(hp *hparams, r *keyReader, moe bool) error {
 // returns which of the n_rot/2 rotated pairs take their position from
 // stream e, which llama.cpp sets to 0 for text: those pairs do not turn.
 // Every other pair takes t = h = w = the token's position, so IMROPE is
-// NEOX RoPE (architectures.md §1.4). Nil when no pair is still.
+// NEOX RoPE (../shared/spec/architectures.md §1.4). Nil when no pair is still.
 func imropeStill(r *keyReader, nRot int) ([]bool, error) {
 	key := r.prefix + "rope.dimension_sections"
 	if !r.f.Has(key) {

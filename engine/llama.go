@@ -1,8 +1,9 @@
 package engine
 
-// This file owns the llama architecture (architectures.md §2): pre-norm
-// blocks of GQA attention with NORM RoPE and a SwiGLU FFN. Optional biases
-// on every projection; the output head is tied when output.weight is absent.
+// This file owns the llama architecture (../shared/spec/architectures.md
+// §2): pre-norm blocks of GQA attention with NORM RoPE and a SwiGLU FFN.
+// Optional biases on every projection; the output head is tied when
+// output.weight is absent.
 
 import (
 	"fmt"

@@ -1,10 +1,10 @@
 package engine
 
 // This file owns the mixture-of-experts FFN of qwen35moe and qwen3next
-// (architectures.md §1.8): softmax router, top-k experts with renormalised
-// weights, each expert's SwiGLU, and the shared expert behind a sigmoid
-// gate. The pass's tokens are grouped by expert, so each selected
-// expert's weights are read once per pass, not once per token.
+// (../shared/spec/architectures.md §1.8): softmax router, top-k experts
+// with renormalised weights, each expert's SwiGLU, and the shared expert
+// behind a sigmoid gate. The pass's tokens are grouped by expert, so each
+// selected expert's weights are read once per pass, not once per token.
 
 import (
 	"slices"

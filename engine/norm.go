@@ -1,8 +1,9 @@
 package engine
 
-// This file owns RMSNorm (architectures.md §1.3), used for the block norms,
-// the output norm and qwen3's per-head q/k norms. The row kernel is the
-// set's (kernels.KernelSet.RMSNorm: ggml's rms_norm followed by mul).
+// This file owns RMSNorm (../shared/spec/architectures.md §1.3), used for
+// the block norms, the output norm and qwen3's per-head q/k norms. The row
+// kernel is the set's (kernels.KernelSet.RMSNorm: ggml's rms_norm followed
+// by mul).
 
 // rmsNorm normalizes the pass's n_embd-wide rows of in into out.
 func (p *pass) rmsNorm(out, in, w []float32) {

@@ -1,8 +1,8 @@
 package engine
 
-// This file owns the qwen2 architecture (architectures.md §3): llama's
-// block with NEOX RoPE, q/k/v biases, and an optional output bias (loaded
-// with the LM head in model.go).
+// This file owns the qwen2 architecture (../shared/spec/architectures.md
+// §3): llama's block with NEOX RoPE, q/k/v biases, and an optional output
+// bias (loaded with the LM head in model.go).
 
 import (
 	"fmt"

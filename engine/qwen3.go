@@ -1,8 +1,9 @@
 package engine
 
-// This file owns the qwen3 architecture (architectures.md §4): qwen2's
-// block without biases in practice, a head dim of its own (n_head·hd may
-// differ from n_embd), and per-head RMSNorm of q and k before RoPE.
+// This file owns the qwen3 architecture (../shared/spec/architectures.md
+// §4): qwen2's block without biases in practice, a head dim of its own
+// (n_head·hd may differ from n_embd), and per-head RMSNorm of q and k
+// before RoPE.
 
 import (
 	"fmt"

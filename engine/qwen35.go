@@ -1,8 +1,8 @@
 package engine
 
-// This file owns the Gated DeltaNet hybrids (architectures.md §5): qwen35
-// (Qwen3.5/3.6 dense), qwen35moe (its mixture of experts) and qwen3next.
-// Every block is
+// This file owns the Gated DeltaNet hybrids
+// (../shared/spec/architectures.md §5): qwen35 (Qwen3.5/3.6 dense),
+// qwen35moe (its mixture of experts) and qwen3next. Every block is
 //
 //	h  = x + Mixer(RMSNorm(x; attn_norm))          Mixer: GDN (gdn.go) or gated attention
 //	x' = h + FFN(RMSNorm(h; post_attention_norm))  FFN: dense SwiGLU or MoE (moe.go)

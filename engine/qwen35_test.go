@@ -3,8 +3,8 @@ package engine
 // Tests of the Gated DeltaNet hybrids: tiny random qwen35, qwen35moe and
 // qwen3next files written by synth.WriteHybrid, against a plain float64
 // forward pass over their dequantized weights written here from
-// architectures.md §5 (one GDN layer, one gated attention layer, one MoE
-// FFN, then whole models), and across pass plans.
+// ../shared/spec/architectures.md §5 (one GDN layer, one gated attention
+// layer, one MoE FFN, then whole models), and across pass plans.
 
 import (
 	"cmp"

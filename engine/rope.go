@@ -1,8 +1,9 @@
 package engine
 
 // This file owns rotary position embedding with ggml's CPU numerics
-// (architectures.md §1.4): the per-position cos/sin table built once per
-// pass from the iterative f32 theta product, and the NORM and NEOX pairings.
+// (../shared/spec/architectures.md §1.4): the per-position cos/sin table
+// built once per pass from the iterative f32 theta product, and the NORM
+// and NEOX pairings.
 
 import (
 	"math"

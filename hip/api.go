@@ -1,9 +1,9 @@
 package hip
 
 // api.go owns the C entry points: one Go function table with the same
-// shapes for CUDA and HIP (spec §2), filled from each runtime's names.
-// Types follow spec §3: int/enum → int32, unsigned → uint32, size_t and
-// every handle and device pointer → uintptr.
+// shapes for CUDA and HIP (../shared/spec/gpu-runtime.md §2), filled from
+// each runtime's names. Types follow §3: int/enum → int32, unsigned →
+// uint32, size_t and every handle and device pointer → uintptr.
 
 import (
 	"unsafe"

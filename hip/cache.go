@@ -14,10 +14,11 @@ import (
 // cacheFormat changes whenever what the cache stores changes meaning.
 const cacheFormat = 1
 
-// CacheKey is everything that decides a compiled code object (spec §2):
-// the dialect and source, the exact options (-D values included), the
-// full target ("sm_90", "gfx90a:sramecc+:xnack-") and the compiler's
-// identity (version, library path, size and mtime).
+// CacheKey is everything that decides a compiled code object
+// (../shared/spec/gpu-runtime.md §2): the dialect and source, the exact
+// options (-D values included), the full target ("sm_90",
+// "gfx90a:sramecc+:xnack-") and the compiler's identity (version, library
+// path, size and mtime).
 type CacheKey struct {
 	Source   string
 	Options  []string

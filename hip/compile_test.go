@@ -15,7 +15,7 @@ import (
 )
 
 // compileTargets are the AMD targets Debian 12's hiprtc (ROCm 5.2) knows,
-// one of each wave size (gpu-runtime.md §7).
+// one of each wave size (../shared/spec/gpu-runtime.md §7).
 var compileTargets = []struct {
 	arch string
 	warp int

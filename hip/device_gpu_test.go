@@ -1,7 +1,8 @@
 //go:build gpu
 
-// device_gpu_test.go: the device tests' helpers on a real GPU.
 package hip
+
+// device_gpu_test.go: the device tests' helpers on a real GPU.
 
 import (
 	"errors"

@@ -1,10 +1,11 @@
+package hip
+
 // device_test.go: every device kernel against its CPU twin. With -tags gpu
 // the helpers (device_gpu_test.go) run them on a real GPU (make gpu-check
 // runs that binary on the device machine); without it, on the CPU
 // emulation of emu_test.go. Each test is one check and logs one "CHECK"
 // line: the kernel, the shapes, the worst error against the tolerance its
 // source states.
-package hip
 
 import (
 	"encoding/binary"

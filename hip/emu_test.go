@@ -1,12 +1,13 @@
 //go:build !gpu
 
+package hip
+
 // emu_test.go: the device tests' helpers on the CPU emulation of
 // testdata/emu.h: each kernel file is built with g++ into a shared object
 // (skipped without g++), its kernels are called through wrappers that
 // unpack the same parameter array cuLaunchKernel takes, and buffers are C
 // memory. It checks the kernels' logic against their CPU twins without a
 // GPU; it says nothing about nvrtc's or hiprtc's code.
-package hip
 
 import (
 	"fmt"

@@ -140,7 +140,8 @@ func (c *Compiler) ArchOption(target string) string {
 }
 
 // options are the full option list for prog on target: the arch, C++17
-// (hiprtc defaults to C++14), then prog's. No fast-math (spec §2).
+// (hiprtc defaults to C++14), then prog's. No fast-math
+// (../shared/spec/gpu-runtime.md §2).
 func (c *Compiler) options(prog Program, target string) []string {
 	opts := []string{c.ArchOption(target), "-std=c++17"}
 	return append(opts, prog.Options...)

@@ -320,7 +320,7 @@ func checkRange(b Buffer, off, n int) error {
 
 // Upload copies src to dst at byte offset off. From pageable Go memory the
 // call returns once the runtime has staged the bytes, so src may change
-// afterwards (spec §3).
+// afterwards (../shared/spec/gpu-runtime.md §3).
 func (s *Stream) Upload(dst Buffer, off int, src []byte) error {
 	if err := checkRange(dst, off, len(src)); err != nil || len(src) == 0 {
 		return err

@@ -1,8 +1,8 @@
 package hip
 
-// search.go owns where the runtime libraries are looked for (spec
-// gpu-runtime.md §1) and the opening of the first candidate that loads
-// and exports every required symbol.
+// search.go owns where the runtime libraries are looked for
+// (../shared/spec/gpu-runtime.md §1) and the opening of the first candidate
+// that loads and exports every required symbol.
 
 import (
 	"fmt"

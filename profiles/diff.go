@@ -1,5 +1,6 @@
-// Diffing profiles and the comparability guard for A/B runs.
 package profiles
+
+// Diffing profiles and the comparability guard for A/B runs.
 
 import (
 	"bytes"

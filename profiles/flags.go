@@ -1,6 +1,7 @@
+package profiles
+
 // The mapping between profile settings and `plexbench score` flags, and the
 // helpers that let flags given beside --profile override a profile's fields.
-package profiles
 
 import (
 	"flag"

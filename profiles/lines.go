@@ -1,6 +1,7 @@
+package profiles
+
 // Locating keys in profile text, so errors about unknown keys can name the
 // line: the toml library keeps key positions private.
-package profiles
 
 import (
 	"slices"

@@ -65,7 +65,7 @@ type Profile struct {
 	Source string `toml:"-"`
 }
 
-// FlashPrefill is the [flashprefill] table (flashprefill.md §6).
+// FlashPrefill is the [flashprefill] table (../shared/spec/flashprefill.md §6).
 type FlashPrefill struct {
 	BlockSize  int      `toml:"block_size"`      // tokens per block; a power of two, at most ctx
 	Alpha      *float64 `toml:"alpha,omitempty"` // threshold in [0, 1]; unset: the architecture's default

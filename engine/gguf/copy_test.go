@@ -1,5 +1,6 @@
-// Re-serialising real files: the writer must reproduce the reader's view.
 package gguf
+
+// Re-serialising real files: the writer must reproduce the reader's view.
 
 import (
 	"bytes"

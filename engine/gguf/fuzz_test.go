@@ -1,6 +1,7 @@
+package gguf
+
 // FuzzParse: no input may panic, and any accepted file must describe
 // tensors that lie, sequentially and aligned, inside the file.
-package gguf
 
 import (
 	"bytes"

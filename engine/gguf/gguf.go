@@ -1,9 +1,10 @@
-// Package gguf reads and writes GGUF model files (gguf-and-quants.md §1):
-// the header, the key/value metadata, the tensor index, and zero-copy
-// access to tensor data through a read-only memory mapping.
-//
-// This file owns the public types, sentinel errors and typed getters.
+// Package gguf reads and writes GGUF model files
+// (../shared/spec/gguf-and-quants.md §1): the header, the key/value
+// metadata, the tensor index, and zero-copy access to tensor data through a
+// read-only memory mapping.
 package gguf
+
+// This file owns the public types, sentinel errors and typed getters.
 
 import (
 	"errors"
@@ -16,7 +17,7 @@ import (
 // ValueType is a gguf_type id (the type tag of a metadata value).
 type ValueType uint32
 
-// gguf_type ids (gguf-and-quants.md §1.3).
+// gguf_type ids (../shared/spec/gguf-and-quants.md §1.3).
 const (
 	TypeUint8   ValueType = 0
 	TypeInt8    ValueType = 1

@@ -1,5 +1,6 @@
-// Round-trip, getter, writer and corruption tests on fixtures made in code.
 package gguf
+
+// Round-trip, getter, writer and corruption tests on fixtures made in code.
 
 import (
 	"bytes"

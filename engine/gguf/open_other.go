@@ -1,7 +1,8 @@
 //go:build !unix
 
-// This file owns Open where mmap is unavailable: the file is read whole.
 package gguf
+
+// This file owns Open where mmap is unavailable: the file is read whole.
 
 import (
 	"fmt"

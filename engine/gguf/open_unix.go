@@ -1,7 +1,8 @@
 //go:build unix
 
-// This file owns Open on Unix: a read-only shared mapping of the whole file.
 package gguf
+
+// This file owns Open on Unix: a read-only shared mapping of the whole file.
 
 import (
 	"fmt"

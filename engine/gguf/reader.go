@@ -1,6 +1,7 @@
+package gguf
+
 // This file owns parsing: the header, KV records and tensor index, with
 // every count and length checked against the bytes left before allocating.
-package gguf
 
 import (
 	"encoding/binary"

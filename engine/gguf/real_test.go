@@ -1,5 +1,6 @@
-// Tests against the real GGUF files in ../shared/data.
 package gguf
+
+// Tests against the real GGUF files in ../shared/data.
 
 import (
 	"os"

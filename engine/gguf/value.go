@@ -1,6 +1,7 @@
+package gguf
+
 // This file owns Value: one scalar or array metadata value, its typed
 // accessors, and ValueOf (Go value → Value) used by the writer.
-package gguf
 
 import (
 	"fmt"

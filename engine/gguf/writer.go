@@ -1,6 +1,7 @@
+package gguf
+
 // This file owns Writer: building GGUF v3 files with the exact sequential,
 // padded tensor layout the reader (and llama.cpp) demands.
-package gguf
 
 import (
 	"bufio"

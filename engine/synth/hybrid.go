@@ -2,8 +2,9 @@ package synth
 
 // This file writes random Gated DeltaNet hybrids (qwen35, qwen35moe,
 // qwen3next) of any shape, as the HF→GGUF converter lays them out
-// (architectures.md §5): for the engine's tests, which compare them with
-// a float64 forward pass and with llama.cpp, and for benchmarks.
+// (../shared/spec/architectures.md §5): for the engine's tests, which
+// compare them with a float64 forward pass and with llama.cpp, and for
+// benchmarks.
 
 import (
 	"encoding/binary"
@@ -55,17 +56,7 @@ func (h *Hybrid) IsRecurrent(l int) bool {
 // 1 ± 0.1, and the GDN's gates drawn so that the decay exp(g) spreads
 // over (0, 1): the states matter from token to token.
 func WriteHybrid(path string, h Hybrid) error {
-	if h.Rot == 0 {
-		h.Rot = h.HeadDim / 4
-	}
-	if h.ConvKernel == 0 {
-		h.ConvKernel = 4
-	}
-	if h.Sections == [4]int{} {
-		// Every pair on t, h or w, as the converter's [11, 11, 10, 0] for 32.
-		half := h.Rot / 2
-		h.Sections = [4]int{(half + 2) / 3, (half + 1) / 3, half / 3, 0}
-	}
+	h.fillDefaults()
 	types := h.Types
 	if types == nil {
 		types = AllOf(kernels.F32)
@@ -84,6 +75,46 @@ func WriteHybrid(path string, h Hybrid) error {
 	}
 
 	w := gguf.NewWriter()
+	setHybridKeys(w, &h)
+	setHybridSSMKeys(w, &h, moe)
+	for _, kv := range h.Vocab.KVs {
+		w.Set(kv.Key, kv.Value.Interface())
+	}
+
+	t := &tensorWriter{w: w, types: types, pool: pool, rows: map[[2]int]*rowSource{}, rng: rng}
+	t.mat(-1, "token_embd.weight", h.Embd, h.Vocab.Size, 1)
+	t.vec("output_norm.weight", t.norm, h.Embd)
+	for l := range h.Layers + h.NextN {
+		t.hybridBlock(&h, l, moe)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}
+
+// fillDefaults sets the zero fields that have defaults: Rot, ConvKernel
+// and Sections.
+func (h *Hybrid) fillDefaults() {
+	if h.Rot == 0 {
+		h.Rot = h.HeadDim / 4
+	}
+	if h.ConvKernel == 0 {
+		h.ConvKernel = 4
+	}
+	if h.Sections == [4]int{} {
+		// Every pair on t, h or w, as the converter's [11, 11, 10, 0] for 32.
+		half := h.Rot / 2
+		h.Sections = [4]int{(half + 2) / 3, (half + 1) / 3, half / 3, 0}
+	}
+}
+
+// setHybridKeys sets the general keys and the trunk's, attention's and
+// RoPE's "{arch}.*" keys.
+func setHybridKeys(w *gguf.Writer, h *Hybrid) {
 	a := h.Arch + "."
 	w.Set("general.architecture", h.Arch)
 	w.Set("general.name", fmt.Sprintf("%s-random-%dL-%d", h.Arch, h.Layers, h.Embd))
@@ -107,6 +138,12 @@ func WriteHybrid(path string, h Hybrid) error {
 		}
 		w.Set(a+"rope.dimension_sections", sec)
 	}
+}
+
+// setHybridSSMKeys sets the GDN's keys, which layers are recurrent, the
+// MTP block count and the MoE's keys.
+func setHybridSSMKeys(w *gguf.Writer, h *Hybrid, moe bool) {
+	a := h.Arch + "."
 	w.Set(a+"ssm.conv_kernel", uint32(h.ConvKernel))
 	w.Set(a+"ssm.state_size", uint32(h.StateSize))
 	w.Set(a+"ssm.group_count", uint32(h.KeyHeads))
@@ -135,141 +172,170 @@ func WriteHybrid(path string, h Hybrid) error {
 			w.Set(a+"expert_shared_feed_forward_length", uint32(h.SharedFF))
 		}
 	}
-	for _, kv := range h.Vocab.KVs {
-		w.Set(kv.Key, kv.Value.Interface())
-	}
+}
 
-	var err error
-	rows := map[[2]int]*rowSource{}
-	put := func(name string, typ kernels.Type, data []byte, dims ...int) {
-		if err != nil {
+// tensorWriter adds tensors to w drawn from one seeded pool and rng,
+// keeping the first error (after which it adds nothing).
+type tensorWriter struct {
+	w     *gguf.Writer
+	types func(layer int, name string) kernels.Type
+	pool  []float32             // N(0, 1) draws, scaled per width
+	rows  map[[2]int]*rowSource // by (type, cols)
+	rng   *rand.Rand
+	err   error
+}
+
+// put adds one tensor of the given dims.
+func (t *tensorWriter) put(name string, typ kernels.Type, data []byte, dims ...int) {
+	if t.err != nil {
+		return
+	}
+	d := make([]int64, len(dims))
+	for i, x := range dims {
+		d[i] = int64(x)
+	}
+	t.err = t.w.AddTensor(name, typ, d, data)
+}
+
+// mat adds a matrix of n experts (n = 1: a plain matrix) of rows × cols.
+func (t *tensorWriter) mat(layer int, name string, cols, nrows, n int) {
+	if t.err != nil {
+		return
+	}
+	typ := t.types(layer, name)
+	if name == "ffn_gate_inp.weight" || name == "ffn_gate_inp_shexp.weight" {
+		typ = kernels.F32 // llama.cpp keeps the routers in F32
+	}
+	key := [2]int{int(typ), cols}
+	src := t.rows[key]
+	if src == nil {
+		scaled := make([]float32, len(t.pool))
+		for i, v := range t.pool {
+			scaled[i] = v / float32(math.Sqrt(float64(cols)))
+		}
+		if src, t.err = newRowSource(typ, cols, scaled); t.err != nil {
+			t.err = fmt.Errorf("synth: tensor %q: %w", name, t.err)
 			return
 		}
-		d := make([]int64, len(dims))
-		for i, x := range dims {
-			d[i] = int64(x)
-		}
-		err = w.AddTensor(name, typ, d, data)
+		t.rows[key] = src
 	}
-	// mat adds a matrix of n experts (n = 1: a plain matrix) of rows × cols.
-	mat := func(layer int, name string, cols, nrows, n int) {
-		if err != nil {
-			return
-		}
-		typ := types(layer, name)
-		if name == "ffn_gate_inp.weight" || name == "ffn_gate_inp_shexp.weight" {
-			typ = kernels.F32 // llama.cpp keeps the routers in F32
-		}
-		key := [2]int{int(typ), cols}
-		src := rows[key]
-		if src == nil {
-			scaled := make([]float32, len(pool))
-			for i, v := range pool {
-				scaled[i] = v / float32(math.Sqrt(float64(cols)))
-			}
-			if src, err = newRowSource(typ, cols, scaled); err != nil {
-				err = fmt.Errorf("synth: tensor %q: %w", name, err)
-				return
-			}
-			rows[key] = src
-		}
-		data := make([]byte, src.rowBytes*nrows*n)
-		for r := range nrows * n {
-			src.next(data[r*src.rowBytes : (r+1)*src.rowBytes])
-		}
-		full := name
-		if layer >= 0 {
-			full = fmt.Sprintf("blk.%d.%s", layer, name)
-		}
-		dims := []int{cols, nrows}
-		switch {
-		case n > 1:
-			dims = append(dims, n)
-		case nrows == 1:
-			dims = dims[:1]
-		}
-		put(full, typ, data, dims...)
+	data := make([]byte, src.rowBytes*nrows*n)
+	for r := range nrows * n {
+		src.next(data[r*src.rowBytes : (r+1)*src.rowBytes])
 	}
-	// vec adds an F32 tensor of the given dims drawn from gen.
-	vec := func(name string, gen func() float64, dims ...int) {
-		n := 1
-		for _, d := range dims {
-			n *= d
-		}
-		data := make([]byte, 4*n)
-		for i := range n {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(gen())))
-		}
-		put(name, kernels.F32, data, dims...)
+	full := name
+	if layer >= 0 {
+		full = fmt.Sprintf("blk.%d.%s", layer, name)
 	}
-	norm := func() float64 { return 1 + 0.1*(2*rng.Float64()-1) }
-	uniform := func(lo, hi float64) func() float64 {
-		return func() float64 { return lo + (hi-lo)*rng.Float64() }
+	dims := []int{cols, nrows}
+	switch {
+	case n > 1:
+		dims = append(dims, n)
+	case nrows == 1:
+		dims = dims[:1]
 	}
+	t.put(full, typ, data, dims...)
+}
 
-	e, hd := h.Embd, h.HeadDim
+// vec adds an F32 tensor of the given dims drawn from gen.
+func (t *tensorWriter) vec(name string, gen func() float64, dims ...int) {
+	n := 1
+	for _, d := range dims {
+		n *= d
+	}
+	data := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(gen())))
+	}
+	t.put(name, kernels.F32, data, dims...)
+}
+
+// norm draws a norm weight, 1 ± 0.1.
+func (t *tensorWriter) norm() float64 { return 1 + 0.1*(2*t.rng.Float64()-1) }
+
+// uniform draws from [lo, hi).
+func (t *tensorWriter) uniform(lo, hi float64) func() float64 {
+	return func() float64 { return lo + (hi-lo)*t.rng.Float64() }
+}
+
+// hybridBlock adds block l's tensors: its norms, its mixer (GDN or
+// attention; the MTP blocks take attention), its FFN, and an MTP block's
+// extras.
+func (t *tensorWriter) hybridBlock(h *Hybrid, l int, moe bool) {
+	e := h.Embd
+	p := fmt.Sprintf("blk.%d.", l)
+	t.vec(p+"attn_norm.weight", t.norm, e)
+	t.vec(p+"post_attention_norm.weight", t.norm, e)
+	if l < h.Layers && h.IsRecurrent(l) {
+		t.gdnMixer(h, l)
+	} else {
+		t.attnMixer(h, l)
+	}
+	if !moe {
+		t.mat(l, "ffn_gate.weight", e, h.FF, 1)
+		t.mat(l, "ffn_up.weight", e, h.FF, 1)
+		t.mat(l, "ffn_down.weight", h.FF, e, 1)
+	} else {
+		t.moeFFN(h, l)
+	}
+	if l >= h.Layers {
+		t.mat(l, "nextn.eh_proj.weight", 2*e, e, 1)
+		t.vec(p+"nextn.enorm.weight", t.norm, e)
+		t.vec(p+"nextn.hnorm.weight", t.norm, e)
+	}
+}
+
+// gdnMixer adds layer l's Gated DeltaNet tensors.
+func (t *tensorWriter) gdnMixer(h *Hybrid, l int) {
+	e := h.Embd
 	kd, vd := h.KeyHeads*h.StateSize, h.ValueHeads*h.StateSize
-	mat(-1, "token_embd.weight", e, h.Vocab.Size, 1)
-	vec("output_norm.weight", norm, e)
-	for l := range h.Layers + h.NextN {
-		p := fmt.Sprintf("blk.%d.", l)
-		vec(p+"attn_norm.weight", norm, e)
-		vec(p+"post_attention_norm.weight", norm, e)
-		if l < h.Layers && h.IsRecurrent(l) {
-			mat(l, "attn_qkv.weight", e, 2*kd+vd, 1)
-			mat(l, "attn_gate.weight", e, vd, 1)
-			if h.Arch == "qwen3next" {
-				mat(l, "ssm_ba.weight", e, 2*h.ValueHeads, 1)
-			} else {
-				mat(l, "ssm_beta.weight", e, h.ValueHeads, 1)
-				mat(l, "ssm_alpha.weight", e, h.ValueHeads, 1)
-			}
-			vec(p+"ssm_conv1d.weight", uniform(-0.5, 0.5), h.ConvKernel, 2*kd+vd)
-			vec(p+"ssm_dt.bias", uniform(-4, 0), h.ValueHeads)
-			vec(p+"ssm_a", func() float64 { return -math.Exp(uniform(0, math.Log(16))()) }, h.ValueHeads)
-			vec(p+"ssm_norm.weight", norm, h.StateSize)
-			mat(l, "ssm_out.weight", vd, e, 1)
-		} else {
-			mat(l, "attn_q.weight", e, 2*h.Heads*hd, 1)
-			mat(l, "attn_k.weight", e, h.KVHeads*hd, 1)
-			mat(l, "attn_v.weight", e, h.KVHeads*hd, 1)
-			vec(p+"attn_q_norm.weight", norm, hd)
-			vec(p+"attn_k_norm.weight", norm, hd)
-			mat(l, "attn_output.weight", h.Heads*hd, e, 1)
-		}
-		if !moe {
-			mat(l, "ffn_gate.weight", e, h.FF, 1)
-			mat(l, "ffn_up.weight", e, h.FF, 1)
-			mat(l, "ffn_down.weight", h.FF, e, 1)
-		} else {
-			mat(l, "ffn_gate_inp.weight", e, h.Experts, 1)
-			if h.FusedGateUp {
-				mat(l, "ffn_gate_up_exps.weight", e, 2*h.ExpertFF, h.Experts)
-			} else {
-				mat(l, "ffn_gate_exps.weight", e, h.ExpertFF, h.Experts)
-				mat(l, "ffn_up_exps.weight", e, h.ExpertFF, h.Experts)
-			}
-			mat(l, "ffn_down_exps.weight", h.ExpertFF, e, h.Experts)
-			if h.SharedFF > 0 {
-				mat(l, "ffn_gate_inp_shexp.weight", e, 1, 1)
-				mat(l, "ffn_gate_shexp.weight", e, h.SharedFF, 1)
-				mat(l, "ffn_up_shexp.weight", e, h.SharedFF, 1)
-				mat(l, "ffn_down_shexp.weight", h.SharedFF, e, 1)
-			}
-		}
-		if l >= h.Layers {
-			mat(l, "nextn.eh_proj.weight", 2*e, e, 1)
-			vec(p+"nextn.enorm.weight", norm, e)
-			vec(p+"nextn.hnorm.weight", norm, e)
-		}
+	p := fmt.Sprintf("blk.%d.", l)
+	t.mat(l, "attn_qkv.weight", e, 2*kd+vd, 1)
+	t.mat(l, "attn_gate.weight", e, vd, 1)
+	if h.Arch == "qwen3next" {
+		t.mat(l, "ssm_ba.weight", e, 2*h.ValueHeads, 1)
+	} else {
+		t.mat(l, "ssm_beta.weight", e, h.ValueHeads, 1)
+		t.mat(l, "ssm_alpha.weight", e, h.ValueHeads, 1)
 	}
-	if err != nil {
-		return err
+	t.vec(p+"ssm_conv1d.weight", t.uniform(-0.5, 0.5), h.ConvKernel, 2*kd+vd)
+	t.vec(p+"ssm_dt.bias", t.uniform(-4, 0), h.ValueHeads)
+	t.vec(p+"ssm_a", func() float64 { return -math.Exp(t.uniform(0, math.Log(16))()) }, h.ValueHeads)
+	t.vec(p+"ssm_norm.weight", t.norm, h.StateSize)
+	t.mat(l, "ssm_out.weight", vd, e, 1)
+}
+
+// attnMixer adds layer l's gated full-attention tensors (attn_q holds
+// the queries and their gate).
+func (t *tensorWriter) attnMixer(h *Hybrid, l int) {
+	e, hd := h.Embd, h.HeadDim
+	p := fmt.Sprintf("blk.%d.", l)
+	t.mat(l, "attn_q.weight", e, 2*h.Heads*hd, 1)
+	t.mat(l, "attn_k.weight", e, h.KVHeads*hd, 1)
+	t.mat(l, "attn_v.weight", e, h.KVHeads*hd, 1)
+	t.vec(p+"attn_q_norm.weight", t.norm, hd)
+	t.vec(p+"attn_k_norm.weight", t.norm, hd)
+	t.mat(l, "attn_output.weight", h.Heads*hd, e, 1)
+}
+
+// moeFFN adds layer l's router, routed experts and, when SharedFF is set,
+// shared expert.
+func (t *tensorWriter) moeFFN(h *Hybrid, l int) {
+	e := h.Embd
+	t.mat(l, "ffn_gate_inp.weight", e, h.Experts, 1)
+	if h.FusedGateUp {
+		t.mat(l, "ffn_gate_up_exps.weight", e, 2*h.ExpertFF, h.Experts)
+	} else {
+		t.mat(l, "ffn_gate_exps.weight", e, h.ExpertFF, h.Experts)
+		t.mat(l, "ffn_up_exps.weight", e, h.ExpertFF, h.Experts)
 	}
-	if err := w.WriteFile(path); err != nil {
-		return fmt.Errorf("synth: %w", err)
+	t.mat(l, "ffn_down_exps.weight", h.ExpertFF, e, h.Experts)
+	if h.SharedFF > 0 {
+		t.mat(l, "ffn_gate_inp_shexp.weight", e, 1, 1)
+		t.mat(l, "ffn_gate_shexp.weight", e, h.SharedFF, 1)
+		t.mat(l, "ffn_up_shexp.weight", e, h.SharedFF, 1)
+		t.mat(l, "ffn_down_shexp.weight", h.SharedFF, e, 1)
 	}
-	return nil
 }
 
 // HybridPresets names the shapes HybridPreset knows.

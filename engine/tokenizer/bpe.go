@@ -1,7 +1,9 @@
-// This file owns byte-level BPE (tokenizers.md §4–§5): the merge table keyed
-// by packed symbol-id pairs, the per-word merge loop, and the per-call state
-// (word cache, scratch buffers) that keeps Encode free of shared mutation.
 package tokenizer
+
+// This file owns byte-level BPE (../shared/spec/tokenizers.md §4–§5): the
+// merge table keyed by packed symbol-id pairs, the per-word merge loop, and
+// the per-call state (word cache, scratch buffers) that keeps Encode free
+// of shared mutation.
 
 import "strings"
 

@@ -1,7 +1,8 @@
+package tokenizer
+
 // Synthetic vocabularies written as GGUF files with the project's own writer:
 // a byte-level BPE vocabulary trained on a small mixed-script corpus, and an
 // SPM vocabulary with byte fallback. They need no shared data.
-package tokenizer
 
 import (
 	"path/filepath"

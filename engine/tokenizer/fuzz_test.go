@@ -1,7 +1,8 @@
+package tokenizer
+
 // Fuzz targets: Encode never panics and yields in-range ids; byte-level BPE
 // round-trips every valid UTF-8 string, SPM every valid UTF-8 string it can
 // represent.
-package tokenizer
 
 import (
 	"os"

@@ -1,8 +1,10 @@
-// This file owns building a Tokenizer from GGUF metadata (tokenizers.md §1):
-// reading the tokenizer.ggml.* keys, llama.cpp's defaults and overrides for
-// special ids and add_bos/add_eos/add_space_prefix, and the token-attribute
-// fix-ups that decide which token texts are split out of plain text.
 package tokenizer
+
+// This file owns building a Tokenizer from GGUF metadata
+// (../shared/spec/tokenizers.md §1): reading the tokenizer.ggml.* keys,
+// llama.cpp's defaults and overrides for special ids and
+// add_bos/add_eos/add_space_prefix, and the token-attribute fix-ups that
+// decide which token texts are split out of plain text.
 
 import (
 	"errors"
@@ -165,23 +167,60 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 
 // build validates spec and assembles the Tokenizer.
 func build(spec vocabSpec) (*Tokenizer, error) {
-	fail := func(sentinel error, format string, args ...any) (*Tokenizer, error) {
-		return nil, fmt.Errorf("tokenizer %s: %s: %w", spec.name, fmt.Sprintf(format, args...), sentinel)
+	if err := spec.checkLengths(); err != nil {
+		return nil, err
 	}
+	t, err := newTokenizer(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.setTokens(&spec); err != nil {
+		return nil, err
+	}
+	ids, err := t.setSpecialIDs(&spec)
+	if err != nil {
+		return nil, err
+	}
+	t.fixAttrs(ids)
+	t.listSpecial()
+	t.nameAttrs(spec.modelName)
+	switch t.kind {
+	case KindSPM:
+		t.spmTables()
+	case KindBPE:
+		t.bpe = newBPEModel(spec.merges, len(t.tokens), t.tokenID)
+	}
+	return t, nil
+}
+
+// errorf is an error about spec's metadata wrapping sentinel.
+func (spec *vocabSpec) errorf(sentinel error, format string, args ...any) error {
+	return fmt.Errorf("tokenizer %s: %s: %w", spec.name, fmt.Sprintf(format, args...), sentinel)
+}
+
+// checkLengths checks the token count and that scores and types, when
+// present, cover every token.
+func (spec *vocabSpec) checkLengths() error {
 	n := len(spec.tokens)
 	if n == 0 {
-		return fail(ErrInvalid, "empty tokenizer.ggml.tokens")
+		return spec.errorf(ErrInvalid, "empty tokenizer.ggml.tokens")
 	}
 	if n > 1<<30 {
-		return fail(ErrInvalid, "%d tokens is too many", n)
+		return spec.errorf(ErrInvalid, "%d tokens is too many", n)
 	}
 	if spec.scores != nil && len(spec.scores) < n {
-		return fail(ErrInvalid, "%d scores for %d tokens", len(spec.scores), n)
+		return spec.errorf(ErrInvalid, "%d scores for %d tokens", len(spec.scores), n)
 	}
 	if spec.types != nil && len(spec.types) < n {
-		return fail(ErrInvalid, "%d token types for %d tokens", len(spec.types), n)
+		return spec.errorf(ErrInvalid, "%d token types for %d tokens", len(spec.types), n)
 	}
+	return nil
+}
 
+// newTokenizer is a Tokenizer with spec's model and pre-tokenizer and
+// their defaults for the special ids, add_bos and add_space_prefix (the
+// add_space_prefix key applied).
+func newTokenizer(spec *vocabSpec) (*Tokenizer, error) {
 	t := &Tokenizer{pre: spec.pre, bos: -1, eos: -1, unk: -1}
 	if t.pre == "" {
 		t.pre = "default"
@@ -195,21 +234,27 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 		t.kind = KindBPE
 		pt, ok := lookupPre(t.pre)
 		if !ok {
-			return fail(ErrUnsupported, "pre-tokenizer %q is not supported", t.pre)
+			return nil, spec.errorf(ErrUnsupported, "pre-tokenizer %q is not supported", t.pre)
 		}
 		t.preType = pt
 		t.ignoreMerges = pt.ignoreMerges
 		t.bos, t.eos = 11, 11
 		t.addBOS = pt.addBOS
 	case "":
-		return fail(ErrInvalid, "empty tokenizer.ggml.model")
+		return nil, spec.errorf(ErrInvalid, "empty tokenizer.ggml.model")
 	default:
-		return fail(ErrUnsupported, "tokenizer model %q (only \"llama\" SPM and \"gpt2\" BPE are supported)", spec.model)
+		return nil, spec.errorf(ErrUnsupported, "tokenizer model %q (only \"llama\" SPM and \"gpt2\" BPE are supported)", spec.model)
 	}
 	if spec.addPrefix != nil {
 		t.addSpacePrefix = *spec.addPrefix
 	}
+	return t, nil
+}
 
+// setTokens fills the token texts (an empty one renamed [EMPTY_id]), the
+// id map, the scores and the attributes from spec.
+func (t *Tokenizer) setTokens(spec *vocabSpec) error {
+	n := len(spec.tokens)
 	t.tokens = make([]string, n)
 	t.scores = make([]float32, n)
 	t.attrs = make([]tokenAttr, n)
@@ -219,7 +264,7 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 			s = "[EMPTY_" + strconv.Itoa(i) + "]"
 		}
 		if prev, dup := t.tokenID[s]; dup {
-			return fail(ErrInvalid, "duplicate token %q has ids %d and %d", s, prev, i)
+			return spec.errorf(ErrInvalid, "duplicate token %q has ids %d and %d", s, prev, i)
 		}
 		t.tokenID[s] = int32(i)
 		t.tokens[i] = s
@@ -231,9 +276,15 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 			t.attrs[i] = attrFromType(spec.types[i])
 		}
 	}
+	return nil
+}
 
-	// Special ids: defaults out of range are dropped; keys out of range are
-	// ignored (llama.cpp keeps the default).
+// setSpecialIDs resolves every special-id slot from the defaults and
+// spec's keys, applies add_bos/add_eos, and returns the slots.
+func (t *Tokenizer) setSpecialIDs(spec *vocabSpec) ([nSlots]int32, error) {
+	n := len(t.tokens)
+	// Defaults out of range are dropped; keys out of range are ignored
+	// (llama.cpp keeps the default).
 	ids := [nSlots]int32{}
 	for i := range ids {
 		ids[i] = -1
@@ -255,54 +306,54 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 		t.addEOS = *spec.addEOS
 	}
 	if t.addBOS && t.bos < 0 {
-		return fail(ErrInvalid, "add_bos_token is true but there is no valid bos_token_id")
+		return ids, spec.errorf(ErrInvalid, "add_bos_token is true but there is no valid bos_token_id")
 	}
 	if t.addEOS && t.eos < 0 {
-		return fail(ErrInvalid, "add_eos_token is true but there is no valid eos_token_id")
+		return ids, spec.errorf(ErrInvalid, "add_eos_token is true but there is no valid eos_token_id")
 	}
+	return ids, nil
+}
 
-	t.fixAttrs(ids)
+// listSpecial lists the CONTROL, USER_DEFINED and UNKNOWN ids, longest
+// text first; llama.cpp's std::sort leaves equal lengths unordered, we
+// keep id order.
+func (t *Tokenizer) listSpecial() {
 	for i, a := range t.attrs {
 		if a&(attrControl|attrUserDefined|attrUnknown) != 0 {
 			t.special = append(t.special, int32(i))
 		}
 	}
-	// Longest first; llama.cpp's std::sort leaves equal lengths unordered,
-	// we keep id order.
 	slices.SortStableFunc(t.special, func(a, b int32) int {
 		return len(t.tokens[b]) - len(t.tokens[a])
 	})
-	t.nameAttrs(spec.modelName)
+}
 
-	switch t.kind {
-	case KindSPM:
-		for b := range t.spmBarrier {
-			t.spmBarrier[b] = true
-		}
-		for _, s := range t.tokens {
-			if len(s) > 1 {
-				for i := 0; i < len(s); i++ {
-					if s[i] < 0x80 {
-						t.spmBarrier[s[i]] = false
-					}
+// spmTables fills the SPM barrier bytes (ASCII in no token longer than
+// one byte) and each byte's fallback token.
+func (t *Tokenizer) spmTables() {
+	for b := range t.spmBarrier {
+		t.spmBarrier[b] = true
+	}
+	for _, s := range t.tokens {
+		if len(s) > 1 {
+			for i := 0; i < len(s); i++ {
+				if s[i] < 0x80 {
+					t.spmBarrier[s[i]] = false
 				}
 			}
 		}
-		for b := 0; b < 256; b++ {
-			t.spmByte[b] = -1
-			if id, ok := t.lookup(fmt.Sprintf("<0x%02X>", b)); ok {
-				t.spmByte[b] = id
-			} else if id, ok := t.lookup(string([]byte{byte(b)})); ok {
-				t.spmByte[b] = id
-			} else if t.unk >= 0 {
-				// llama.cpp aborts here; Encode cannot fail, so UNK stands in.
-				t.spmByte[b] = t.unk
-			}
-		}
-	case KindBPE:
-		t.bpe = newBPEModel(spec.merges, n, t.tokenID)
 	}
-	return t, nil
+	for b := 0; b < 256; b++ {
+		t.spmByte[b] = -1
+		if id, ok := t.lookup(fmt.Sprintf("<0x%02X>", b)); ok {
+			t.spmByte[b] = id
+		} else if id, ok := t.lookup(string([]byte{byte(b)})); ok {
+			t.spmByte[b] = id
+		} else if t.unk >= 0 {
+			// llama.cpp aborts here; Encode cannot fail, so UNK stands in.
+			t.spmByte[b] = t.unk
+		}
+	}
 }
 
 // attrFromType maps tokenizer.ggml.token_type values to attributes.
@@ -325,7 +376,7 @@ func attrFromType(ty int32) tokenAttr {
 }
 
 // Token texts llama.cpp recognises when the matching id key is absent
-// (tokenizers.md §1.2); a match is marked CONTROL.
+// (../shared/spec/tokenizers.md §1.2); a match is marked CONTROL.
 var autoSpecial = [...]struct {
 	slot  int
 	texts []string

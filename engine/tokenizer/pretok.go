@@ -1,9 +1,11 @@
-// This file owns BPE pre-tokenization (tokenizers.md §4): the per-pre-type
-// lists of splitting steps, the hand-written scanners that stand in for the
-// GPT-2 / Llama-3 / Qwen2 / Qwen3.5 regexes, and small exact matchers for the
-// few std::regex patterns the supported pre-types use (Go's regexp has no
-// look-ahead and different leftmost semantics, so none of this uses it).
 package tokenizer
+
+// This file owns BPE pre-tokenization (../shared/spec/tokenizers.md §4):
+// the per-pre-type lists of splitting steps, the hand-written scanners that
+// stand in for the GPT-2 / Llama-3 / Qwen2 / Qwen3.5 regexes, and small
+// exact matchers for the few std::regex patterns the supported pre-types
+// use (Go's regexp has no look-ahead and different leftmost semantics, so
+// none of this uses it).
 
 import "unicode"
 
@@ -66,7 +68,7 @@ func lookupPre(name string) (preType, bool) {
 }
 
 // ---------------------------------------------------------------------------
-// Hand-written scanners (tokenizers.md §4.3).
+// Hand-written scanners (../shared/spec/tokenizers.md §4.3).
 
 // scanGPT2 implements 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
 func scanGPT2(cps []rune, fl []uint16, lo, hi int, emit func(int)) {

@@ -1,7 +1,8 @@
+package tokenizer
+
 // Tests against the real vocabularies, texts and golden figures in
 // /work/shared/data: llama.cpp's tokenizer test vectors, the stories260K
 // token hashes, and decode∘encode round trips on wikitext.
-package tokenizer
 
 import (
 	"crypto/sha256"

@@ -1,6 +1,8 @@
-// This file owns the SentencePiece path (tokenizers.md §3): llama.cpp's
-// score-driven bigram merging over UTF-8 characters with byte fallback.
 package tokenizer
+
+// This file owns the SentencePiece path (../shared/spec/tokenizers.md §3):
+// llama.cpp's score-driven bigram merging over UTF-8 characters with byte
+// fallback.
 
 import "strings"
 

@@ -1,12 +1,13 @@
-// Package tokenizer turns text into the token ids llama.cpp produces, from a
-// GGUF file's tokenizer.ggml.* metadata alone: SentencePiece ("llama") and
-// byte-level BPE ("gpt2") with the pre-tokenizers named by
-// tokenizer.ggml.pre (tokenizers.md). A Tokenizer is immutable and safe for
-// concurrent use; each Encode call keeps its own scratch state.
-//
+// Package tokenizer turns text into the token ids llama.cpp produces, from
+// a GGUF file's tokenizer.ggml.* metadata alone: SentencePiece ("llama")
+// and byte-level BPE ("gpt2") with the pre-tokenizers named by
+// tokenizer.ggml.pre (../shared/spec/tokenizers.md). A Tokenizer is
+// immutable and safe for concurrent use; each Encode call keeps its own
+// scratch state.
+package tokenizer
+
 // This file owns the Tokenizer type, Encode (special-token partition and
 // dispatch), Decode and the accessors.
-package tokenizer
 
 import (
 	"strconv"
@@ -105,11 +106,12 @@ type fragment struct {
 	lo, hi int
 }
 
-// Encode tokenizes text as llama_tokenize does (tokenizers.md §2). addSpecial
-// adds BOS/EOS when the vocabulary asks for them; parseSpecial lets CONTROL
-// and UNKNOWN token texts in the input become those tokens. USER_DEFINED
-// tokens are always matched. The perplexity path uses (true, false). Text
-// must be shorter than 2 GiB (positions are int32).
+// Encode tokenizes text as llama_tokenize does
+// (../shared/spec/tokenizers.md §2). addSpecial adds BOS/EOS when the
+// vocabulary asks for them; parseSpecial lets CONTROL and UNKNOWN token
+// texts in the input become those tokens. USER_DEFINED tokens are always
+// matched. The perplexity path uses (true, false). Text must be shorter
+// than 2 GiB (positions are int32).
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 	frags := t.partition(text, parseSpecial)
 	out := make([]int32, 0, len(text)/2+2) // generous: SPM on English runs ~0.6 ids per byte

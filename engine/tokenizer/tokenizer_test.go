@@ -1,7 +1,8 @@
-// Unit tests on synthetic vocabularies: pre-tokenizer splits derived by hand
-// from the regexes in tokenizers.md §4.2, metadata defaults and errors,
-// special-token partition, SPM leading-space handling.
 package tokenizer
+
+// Unit tests on synthetic vocabularies: pre-tokenizer splits derived by
+// hand from the regexes in ../shared/spec/tokenizers.md §4.2, metadata
+// defaults and errors, special-token partition, SPM leading-space handling.
 
 import (
 	"errors"

@@ -1,7 +1,10 @@
-// This file owns the Unicode layer the BPE pre-tokenizers stand on: llama.cpp's
-// lenient UTF-8 decoder and encoder, per-code-point category flags (from Go's
-// unicode tables plus the Unicode 15.1 additions, tokenizers.md §4.5), and the GPT-2 byte↔unicode map (§4.4).
 package tokenizer
+
+// This file owns the Unicode layer the BPE pre-tokenizers stand on:
+// llama.cpp's lenient UTF-8 decoder and encoder, per-code-point category
+// flags (from Go's unicode tables plus the Unicode 15.1 additions,
+// ../shared/spec/tokenizers.md §4.5), and the GPT-2 byte↔unicode map
+// (§4.4).
 
 import "unicode"
 

@@ -1,6 +1,7 @@
+package plot
+
 // axis.go owns axes: their range, nice ticks (1-2-5 steps on a linear
 // axis, decades on a log one) and the data-to-pixel mapping.
-package plot
 
 import (
 	"math"

@@ -41,10 +41,6 @@ func (r Rect) overlap(o Rect) float64 {
 	return w * h
 }
 
-func (r Rect) contains(o Rect) bool {
-	return o.X0 >= r.X0 && o.X1 <= r.X1 && o.Y0 >= r.Y0 && o.Y1 <= r.Y1
-}
-
 // Anchor places text horizontally about its point.
 type Anchor int
 

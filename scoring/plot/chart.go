@@ -1,7 +1,8 @@
+package plot
+
 // chart.go owns the chart model and its layout: title, axes with ticks
 // and grid, the series, point labels placed to avoid each other, and a
 // legend beside the plot area (never over the data).
-package plot
 
 import (
 	"fmt"
@@ -74,43 +75,90 @@ func Layout(c *Chart, w, h int) *Canvas {
 	cv := &Canvas{W: w, H: h, Background: white, Title: c.Title}
 	W, H := float64(w), float64(h)
 
-	// Title and subtitle, wrapped to the width.
+	top := drawTitles(&f, cv, c, W)
+	entries := legendEntries(c)
+	legendW := legendWidth(&f, c, entries, W)
+	right := W - 20
+	if legendW > 0 {
+		right = W - 24 - legendW - 16
+	}
+	bottom := H - (10 + tickSize*1.2 + 10 + axisSize*1.3 + 8)
+	sc, xt, yt := fitAxes(&f, c, top, right, bottom)
+	plot := sc.plot
+	cv.Plot = plot
+	drawYAxis(cv, sc, yt)
+	drawXAxis(&f, cv, sc, xt)
+	cv.add(&Text{At: Point{(plot.X0 + plot.X1) / 2, H - 12}, S: c.X.Label, Size: axisSize, Color: ink, Anchor: AnchorMiddle, Class: "axis-label"})
+	cv.add(&Text{At: Point{16, (plot.Y0 + plot.Y1) / 2}, S: c.Y.Label, Size: axisSize, Color: ink, Anchor: AnchorMiddle, VAnchor: VTop, Rotate: true, Class: "axis-label"})
+
+	p := seriesPainter{plotScale: sc, cv: cv}
+	p.drawAll()
+	placeLabels(&f, cv, plot, p.labelled, p.obstacles)
+	placeVLineLabels(&f, cv, plot, p.vlines)
+	cv.add(&Polyline{Pts: []Point{{plot.X0, plot.Y0}, {plot.X1, plot.Y0}, {plot.X1, plot.Y1}, {plot.X0, plot.Y1}, {plot.X0, plot.Y0}},
+		Stroke: gray, Width: 1, Class: "frame"})
+	if legendW > 0 {
+		drawLegend(&f, cv, c, entries, W-16-legendW, top, legendW, H)
+	}
+	return cv
+}
+
+// drawTitles draws the title and subtitle, wrapped to the width W, and
+// returns the top of the plot area below them.
+func drawTitles(f *fonts, cv *Canvas, c *Chart, W float64) float64 {
 	y := 12.0
-	for _, line := range wrap(&f, c.Title, titleSize, (W-32)/svgSlack) {
+	for _, line := range wrap(f, c.Title, titleSize, (W-32)/svgSlack) {
 		y += titleSize * 1.25
 		cv.add(&Text{At: Point{16, y}, S: line, Size: titleSize, Color: ink, Class: "title"})
 	}
-	for _, line := range wrap(&f, c.Subtitle, subtitleSize, (W-32)/svgSlack) {
+	for _, line := range wrap(f, c.Subtitle, subtitleSize, (W-32)/svgSlack) {
 		y += subtitleSize * 1.35
 		cv.add(&Text{At: Point{16, y}, S: line, Size: subtitleSize, Color: gray, Class: "subtitle"})
 	}
-	top := y + 18
+	return y + 18
+}
 
-	// The legend column on the right.
+// legendEntries are the named series, in order.
+func legendEntries(c *Chart) []*Series {
 	var entries []*Series
 	for i := range c.Series {
 		if c.Series[i].Name != "" {
 			entries = append(entries, &c.Series[i])
 		}
 	}
-	legendW := 0.0
-	if len(entries) > 0 || len(c.Notes) > 0 {
-		legendW = 150
-		for _, s := range entries {
-			legendW = max(legendW, 34+f.width(s.Name, legendSize)*svgSlack)
-		}
-		legendW = min(legendW, 0.3*W)
-	}
-	right := W - 20
-	if legendW > 0 {
-		right = W - 24 - legendW - 16
-	}
-	bottom := H - (10 + tickSize*1.2 + 10 + axisSize*1.3 + 8)
+	return entries
+}
 
-	// Axis ranges from the data, then the left margin from the y labels.
+// legendWidth is the width of the legend column on the right of a W-wide
+// canvas: 0 with no entries and no notes, else at least 150, wide enough
+// for the longest name, at most 0.3 W.
+func legendWidth(f *fonts, c *Chart, entries []*Series, W float64) float64 {
+	if len(entries) == 0 && len(c.Notes) == 0 {
+		return 0
+	}
+	legendW := 150.0
+	for _, s := range entries {
+		legendW = max(legendW, 34+f.width(s.Name, legendSize)*svgSlack)
+	}
+	return min(legendW, 0.3*W)
+}
+
+// plotScale maps data values to positions in the plot area.
+type plotScale struct {
+	c    *Chart
+	plot Rect
+}
+
+func (sc plotScale) px(v float64) float64 { return sc.c.X.pos(v, sc.plot.X0, sc.plot.X1) }
+func (sc plotScale) py(v float64) float64 { return sc.c.Y.pos(v, sc.plot.Y1, sc.plot.Y0) }
+
+// fitAxes fits both axes to the data and places the plot area between
+// top, right and bottom, its left edge leaving room for the y tick labels;
+// it returns the scale and the ticks of each axis.
+func fitAxes(f *fonts, c *Chart, top, right, bottom float64) (sc plotScale, xt, yt []Tick) {
 	xlo, xhi, ylo, yhi := dataRange(c)
 	c.Y.fit(ylo, yhi, 0.06, bottom-top, false)
-	yt := c.Y.ticks(bottom-top, false)
+	yt = c.Y.ticks(bottom-top, false)
 	tw := 0.0
 	for _, t := range yt {
 		if t.Major {
@@ -119,15 +167,15 @@ func Layout(c *Chart, w, h int) *Canvas {
 	}
 	left := 16 + axisSize*1.2 + 10 + tw + 8
 	c.X.fit(xlo, xhi, 0.04, right-left, true)
-	xt := c.X.ticks(right-left, true)
-	plot := Rect{left, top, right, bottom}
-	cv.Plot = plot
-	px := func(v float64) float64 { return c.X.pos(v, plot.X0, plot.X1) }
-	py := func(v float64) float64 { return c.Y.pos(v, plot.Y1, plot.Y0) }
+	xt = c.X.ticks(right-left, true)
+	return plotScale{c: c, plot: Rect{left, top, right, bottom}}, xt, yt
+}
 
-	// Grid, ticks, labels.
+// drawYAxis draws the y axis's grid lines, ticks and tick labels.
+func drawYAxis(cv *Canvas, sc plotScale, yt []Tick) {
+	plot := sc.plot
 	for _, t := range yt {
-		yy := py(t.V)
+		yy := sc.py(t.V)
 		if t.OnGrid {
 			cv.add(&Polyline{Pts: []Point{{plot.X0, yy}, {plot.X1, yy}}, Stroke: gridColor, Width: 1, Class: "grid"})
 		}
@@ -138,9 +186,15 @@ func Layout(c *Chart, w, h int) *Canvas {
 		}
 		cv.add(&Polyline{Pts: []Point{{plot.X0 - l, yy}, {plot.X0, yy}}, Stroke: ink, Width: 1})
 	}
+}
+
+// drawXAxis draws the x axis's grid lines, ticks and tick labels, leaving
+// out a label that would touch the one before it.
+func drawXAxis(f *fonts, cv *Canvas, sc plotScale, xt []Tick) {
+	plot := sc.plot
 	lastEnd := math.Inf(-1)
 	for _, t := range xt {
-		xx := px(t.V)
+		xx := sc.px(t.V)
 		if t.OnGrid {
 			cv.add(&Polyline{Pts: []Point{{xx, plot.Y0}, {xx, plot.Y1}}, Stroke: gridColor, Width: 1, Class: "grid"})
 		}
@@ -155,141 +209,193 @@ func Layout(c *Chart, w, h int) *Canvas {
 		}
 		cv.add(&Polyline{Pts: []Point{{xx, plot.Y1}, {xx, plot.Y1 + l}}, Stroke: ink, Width: 1})
 	}
-	cv.add(&Text{At: Point{(plot.X0 + plot.X1) / 2, H - 12}, S: c.X.Label, Size: axisSize, Color: ink, Anchor: AnchorMiddle, Class: "axis-label"})
-	cv.add(&Text{At: Point{16, (plot.Y0 + plot.Y1) / 2}, S: c.Y.Label, Size: axisSize, Color: ink, Anchor: AnchorMiddle, VAnchor: VTop, Rotate: true, Class: "axis-label"})
+}
 
-	// Series: areas first, then lines, then markers, then labels.
-	var obstacles []Rect
-	var labelled []pointLabel
-	var vlines []pointLabel
+// seriesPainter draws the series and collects what label placement must
+// avoid and place.
+type seriesPainter struct {
+	plotScale
+	cv        *Canvas
+	obstacles []Rect       // markers, error bars, step segments
+	labelled  []pointLabel // points with a label
+	vlines    []pointLabel // vertical lines with a label
+}
+
+// seriesPass is the pass that draws kind: areas first, then lines, then
+// markers (-1: none).
+func seriesPass(kind SeriesKind) int {
+	switch kind {
+	case Band, Bars:
+		return 0
+	case Line, Step, VLine:
+		return 1
+	case Points:
+		return 2
+	}
+	return -1
+}
+
+// drawAll draws every series, pass by pass, each pass in series order.
+func (p *seriesPainter) drawAll() {
 	for pass := range 3 {
-		for i := range c.Series {
-			s := &c.Series[i]
-			switch {
-			case pass == 0 && (s.Kind == Band || s.Kind == Bars):
-			case pass == 1 && (s.Kind == Line || s.Kind == Step || s.Kind == VLine):
-			case pass == 2 && s.Kind == Points:
-			default:
+		for i := range p.c.Series {
+			s := &p.c.Series[i]
+			if seriesPass(s.Kind) != pass {
 				continue
-			}
-			width := s.Width
-			if width == 0 {
-				width = 2
 			}
 			switch s.Kind {
 			case Band:
-				var pts []Point
-				for j := range s.X {
-					pts = append(pts, Point{px(s.X[j]), py(clampLog(&c.Y, s.Hi[j]))})
-				}
-				for j := len(s.X) - 1; j >= 0; j-- {
-					pts = append(pts, Point{px(s.X[j]), py(clampLog(&c.Y, s.Lo[j]))})
-				}
-				fill := s.Color
-				fill.A = bandAlpha(c)
-				cv.add(&Polygon{Pts: pts, Fill: fill, Clip: true, Class: s.Class})
+				p.drawBand(s)
 			case Bars:
-				fill := s.Color
-				fill.A = 200
-				for j, v := range s.Y {
-					if v <= 0 {
-						continue
-					}
-					x0, x1 := px(s.Edges[j]), px(s.Edges[j+1])
-					y0, y1 := py(clampLog(&c.Y, v)), plot.Y1
-					cv.add(&Polygon{Pts: []Point{{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}}, Fill: fill, Clip: true, Class: s.Class})
-					cv.add(&Polyline{Pts: []Point{{x0, y1}, {x0, y0}, {x1, y0}, {x1, y1}}, Stroke: white, Width: 0.8, Clip: true})
-				}
+				p.drawBars(s)
 			case Line, Step:
-				var pts []Point
-				for j := range s.X {
-					if c.Y.Log && !(s.Y[j] > 0) {
-						continue
-					}
-					p := Point{px(s.X[j]), py(s.Y[j])}
-					if s.Kind == Step && len(pts) > 0 {
-						pts = append(pts, Point{p.X, pts[len(pts)-1].Y})
-					}
-					pts = append(pts, p)
-				}
-				cv.add(&Polyline{Pts: pts, Stroke: s.Color, Width: width, Dash: s.Dash, Clip: true, Class: s.Class})
-				if s.Kind == Step {
-					for j := 1; j < len(pts); j++ {
-						obstacles = append(obstacles, segRect(pts[j-1], pts[j], 2))
-					}
-				}
+				p.drawLine(s)
 			case VLine:
-				xx := px(s.X[0])
-				cv.add(&Polyline{Pts: []Point{{xx, plot.Y0}, {xx, plot.Y1}}, Stroke: s.Color, Width: width, Dash: s.Dash, Clip: true, Class: s.Class})
-				if len(s.Labels) > 0 {
-					vlines = append(vlines, pointLabel{at: Point{xx, plot.Y0}, text: s.Labels[0], color: s.Color})
-				}
+				p.drawVLine(s)
 			case Points:
-				for j := range s.X {
-					if c.Y.Log && !(s.Y[j] > 0) {
-						continue
-					}
-					p := Point{px(s.X[j]), py(s.Y[j])}
-					if s.Lo != nil {
-						lo, hi := py(clampLog(&c.Y, s.Lo[j])), py(clampLog(&c.Y, s.Hi[j]))
-						if math.Abs(lo-hi) >= 2 {
-							cv.add(&Polyline{Pts: []Point{{p.X, lo}, {p.X, hi}}, Stroke: s.Color, Width: 1.5, Clip: true, Class: "error-bar"})
-							cv.add(&Polyline{Pts: []Point{{p.X - 4, lo}, {p.X + 4, lo}}, Stroke: s.Color, Width: 1.5, Clip: true})
-							cv.add(&Polyline{Pts: []Point{{p.X - 4, hi}, {p.X + 4, hi}}, Stroke: s.Color, Width: 1.5, Clip: true})
-							obstacles = append(obstacles, Rect{p.X - 4, min(lo, hi), p.X + 4, max(lo, hi)})
-						}
-					}
-					size := 9.0
-					cv.add(&Marker{At: p, Shape: s.Shape, Size: size, Fill: s.Color, Stroke: white, Clip: true, Class: s.Class})
-					obstacles = append(obstacles, Rect{p.X - size/2 - 1, p.Y - size/2 - 1, p.X + size/2 + 1, p.Y + size/2 + 1})
-					if j < len(s.Labels) && s.Labels[j] != "" {
-						labelled = append(labelled, pointLabel{at: p, text: s.Labels[j], color: ink})
-					}
-				}
+				p.drawPoints(s)
 			}
 		}
 	}
-	placeLabels(&f, cv, plot, labelled, obstacles)
-	placeVLineLabels(&f, cv, plot, vlines)
-	cv.add(&Polyline{Pts: []Point{{plot.X0, plot.Y0}, {plot.X1, plot.Y0}, {plot.X1, plot.Y1}, {plot.X0, plot.Y1}, {plot.X0, plot.Y0}},
-		Stroke: gray, Width: 1, Class: "frame"})
+}
 
-	// Legend.
-	if legendW > 0 {
-		lx, ly := W-16-legendW, top+4
-		// Entries close up when many, and those that still do not fit
-		// above the notes are counted instead of drawn off the canvas.
-		gap := 1.7
-		if float64(len(entries))*gap*legendSize > 0.6*(H-top) {
-			gap = 1.3
+// strokeWidth is s's line width, 2 when unset.
+func strokeWidth(s *Series) float64 {
+	if s.Width == 0 {
+		return 2
+	}
+	return s.Width
+}
+
+// drawBand fills the area between s.Lo and s.Hi.
+func (p *seriesPainter) drawBand(s *Series) {
+	c := p.c
+	var pts []Point
+	for j := range s.X {
+		pts = append(pts, Point{p.px(s.X[j]), p.py(clampLog(&c.Y, s.Hi[j]))})
+	}
+	for j := len(s.X) - 1; j >= 0; j-- {
+		pts = append(pts, Point{p.px(s.X[j]), p.py(clampLog(&c.Y, s.Lo[j]))})
+	}
+	fill := s.Color
+	fill.A = bandAlpha(c)
+	p.cv.add(&Polygon{Pts: pts, Fill: fill, Clip: true, Class: s.Class})
+}
+
+// drawBars draws a bar per positive bin, outlined in white.
+func (p *seriesPainter) drawBars(s *Series) {
+	fill := s.Color
+	fill.A = 200
+	for j, v := range s.Y {
+		if v <= 0 {
+			continue
 		}
-		notes := c.Notes
-		for i, s := range entries {
-			if ly+gap*legendSize*2 > H-0.25*(H-top) && i < len(entries)-1 {
-				notes = append([]string{fmt.Sprintf("… and %d more lines, not listed.", len(entries)-i)}, notes...)
-				break
-			}
-			ly += legendSize * gap
-			drawSwatch(cv, s, Point{lx + 12, ly - legendSize*capHeight/2})
-			for i, line := range wrap(&f, s.Name, legendSize, (legendW-34)/svgSlack) {
-				if i > 0 {
-					ly += legendSize * 1.25
-				}
-				cv.add(&Text{At: Point{lx + 30, ly}, S: ellipsize(&f, line, legendSize, (legendW-34)/svgSlack), Size: legendSize, Color: ink, Class: "legend"})
-			}
+		x0, x1 := p.px(s.Edges[j]), p.px(s.Edges[j+1])
+		y0, y1 := p.py(clampLog(&p.c.Y, v)), p.plot.Y1
+		p.cv.add(&Polygon{Pts: []Point{{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}}, Fill: fill, Clip: true, Class: s.Class})
+		p.cv.add(&Polyline{Pts: []Point{{x0, y1}, {x0, y0}, {x1, y0}, {x1, y1}}, Stroke: white, Width: 0.8, Clip: true})
+	}
+}
+
+// drawLine draws a Line or Step series (leaving out values a log axis
+// cannot show); a step's segments are obstacles for labels.
+func (p *seriesPainter) drawLine(s *Series) {
+	var pts []Point
+	for j := range s.X {
+		if p.c.Y.Log && !(s.Y[j] > 0) {
+			continue
 		}
-		if len(entries) > 0 {
-			ly += 8
+		pt := Point{p.px(s.X[j]), p.py(s.Y[j])}
+		if s.Kind == Step && len(pts) > 0 {
+			pts = append(pts, Point{pt.X, pts[len(pts)-1].Y})
 		}
-		for _, n := range notes {
-			ly += 6
-			for _, line := range wrap(&f, n, noteSize, legendW/svgSlack) {
-				ly += noteSize * 1.35
-				cv.add(&Text{At: Point{lx, ly}, S: line, Size: noteSize, Color: gray, Class: "note"})
-			}
+		pts = append(pts, pt)
+	}
+	p.cv.add(&Polyline{Pts: pts, Stroke: s.Color, Width: strokeWidth(s), Dash: s.Dash, Clip: true, Class: s.Class})
+	if s.Kind == Step {
+		for j := 1; j < len(pts); j++ {
+			p.obstacles = append(p.obstacles, segRect(pts[j-1], pts[j], 2))
 		}
 	}
-	return cv
+}
+
+// drawVLine draws a vertical line across the plot area and keeps its
+// label for placeVLineLabels.
+func (p *seriesPainter) drawVLine(s *Series) {
+	xx := p.px(s.X[0])
+	p.cv.add(&Polyline{Pts: []Point{{xx, p.plot.Y0}, {xx, p.plot.Y1}}, Stroke: s.Color, Width: strokeWidth(s), Dash: s.Dash, Clip: true, Class: s.Class})
+	if len(s.Labels) > 0 {
+		p.vlines = append(p.vlines, pointLabel{at: Point{xx, p.plot.Y0}, text: s.Labels[0], color: s.Color})
+	}
+}
+
+// drawPoints draws a marker per point (leaving out values a log axis
+// cannot show), with its error bar, and keeps the labels for placeLabels.
+func (p *seriesPainter) drawPoints(s *Series) {
+	for j := range s.X {
+		if p.c.Y.Log && !(s.Y[j] > 0) {
+			continue
+		}
+		pt := Point{p.px(s.X[j]), p.py(s.Y[j])}
+		if s.Lo != nil {
+			p.drawErrorBar(s, pt.X, s.Lo[j], s.Hi[j])
+		}
+		size := 9.0
+		p.cv.add(&Marker{At: pt, Shape: s.Shape, Size: size, Fill: s.Color, Stroke: white, Clip: true, Class: s.Class})
+		p.obstacles = append(p.obstacles, Rect{pt.X - size/2 - 1, pt.Y - size/2 - 1, pt.X + size/2 + 1, pt.Y + size/2 + 1})
+		if j < len(s.Labels) && s.Labels[j] != "" {
+			p.labelled = append(p.labelled, pointLabel{at: pt, text: s.Labels[j], color: ink})
+		}
+	}
+}
+
+// drawErrorBar draws a capped bar from lo to hi at x when it is at least
+// 2 pixels long.
+func (p *seriesPainter) drawErrorBar(s *Series, x, lo, hi float64) {
+	ylo, yhi := p.py(clampLog(&p.c.Y, lo)), p.py(clampLog(&p.c.Y, hi))
+	if math.Abs(ylo-yhi) >= 2 {
+		p.cv.add(&Polyline{Pts: []Point{{x, ylo}, {x, yhi}}, Stroke: s.Color, Width: 1.5, Clip: true, Class: "error-bar"})
+		p.cv.add(&Polyline{Pts: []Point{{x - 4, ylo}, {x + 4, ylo}}, Stroke: s.Color, Width: 1.5, Clip: true})
+		p.cv.add(&Polyline{Pts: []Point{{x - 4, yhi}, {x + 4, yhi}}, Stroke: s.Color, Width: 1.5, Clip: true})
+		p.obstacles = append(p.obstacles, Rect{x - 4, min(ylo, yhi), x + 4, max(ylo, yhi)})
+	}
+}
+
+// drawLegend draws the legend column, lx from the left and legendW wide,
+// from top down: an entry per series, then the notes. Entries close up
+// when many, and those that still do not fit above the notes are counted
+// instead of drawn off the canvas.
+func drawLegend(f *fonts, cv *Canvas, c *Chart, entries []*Series, lx, top, legendW, H float64) {
+	ly := top + 4
+	gap := 1.7
+	if float64(len(entries))*gap*legendSize > 0.6*(H-top) {
+		gap = 1.3
+	}
+	notes := c.Notes
+	for i, s := range entries {
+		if ly+gap*legendSize*2 > H-0.25*(H-top) && i < len(entries)-1 {
+			notes = append([]string{fmt.Sprintf("… and %d more lines, not listed.", len(entries)-i)}, notes...)
+			break
+		}
+		ly += legendSize * gap
+		drawSwatch(cv, s, Point{lx + 12, ly - legendSize*capHeight/2})
+		for i, line := range wrap(f, s.Name, legendSize, (legendW-34)/svgSlack) {
+			if i > 0 {
+				ly += legendSize * 1.25
+			}
+			cv.add(&Text{At: Point{lx + 30, ly}, S: ellipsize(f, line, legendSize, (legendW-34)/svgSlack), Size: legendSize, Color: ink, Class: "legend"})
+		}
+	}
+	if len(entries) > 0 {
+		ly += 8
+	}
+	for _, n := range notes {
+		ly += 6
+		for _, line := range wrap(f, n, noteSize, legendW/svgSlack) {
+			ly += noteSize * 1.35
+			cv.add(&Text{At: Point{lx, ly}, S: line, Size: noteSize, Color: gray, Class: "note"})
+		}
+	}
 }
 
 // bandAlpha is the opacity of bands: lighter the more there are, so
@@ -477,11 +583,7 @@ func drawSwatch(cv *Canvas, s *Series, c Point) {
 			fill.A = 56
 			cv.add(&Polygon{Pts: []Point{{c.X - 11, c.Y - 6}, {c.X + 11, c.Y - 6}, {c.X + 11, c.Y + 6}, {c.X - 11, c.Y + 6}}, Fill: fill})
 		}
-		w := s.Width
-		if w == 0 {
-			w = 2
-		}
-		cv.add(&Polyline{Pts: []Point{{c.X - 11, c.Y}, {c.X + 11, c.Y}}, Stroke: s.Color, Width: w, Dash: s.Dash, Class: "legend-swatch"})
+		cv.add(&Polyline{Pts: []Point{{c.X - 11, c.Y}, {c.X + 11, c.Y}}, Stroke: s.Color, Width: strokeWidth(s), Dash: s.Dash, Class: "legend-swatch"})
 	}
 }
 

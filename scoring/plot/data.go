@@ -1,8 +1,9 @@
+package plot
+
 // data.go owns what the charts show, computed from records: the Pareto
 // front of KLD against bits per weight, the running perplexity ± window
 // by window, and the KLD histogram with its percentiles; and the three
 // charts built from them.
-package plot
 
 import (
 	"cmp"

@@ -1,6 +1,7 @@
+package plot
+
 // png.go renders a Canvas as a PNG raster: paths anti-aliased with
 // golang.org/x/image/vector, text in Go Regular.
-package plot
 
 import (
 	"bytes"

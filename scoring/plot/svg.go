@@ -1,5 +1,6 @@
-// svg.go renders a Canvas as SVG text.
 package plot
+
+// svg.go renders a Canvas as SVG text.
 
 import (
 	"bytes"
