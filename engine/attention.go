@@ -159,17 +159,9 @@ func (j *attnJob) product(w *attnWorker, out []float32, m *kernels.Matrix, x []f
 }
 
 func (w *attnWorker) grow(rows, hd, nkp int) {
-	w.q = growTo(w.q, rows*hd)
-	w.o = growTo(w.o, rows*hd)
-	w.s = growTo(w.s, rows*nkp)
-	w.vt = growTo(w.vt, 4*hd*nkp)
-	w.row = growTo(w.row, hd)
-}
-
-// growTo returns b with length n, reallocating only when it is too short.
-func growTo[T any](b []T, n int) []T {
-	if cap(b) < n {
-		return make([]T, n)
-	}
-	return b[:n]
+	w.q = kernels.Grow(w.q, rows*hd)
+	w.o = kernels.Grow(w.o, rows*hd)
+	w.s = kernels.Grow(w.s, rows*nkp)
+	w.vt = kernels.Grow(w.vt, 4*hd*nkp)
+	w.row = kernels.Grow(w.row, hd)
 }

@@ -34,14 +34,14 @@ type flashScratch struct {
 }
 
 func (f *flashScratch) grow(rows, hd int) {
-	f.s = growTo(f.s, rows*flashBlock)
-	f.pv = growTo(f.pv, rows*hd)
-	f.o = growTo(f.o, rows*hd)
-	f.m = growTo(f.m, rows)
-	f.alpha = growTo(f.alpha, rows)
-	f.l = growTo(f.l, rows)
-	f.vt = growTo(f.vt, 4*hd*flashBlock)
-	f.v = growTo(f.v, 4*flashBlock*hd)
+	f.s = kernels.Grow(f.s, rows*flashBlock)
+	f.pv = kernels.Grow(f.pv, rows*hd)
+	f.o = kernels.Grow(f.o, rows*hd)
+	f.m = kernels.Grow(f.m, rows)
+	f.alpha = kernels.Grow(f.alpha, rows)
+	f.l = kernels.Grow(f.l, rows)
+	f.vt = kernels.Grow(f.vt, 4*hd*flashBlock)
+	f.v = kernels.Grow(f.v, 4*flashBlock*hd)
 }
 
 // flashUnit attends the query heads of KV head g over the tokens [t0, t1)
@@ -66,7 +66,7 @@ func (j *attnJob) flashRows(w *attnWorker, g, h0, h1, t0, t1 int, chunks [][2]in
 	hd := kv.hd
 	nt := t1 - t0
 	rows := (h1 - h0) * nt
-	w.q = growTo(w.q, rows*hd)
+	w.q = kernels.Grow(w.q, rows*hd)
 	f := &w.fl
 	f.grow(rows, hd)
 

@@ -123,9 +123,9 @@ func (j *attnJob) selectBlocks() {
 	fp.qb0 = p.pos0 / b
 	fp.nqb = fp.f.Blocks(p.pos0+p.n) - fp.qb0
 	fp.nh, fp.nkv = j.nh, j.nkv
-	fp.pooled = growTo(fp.pooled, j.nkv*fp.m*kv.hd)
-	fp.sel = growTo(fp.sel, j.nh*fp.nqb*fp.m)
-	fp.full = growTo(fp.full, j.nh*fp.nqb)
+	fp.pooled = kernels.Grow(fp.pooled, j.nkv*fp.m*kv.hd)
+	fp.sel = kernels.Grow(fp.sel, j.nh*fp.nqb*fp.m)
+	fp.full = kernels.Grow(fp.full, j.nh*fp.nqb)
 	p.m.pool.For(j.nkv, 1, fp.poolFn)
 	fp.next.Store(0)
 	p.m.pool.For(p.m.pool.Threads(), 1, fp.selFn)
@@ -135,7 +135,7 @@ func (j *attnJob) selectBlocks() {
 func (j *attnJob) poolKeys(worker, lo, hi int) {
 	p, kv, fp := j.p, j.p.m.kv, &j.fp
 	w := &fp.workers[worker]
-	w.row, w.sum = growTo(w.row, kv.hd), growTo(w.sum, kv.hd)
+	w.row, w.sum = kernels.Grow(w.row, kv.hd), kernels.Grow(w.sum, kv.hd)
 	n := p.pos0 + p.n
 	for g := lo; g < hi; g++ {
 		keys := kv.k[j.l][g*kv.cap*kv.rb:][:n*kv.rb]
@@ -149,7 +149,7 @@ func (j *attnJob) selectWork(worker, _, _ int) {
 	p, hd, fp := j.p, j.p.m.kv.hd, &j.fp
 	w := &fp.workers[worker]
 	b := fp.f.BlockSize
-	w.q = growTo(w.q, b*hd)
+	w.q = kernels.Grow(w.q, b*hd)
 	for {
 		u := int(fp.next.Add(1) - 1)
 		if u >= fp.nh*fp.nqb {

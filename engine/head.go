@@ -123,10 +123,10 @@ func (m *Model) reduceRows(_, lo, hi int) {
 	for i := lo; i < hi; i++ {
 		rq, o := &h.reqs[i], &h.out[i]
 		row := h.logits[i*v : (i+1)*v]
-		o.Picked = growTo(o.Picked, len(rq.IDs))
+		o.Picked = kernels.Grow(o.Picked, len(rq.IDs))
 		o.Max, o.ArgMax, o.SumExp = ks.Pick(row, rq.IDs, o.Picked)
-		o.TopIDs = growTo(o.TopIDs, rq.TopK)
-		o.TopLogits = growTo(o.TopLogits, rq.TopK)
+		o.TopIDs = kernels.Grow(o.TopIDs, rq.TopK)
+		o.TopLogits = kernels.Grow(o.TopLogits, rq.TopK)
 		ks.TopK(row, rq.TopK, o.TopIDs, o.TopLogits)
 	}
 }

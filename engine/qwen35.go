@@ -120,8 +120,8 @@ func (m *qwen35) attention(p *pass, l int, A *gatedAttn) {
 	heads, kv, hd := m.hp.nHead[l], m.hp.nHeadKV[l], m.hp.headDim
 	nq := heads * hd
 	s := &m.s
-	s.qg = growTo(s.qg, p.n*2*nq)
-	s.gate = growTo(s.gate, p.n*nq)
+	s.qg = kernels.Grow(s.qg, p.n*2*nq)
+	s.gate = kernels.Grow(s.gate, p.n*nq)
 	p.linear(s.qg, A.wq, nil, p.xn)
 	for t := range p.n {
 		for h := range heads {

@@ -207,7 +207,7 @@ func swigluGo(g, u []float32) {
 // buf is grown scratch; the (possibly new) buffer is returned.
 func AttnScores(s []float32, k *Matrix, q []float32, rows, nTok int, buf []float32) []float32 {
 	hd, nk := k.Cols, k.Rows
-	buf = grow(buf, nk*hd+hd)
+	buf = Grow(buf, nk*hd+hd)
 	keys, qr := buf[:nk*hd], buf[nk*hd:]
 	descOf(k.Type).dequant(k.Data[:nk*k.RowBytes()], keys)
 	half := k.Type == F16
@@ -240,7 +240,7 @@ func AttnScores(s []float32, k *Matrix, q []float32, rows, nTok int, buf []float
 // ggml_vec_dot otherwise.
 func AttnValues(o []float32, v *Matrix, p []float32, rows, nTok int, buf []float32) []float32 {
 	hd, nk := v.Rows, v.Cols
-	buf = grow(buf, hd*nk+nk)
+	buf = Grow(buf, hd*nk+nk)
 	vals, pr := buf[:hd*nk], buf[hd*nk:]
 	descOf(v.Type).dequant(v.Data[:hd*v.RowBytes()], vals)
 	half := v.Type == F16

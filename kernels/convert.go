@@ -2,7 +2,7 @@ package kernels
 
 // This file owns the public, type-dispatching entry points over the type
 // descriptors' traits (typedesc.go): dequantization, reference quantization, activation conversion
-// (ggml's x86 AVX2 semantics, gguf-and-quants.md §4.2) and the one-row dot.
+// (ggml's x86 AVX2 semantics, ../shared/spec/gguf-and-quants.md §4.2) and the one-row dot.
 
 import (
 	"errors"

@@ -234,7 +234,7 @@ func TestQuantizeRoundTrip(t *testing.T) {
 	}
 }
 
-// TestQ8_0Rounding pins the two rounding rules of §4.2 on a block with
+// TestQ8_0Rounding pins the two rounding rules of ../shared/spec/gguf-and-quants.md §4.2 on a block with
 // amax = 127 (so d = 1 and both multipliers are exactly 1): the reference
 // weight quantizer rounds halves away from zero, the x86 activation
 // quantizer to even.
@@ -260,7 +260,7 @@ func TestQ8_0Rounding(t *testing.T) {
 }
 
 // TestActivationQ8Model checks the x86 activation quantizers against a
-// float64 restatement of §4.2 on random data.
+// float64 restatement of ../shared/spec/gguf-and-quants.md §4.2 on random data.
 func TestActivationQ8Model(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for range 200 {

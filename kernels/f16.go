@@ -3,7 +3,7 @@ package kernels
 // This file owns conversions between float32 and the two 16-bit float
 // formats ggml stores: IEEE binary16 (F16) and bfloat16 (BF16), both
 // directions, round-to-nearest-even, with subnormals, infinities and NaN
-// handled (gguf-and-quants.md §3.1).
+// handled (../shared/spec/gguf-and-quants.md §3.1).
 
 import "math"
 

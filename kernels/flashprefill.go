@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns FlashPrefill V2's block selection (flashprefill.md §2–4):
+// This file owns FlashPrefill V2's block selection (../shared/spec/flashprefill.md §2–4):
 // its parameters and their checks, key pooling (the mean key of every
 // key block), the block scores A(qb, kb) of one query block of one query
 // head against the pooled keys, and the selection rule. The sparse
@@ -18,7 +18,7 @@ import (
 // ErrFlashPrefill is wrapped by FlashPrefill.Validate errors.
 var ErrFlashPrefill = errors.New("flashprefill")
 
-// FlashPrefill holds FlashPrefill V2's parameters (flashprefill.md §6).
+// FlashPrefill holds FlashPrefill V2's parameters (../shared/spec/flashprefill.md §6).
 type FlashPrefill struct {
 	BlockSize  int     `json:"block_size"`  // tokens per query and key block, and the key-pooling window; a power of two
 	Alpha      float64 `json:"alpha"`       // keep a block whose score is at least Alpha × the row's best, in [0, 1]
@@ -162,12 +162,9 @@ func (ks KernelSet) FlashPrefillSelect(f FlashPrefill, sel []bool, q []float32, 
 	b := f.BlockSize
 	nq := min(b, L-qb*b)
 	nk := qb + 1
-	sc.s = grow(sc.s, nk*nq)
-	sc.m = grow(sc.m, nk)
-	if cap(sc.a) < nk {
-		sc.a = make([]float64, nk)
-	}
-	sc.a = sc.a[:nk]
+	sc.s = Grow(sc.s, nk*nq)
+	sc.m = Grow(sc.m, nk)
+	sc.a = Grow(sc.a, nk)
 	if cap(sc.order) < nk {
 		sc.order = make([]int32, nk)
 	}

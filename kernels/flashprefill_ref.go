@@ -1,7 +1,7 @@
 package kernels
 
 // This file owns FlashPrefillRef, the float64 reference of FlashPrefill V2
-// (flashprefill.md §2–5) in plain loops: what the block selection and the
+// (../shared/spec/flashprefill.md §2–5) in plain loops: what the block selection and the
 // engine's sparse attention are checked against. Single-threaded and
 // allocating; for tests.
 

@@ -279,7 +279,7 @@ func TestFlashPrefillGQAHeadsDiffer(t *testing.T) {
 	}
 }
 
-// TestFlashPrefillKeepsAllWhenDense checks the cases §6 and §7 call dense:
+// TestFlashPrefillKeepsAllWhenDense checks the cases ../shared/spec/flashprefill.md §6 and §7 call dense:
 // the default parameters keep every block up to M = 8 (L ≤ 1024), and
 // α = 0 keeps every block at any length.
 func TestFlashPrefillKeepsAllWhenDense(t *testing.T) {

@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns the Gated DeltaNet recurrence (architectures.md §5.6 step
+// This file owns the Gated DeltaNet recurrence (../shared/spec/architectures.md §5.6 step
 // 8, ggml's GATED_DELTA_NET as llama.cpp runs it on the CPU for prefill and
 // decode): for one value head, token by token,
 //

@@ -1,5 +1,7 @@
 //go:build ignore
 
+package main
+
 // gen_simd writes simd_amd64.s, the assembly micro-kernels of the SIMD
 // matmul paths, from the unrolling parameters below. Run it with
 // `go generate ./kernels/` (see simd_amd64.go); it needs nothing beyond the
@@ -10,7 +12,6 @@
 // DI holds the tile argument, SI the weight panel, DX the offset into the
 // activation rows, CX the loop count; R8..R13, AX, BX the activation row of
 // token 0..7.
-package main
 
 import (
 	"bytes"
@@ -312,101 +313,12 @@ func kAVX2(s kSpec) {
 			p("VPXOR Y%d, Y%d, Y%d", t, t, t)
 		}
 		for j := range nsub {
-			if s.signed {
-				p("VMOVDQU %d(SI), Y4", s.scOff+64*j)
-				for k := range kPer {
-					p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
-					p("VPABSB Y12, Y15")
-					for t := range nt {
-						p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
-						p("VPSIGNB Y12, Y13, Y13")
-						p("VPMADDUBSW Y13, Y15, Y13")
-						p("VPMADDWD Y4, Y13, Y13")
-						p("VPADDD Y13, Y%d, Y%d", t, t)
-					}
-				}
-				continue
-			}
-			if s.words {
-				for k := range kPer {
-					p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
-					for t := range nt {
-						if k == 0 {
-							p("VPBROADCASTD %s, Y%d", act(4+s.sb*j+4*k, t), 4+t)
-							p("VPMADDUBSW Y%d, Y12, Y%d", 4+t, 4+t)
-							continue
-						}
-						p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
-						p("VPMADDUBSW Y13, Y12, Y13")
-						p("VPADDW Y13, Y%d, Y%d", 4+t, 4+t)
-					}
-				}
-				for t := range nt {
-					p("VPMADDWD %d(SI), Y%d, Y%d", s.scOff+64*j, 4+t, 4+t)
-					p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
-				}
-				continue
-			}
-			for t := range nt {
-				p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
-			}
-			for k := range kPer {
-				p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
-				for t := range nt {
-					p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
-					p("VPMADDUBSW Y13, Y12, Y13")
-					p("VPMADDWD Y14, Y13, Y13")
-					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
-				}
-			}
-			for t := range nt {
-				p("VPMULLD %d(SI), Y%d, Y%d", s.scOff+64*j, 4+t, 4+t)
-				p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
-			}
+			kAVX2SubBlock(s, j, kPer, nt)
 		}
 		if !s.signed {
-			for t := range nt {
-				p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
-			}
-			for q := range 8 {
-				p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
-				for t := range nt {
-					p("VPBROADCASTD %s, Y13", act(260+4*q, t))
-					p("VPMADDWD Y13, Y12, Y13")
-					p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
-				}
-			}
+			kAVX2Pairs(s, nt)
 		}
-		switch {
-		case s.signed:
-			for t := range nt {
-				p("VCVTDQ2PS Y%d, Y%d", t, t)
-				p("VBROADCASTSS %s, Y13", act(0, t))
-				p("VMULPS %d(SI), Y13, Y13", s.dOff)
-				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
-			}
-		case s.corr:
-			p("MOVQ qTile_shift(DI), R13")
-			p("VMOVQ R13, X15")
-			for t := range nt {
-				p("VPSLLD X15, Y%d, Y%d", 4+t, 4+t)
-				p("VPSUBD Y%d, Y%d, Y%d", 4+t, t, t)
-				p("VCVTDQ2PS Y%d, Y%d", t, t)
-				p("VBROADCASTSS %s, Y13", act(0, t))
-				p("VMULPS %d(SI), Y13, Y13", s.dOff)
-				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
-			}
-		default:
-			for t := range nt {
-				p("VBROADCASTSS %s, Y15", act(0, t))
-				p("VMULPS %d(SI), Y15, Y13", s.dOff)
-				p("VCVTDQ2PS Y%d, Y%d", t, t)
-				p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
-				p("VMULPS %d(SI), Y15, Y13", s.dmOff)
-				p("VCVTDQ2PS Y%d, Y%d", 4+t, 4+t)
-				p("VFNMADD231PS Y13, Y%d, Y%d", 4+t, 8+t)
-			}
-		}
+		kAVX2Scale(s, nt)
 		p("ADDQ $%d, SI", s.panel)
 		p("ADDQ $%d, DX", s.actLen)
 		p("DECQ CX")
@@ -418,6 +330,115 @@ func kAVX2(s kSpec) {
 	}
 	p("VZEROUPPER")
 	p("RET")
+}
+
+// kAVX2SubBlock sums sub-block j of a super-block into Y0..Y3 (one
+// integer sum per token): signed levels, word scales, or VPMADDWD by ones
+// and VPMULLD by the scales.
+func kAVX2SubBlock(s kSpec, j, kPer, nt int) {
+	if s.signed {
+		p("VMOVDQU %d(SI), Y4", s.scOff+64*j)
+		for k := range kPer {
+			p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+			p("VPABSB Y12, Y15")
+			for t := range nt {
+				p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
+				p("VPSIGNB Y12, Y13, Y13")
+				p("VPMADDUBSW Y13, Y15, Y13")
+				p("VPMADDWD Y4, Y13, Y13")
+				p("VPADDD Y13, Y%d, Y%d", t, t)
+			}
+		}
+		return
+	}
+	if s.words {
+		for k := range kPer {
+			p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+			for t := range nt {
+				if k == 0 {
+					p("VPBROADCASTD %s, Y%d", act(4+s.sb*j+4*k, t), 4+t)
+					p("VPMADDUBSW Y%d, Y12, Y%d", 4+t, 4+t)
+					continue
+				}
+				p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
+				p("VPMADDUBSW Y13, Y12, Y13")
+				p("VPADDW Y13, Y%d, Y%d", 4+t, 4+t)
+			}
+		}
+		for t := range nt {
+			p("VPMADDWD %d(SI), Y%d, Y%d", s.scOff+64*j, 4+t, 4+t)
+			p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
+		}
+		return
+	}
+	for t := range nt {
+		p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+	}
+	for k := range kPer {
+		p("VMOVDQU %d(SI), Y12", 64*(j*kPer+k))
+		for t := range nt {
+			p("VPBROADCASTD %s, Y13", act(4+s.sb*j+4*k, t))
+			p("VPMADDUBSW Y13, Y12, Y13")
+			p("VPMADDWD Y14, Y13, Y13")
+			p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+		}
+	}
+	for t := range nt {
+		p("VPMULLD %d(SI), Y%d, Y%d", s.scOff+64*j, 4+t, 4+t)
+		p("VPADDD Y%d, Y%d, Y%d", 4+t, t, t)
+	}
+}
+
+// kAVX2Pairs sums the super-block's min pairs into Y4..Y7 (unsigned
+// kernels).
+func kAVX2Pairs(s kSpec, nt int) {
+	for t := range nt {
+		p("VPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+	}
+	for q := range 8 {
+		p("VMOVDQU %d(SI), Y12", s.prOff+64*q)
+		for t := range nt {
+			p("VPBROADCASTD %s, Y13", act(260+4*q, t))
+			p("VPMADDWD Y13, Y12, Y13")
+			p("VPADDD Y13, Y%d, Y%d", 4+t, 4+t)
+		}
+	}
+}
+
+// kAVX2Scale turns the integer sums into floats and accumulates them,
+// scaled by d (and, with correction or min, by the shift or dmin), into
+// Y8..Y11.
+func kAVX2Scale(s kSpec, nt int) {
+	switch {
+	case s.signed:
+		for t := range nt {
+			p("VCVTDQ2PS Y%d, Y%d", t, t)
+			p("VBROADCASTSS %s, Y13", act(0, t))
+			p("VMULPS %d(SI), Y13, Y13", s.dOff)
+			p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+		}
+	case s.corr:
+		p("MOVQ qTile_shift(DI), R13")
+		p("VMOVQ R13, X15")
+		for t := range nt {
+			p("VPSLLD X15, Y%d, Y%d", 4+t, 4+t)
+			p("VPSUBD Y%d, Y%d, Y%d", 4+t, t, t)
+			p("VCVTDQ2PS Y%d, Y%d", t, t)
+			p("VBROADCASTSS %s, Y13", act(0, t))
+			p("VMULPS %d(SI), Y13, Y13", s.dOff)
+			p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+		}
+	default:
+		for t := range nt {
+			p("VBROADCASTSS %s, Y15", act(0, t))
+			p("VMULPS %d(SI), Y15, Y13", s.dOff)
+			p("VCVTDQ2PS Y%d, Y%d", t, t)
+			p("VFMADD231PS Y13, Y%d, Y%d", t, 8+t)
+			p("VMULPS %d(SI), Y15, Y13", s.dmOff)
+			p("VCVTDQ2PS Y%d, Y%d", 4+t, 4+t)
+			p("VFNMADD231PS Y13, Y%d, Y%d", 4+t, 8+t)
+		}
+	}
 }
 
 // q8AVX512Min: the Q4_1/Q5_1 min panels (q8PanelGoMin) on 512-bit

@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns IQ4_NL (gguf-and-quants.md §3.12): 32 values per block, a
+// This file owns IQ4_NL (../shared/spec/gguf-and-quants.md §3.12): 32 values per block, a
 // f16 scale and 4-bit indices into a fixed non-linear table; dequantization
 // and the dot product with Q8_0 activations (§4.3). The dot keeps the
 // single-accumulator lane layout of ggml's AVX2 tinyBLAS path (see

@@ -2,7 +2,7 @@ package kernels
 
 // This file owns the K-quant family's shared pieces: the descriptors of
 // Q2_K..Q6_K, IQ4_XS and the Q8_K activation type, the Q8_K block layout and
-// its quantizer (ggml's quantize_row_q8_K semantics, gguf-and-quants.md §4.2),
+// its quantizer (ggml's quantize_row_q8_K semantics, ../shared/spec/gguf-and-quants.md §4.2),
 // and small decoding helpers. Each weight format lives in its own
 // kquants_<type>.go file: dequantization, the block dot product with Q8_K
 // (§4.3: exact integer parts, then one float combination per super-block),

@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns IQ4_XS (gguf-and-quants.md §3.13): eight 32-element
+// This file owns IQ4_XS (../shared/spec/gguf-and-quants.md §3.13): eight 32-element
 // sub-blocks of 4-bit codes into the non-linear IQ4_NL table (kvIQ4NL, in
 // iq4nl.go), with 6-bit scales (offset 32) under one f16 scale. The dot
 // with Q8_K is d_a·d·Σ (ls−32)·Σ KV[code]·a (§4.3).

@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns Q2_K and Q3_K (gguf-and-quants.md §3.7, §3.8): sixteen
+// This file owns Q2_K and Q3_K (../shared/spec/gguf-and-quants.md §3.7, §3.8): sixteen
 // 16-element sub-blocks of 2-bit values (Q2_K: 4-bit scale and min each)
 // or 3-bit signed values (Q3_K: 6-bit signed scale each). Dots with Q8_K
 // (§4.3): Q2_K d_a·d·Σ sc·Σ q·a − d_a·dmin·Σ m·bsum; Q3_K d_a·d·Σ S·Σ q·a.

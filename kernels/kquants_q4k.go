@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns Q4_K and Q5_K (gguf-and-quants.md §3.9, §3.10): eight
+// This file owns Q4_K and Q5_K (../shared/spec/gguf-and-quants.md §3.9, §3.10): eight
 // 32-element sub-blocks with 6-bit scales and mins under f16 super-scales.
 // The dot with Q8_K is d_a·d·Σ sc·Σ q·a − d_a·dmin·Σ m·(two bsums) (§4.3).
 

@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns Q6_K (gguf-and-quants.md §3.11): sixteen 16-element
+// This file owns Q6_K (../shared/spec/gguf-and-quants.md §3.11): sixteen 16-element
 // sub-blocks of signed 6-bit values with int8 scales under one f16 scale.
 // The dot with Q8_K is d_a·d·Σ sc·Σ q·a with q in −32..31 (§4.3).
 

@@ -1,7 +1,7 @@
 package kernels
 
 // Tests for the K-quant formats and the Q8_K activation quantizer: dequant
-// against a per-element transcription of gguf-and-quants.md §3.7–3.13, block
+// against a per-element transcription of ../shared/spec/gguf-and-quants.md §3.7–3.13, block
 // dots against float64 dots of the dequantized operands, quantizer round
 // trips, and Q8_K's properties (§4.2).
 

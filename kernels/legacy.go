@@ -1,7 +1,7 @@
 package kernels
 
 // This file owns the legacy 32-element block formats Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0 and the Q8_1 activation type (gguf-and-quants.md §3.2–3.6,
+// Q5_1, Q8_0 and the Q8_1 activation type (../shared/spec/gguf-and-quants.md §3.2–3.6,
 // §3.15): dequantization, ggml's reference weight quantizers, the x86 AVX2
 // activation quantizers (§4.2) and the block dot products (§4.3).
 //
@@ -43,7 +43,7 @@ var minSIMD = simdDesc{fam: famQ8, q8: q8Format{min: true},
 	avx2: panelKernels{q: q8PanelAVX2m}, avx512: panelKernels{q: q8PanelAVX512m}}
 
 // q8LevelsQ8_0, like each type's q8Levels… decoder, turns one block into
-// its signed levels and its float scale (gguf-and-quants.md §3), which the
+// its signed levels and its float scale (../shared/spec/gguf-and-quants.md §3), which the
 // Go panel repack (repackQ8Levels) biases.
 func q8LevelsQ8_0(blk []byte, q *[qk]int8) float32 {
 	for j := range qk {

@@ -129,7 +129,7 @@ func MatMul(p *Pool, out []float32, w *Matrix, x []float32, nTok int, scratch *M
 		j.float = true
 		j.xf = x[:nTok*w.Cols]
 		if w.Type != F32 {
-			s.actF = grow(s.actF, nTok*w.Cols)
+			s.actF = Grow(s.actF, nTok*w.Cols)
 			j.xf = s.actF
 		}
 		j.view = w.Type == F32 && uintptr(unsafe.Pointer(unsafe.SliceData(w.Data)))%4 == 0
@@ -137,12 +137,12 @@ func MatMul(p *Pool, out []float32, w *Matrix, x []float32, nTok int, scratch *M
 		j.tokTile = clamp(32<<10/(4*w.Cols), 1, 16)
 		if !j.view {
 			j.rowsPerWkr = j.rowTile * w.Cols
-			s.rows = grow(s.rows, threads*j.rowsPerWkr)
+			s.rows = Grow(s.rows, threads*j.rowsPerWkr)
 		}
 	default:
 		vt := VecDotType(w.Type)
 		j.arb = vt.RowBytes(w.Cols)
-		s.act = grow(s.act, nTok*j.arb)
+		s.act = Grow(s.act, nTok*j.arb)
 		j.act = s.act
 		j.dot = blockDot(w)
 		j.rowTile = clamp(16<<10/rb, 1, 32)
@@ -283,9 +283,9 @@ func MatMulRef(out []float32, w *Matrix, x []float32, nTok int) {
 	}
 }
 
-// grow returns b[:n], or a new slice (contents not kept) when b is too
-// small: the one scratch-resizing helper of the package.
-func grow[T any](b []T, n int) []T {
+// Grow returns b[:n], or a new slice (contents not kept) when b is too
+// small: the one scratch-resizing helper of the project.
+func Grow[T any](b []T, n int) []T {
 	if cap(b) < n {
 		return make([]T, n)
 	}

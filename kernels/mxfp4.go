@@ -1,6 +1,6 @@
 package kernels
 
-// This file owns MXFP4 (gguf-and-quants.md §3.14): 32 E2M1 values per block
+// This file owns MXFP4 (../shared/spec/gguf-and-quants.md §3.14): 32 E2M1 values per block
 // sharing one E8M0 exponent; dequantization and the dot product with Q8_0
 // activations (§4.3). The dot follows ggml's AVX2 kernel: blocks alternate
 // between two 8-lane accumulators, the lanes are summed once, and a last odd

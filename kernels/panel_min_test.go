@@ -37,7 +37,7 @@ func minMatrix(t *testing.T, rng *rand.Rand, wt Type, rows, cols int, codes bool
 }
 
 // minLevels decodes one Q4_1/Q5_1 block to its levels q, d and m, level by
-// level from the format description (gguf-and-quants.md §3).
+// level from the format description (../shared/spec/gguf-and-quants.md §3).
 func minLevels(wt Type, blk []byte) (q [qk]int32, d, m float32) {
 	d, m = f16le(blk), f16le(blk[2:])
 	qs, h := blk[4:20], uint32(0)

@@ -1,3 +1,5 @@
+package kernels
+
 // reduce.go owns the reference logit-row reductions that perplexity scoring
 // runs after the LM head: Pick (max, argmax, Σ exp, and the logits of a few
 // requested ids) and TopK (the row's k largest logits). They keep nothing
@@ -6,7 +8,6 @@
 // a run selected for the "head" op: "go" is the reference, "avx512" a
 // vector max/argmax scan, a vector exp summed in float64 lanes, and a
 // thresholded top-k scan.
-package kernels
 
 import "math"
 

@@ -112,10 +112,10 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 		// Whole groups of fpToks rows, the padding rows zero, so a group
 		// never reads past the buffer.
 		pad := (nTok + fpToks - 1) / fpToks * fpToks
-		s.actF = grow(s.actF, pad*w.Cols)
+		s.actF = Grow(s.actF, pad*w.Cols)
 		clear(s.actF[nTok*w.Cols:])
 	} else {
-		s.act = grow(s.act, nTok*j.arb)
+		s.act = Grow(s.act, nTok*j.arb)
 	}
 	for len(s.workers) < threads {
 		s.workers = append(s.workers, &simdWorker{})
@@ -123,9 +123,9 @@ func matMulSIMD(k *matKernel, p *Pool, out []float32, w *Matrix, x []float32, nT
 	for _, wk := range s.workers[:threads] {
 		switch {
 		case j.float:
-			wk.fpanel = grow(wk.fpanel, w.Cols*fpRows)
+			wk.fpanel = Grow(wk.fpanel, w.Cols*fpRows)
 		case s.packed == nil:
-			wk.panel = grow(wk.panel, j.panelLen)
+			wk.panel = Grow(wk.panel, j.panelLen)
 		}
 	}
 	p.For(nTok, 1, s.conv)

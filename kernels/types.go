@@ -11,7 +11,7 @@ import (
 // Type is a ggml tensor type id as stored in GGUF tensor-info records.
 type Type uint32
 
-// ggml type ids (gguf-and-quants.md §2).
+// ggml type ids (../shared/spec/gguf-and-quants.md §2).
 const (
 	F32     Type = 0
 	F16     Type = 1

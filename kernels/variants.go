@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -364,19 +365,18 @@ func (ks KernelSet) Config() map[string]string {
 }
 
 // String is the full selection as a spec ParseKernels accepts, ops sorted.
-func (ks KernelSet) String() string {
-	c := ks.Config()
-	ops := make([]string, 0, len(c))
-	for op := range c {
-		ops = append(ops, op)
-	}
-	slices.Sort(ops)
+func (ks KernelSet) String() string { return FormatSpec(ks.Config()) }
+
+// FormatSpec writes an op → variant map as the spec ParseKernels reads,
+// "op=variant,op=variant", ops sorted.
+func FormatSpec(m map[string]string) string {
+	ops := slices.Sorted(maps.Keys(m))
 	var sb strings.Builder
 	for i, op := range ops {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(op + "=" + c[op])
+		sb.WriteString(op + "=" + m[op])
 	}
 	return sb.String()
 }

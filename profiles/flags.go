@@ -7,9 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
+
+	"plexbench/kernels"
 )
 
 // field ties one TOML setting to the score flag that overrides it.
@@ -152,22 +153,9 @@ func FlagFor(key string) (string, bool) {
 	return "", false
 }
 
-// FormatKernels writes a kernel map as "op=variant,op=variant", ops sorted.
-func FormatKernels(m map[string]string) string {
-	ops := make([]string, 0, len(m))
-	for op := range m {
-		ops = append(ops, op)
-	}
-	slices.Sort(ops)
-	var b strings.Builder
-	for i, op := range ops {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(op + "=" + m[op])
-	}
-	return b.String()
-}
+// FormatKernels writes a kernel map as "op=variant,op=variant", ops
+// sorted: the spec kernels.ParseKernels reads.
+func FormatKernels(m map[string]string) string { return kernels.FormatSpec(m) }
 
 // ParseKernels reads "op=variant,op=variant"; an empty string is no choices.
 func ParseKernels(s string) (map[string]string, error) {

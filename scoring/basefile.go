@@ -1,3 +1,5 @@
+package scoring
+
 // basefile.go owns the compact KLD base file: what a recording run writes
 // and a comparison run reads back. Per scored token it holds the base's NLL
 // and its top-k (id, log-probability) pairs instead of llama.cpp's full
@@ -33,7 +35,6 @@
 // A base is written through outfile (to a temporary file renamed into
 // place by Close only after every promised record arrived), so an aborted
 // run never leaves a valid-looking base (Abort removes the temporary).
-package scoring
 
 import (
 	"bufio"
@@ -137,6 +138,37 @@ func baseSize(metaLen int, h *BaseHeader) int64 {
 		int64(h.Scored)*int64(BaseRecordBytes(h.TopK)) + sha256.Size
 }
 
+// writeTokenIDs writes ids as little-endian uint32s through write, as
+// both base formats store them.
+func writeTokenIDs(write func([]byte), ids []int32) {
+	var b [4096]byte
+	for len(ids) > 0 {
+		n := min(len(ids), len(b)/4)
+		for i, id := range ids[:n] {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(id))
+		}
+		write(b[:4*n])
+		ids = ids[n:]
+	}
+}
+
+// readTokenIDs fills ids from little-endian uint32s, as both base formats
+// store them.
+func readTokenIDs(r io.Reader, ids []int32) error {
+	var b [4096]byte
+	for len(ids) > 0 {
+		n := min(len(ids), len(b)/4)
+		if _, err := io.ReadFull(r, b[:4*n]); err != nil {
+			return err
+		}
+		for j := range n {
+			ids[j] = int32(binary.LittleEndian.Uint32(b[4*j:]))
+		}
+		ids = ids[n:]
+	}
+	return nil
+}
+
 // BaseWriter streams a base file.
 type BaseWriter struct {
 	path      string
@@ -193,15 +225,7 @@ func CreateBase(path string, h BaseHeader, tokens []int32) (*BaseWriter, error) 
 	le.PutUint32(hdr[96:], uint32(len(meta)))
 	hdr = append(hdr, meta...)
 	w.write(hdr)
-	var b [4096]byte
-	for t := tokens; len(t) > 0; {
-		n := min(len(t), len(b)/4)
-		for i, id := range t[:n] {
-			le.PutUint32(b[4*i:], uint32(id))
-		}
-		w.write(b[:4*n])
-		t = t[n:]
-	}
+	writeTokenIDs(w.write, tokens)
 	if w.err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("kld base: %w", w.err) // outfile names the path
@@ -443,16 +467,8 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	off := int64(baseFixedHeader) + int64(mlen)
 	br := bufio.NewReaderSize(io.NewSectionReader(r, off, body-off), 1<<20)
 	tokens := make([]int32, h.Tokens)
-	var b [4096]byte
-	for i := 0; i < len(tokens); {
-		n := min(len(tokens)-i, len(b)/4)
-		if _, err := io.ReadFull(br, b[:4*n]); err != nil {
-			return nil, bad("reading token ids: %v", err)
-		}
-		for j := range n {
-			tokens[i+j] = int32(le.Uint32(b[4*j:]))
-		}
-		i += n
+	if err := readTokenIDs(br, tokens); err != nil {
+		return nil, bad("reading token ids: %v", err)
 	}
 	if TokenIDsSHA256(tokens) != h.TokenIDsSHA256 {
 		return nil, bad("token ids do not hash to the header's token_ids_sha256")

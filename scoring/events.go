@@ -1,7 +1,8 @@
+package scoring
+
 // events.go owns the progress events Run sends while it scores: one Started,
 // one WindowDone per finished window, one Finished. The CLI and the TUI
 // render them; scoring itself never prints.
-package scoring
 
 import (
 	"encoding/json"

@@ -1,3 +1,5 @@
+package scoring
+
 // floor.go owns what a top-k base cannot see. A plexbench base keeps each
 // scored token's top k log-probabilities and lumps the rest of the
 // vocabulary into one outcome, so its KL divergence is that of the
@@ -12,7 +14,6 @@
 // given (the base row's k most likely ids, the rest lumped, CompareToken's
 // arithmetic). CoarseningStats accumulates the pair; `plexbench floor`
 // uses it to measure a model's floors.
-package scoring
 
 import (
 	"math"

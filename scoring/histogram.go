@@ -1,7 +1,8 @@
+package scoring
+
 // histogram.go owns KLDHistogram: the per-token KLDs of a comparison
 // counted in fixed log-spaced bins, so a report can show their spread
 // without carrying every token.
-package scoring
 
 import (
 	"math"

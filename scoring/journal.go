@@ -1,3 +1,5 @@
+package scoring
+
 // journal.go owns the run journal: a file appended and fsynced after each
 // window, holding what the report and a base being recorded need from that
 // window, so that a stopped or killed run can be continued (Request.Resume)
@@ -22,7 +24,6 @@
 //
 // A record cut short or failing its checksum (a kill mid-append) ends the
 // journal: it and anything after it are dropped when the run resumes.
-package scoring
 
 import (
 	"bufio"

@@ -1,6 +1,8 @@
+package scoring
+
 // llamabase.go owns llama.cpp's KL-divergence base format, the file
 // `llama-perplexity --kl-divergence-base` writes (../shared/spec/
-// perplexity-kld.md §3): reading one as a base, so a run is compared with
+// ../shared/spec/perplexity-kld.md §3): reading one as a base, so a run is compared with
 // llama.cpp's own logits over the whole vocabulary on the same tokens, and
 // writing one from a run, so llama.cpp can compare its build against ours.
 //
@@ -16,7 +18,6 @@
 //	                   f32 scale, f32 minlp, V codes q, a zero pad word when V is odd
 //
 // Row j's base log-probability is scale·q[j] + minlp (f32).
-package scoring
 
 import (
 	"bufio"
@@ -24,6 +25,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"plexbench/kernels"
 )
 
 // Base formats.
@@ -96,20 +99,13 @@ func readLlamaBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) 
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(r, llamaHeader, size-llamaHeader), 1<<20)
 	tokens := make([]int32, chunks*ctx)
-	var b [4096]byte
-	for i := 0; i < len(tokens); {
-		k := min(len(tokens)-i, len(b)/4)
-		if _, err := io.ReadFull(br, b[:4*k]); err != nil {
-			return nil, bad("reading token ids: %v", err)
+	if err := readTokenIDs(br, tokens); err != nil {
+		return nil, bad("reading token ids: %v", err)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= vocab {
+			return nil, bad("llama.cpp base: token %d at index %d is outside its vocabulary (%d)", t, i, vocab)
 		}
-		for j := range k {
-			t := int32(le.Uint32(b[4*j:]))
-			if t < 0 || int(t) >= vocab {
-				return nil, bad("llama.cpp base: token %d at index %d is outside its vocabulary (%d)", t, i+j, vocab)
-			}
-			tokens[i+j] = t
-		}
-		i += k
 	}
 	rows := llamaRows(ctx)
 	h := BaseHeader{Method: MethodChunks, Ctx: ctx, Stride: ctx, ChunkLimit: chunks, TopK: vocab,
@@ -136,10 +132,7 @@ func (b *BaseReader) NextLlama(row *LlamaRow) error {
 	v := b.Header.Meta.VocabSize
 	row.Scale = math.Float32frombits(le.Uint32(b.rec[0:]))
 	row.MinLP = math.Float32frombits(le.Uint32(b.rec[4:]))
-	if cap(row.Q) < v {
-		row.Q = make([]uint16, v)
-	}
-	row.Q = row.Q[:v]
+	row.Q = kernels.Grow(row.Q, v)
 	for j := range row.Q {
 		row.Q[j] = le.Uint16(b.rec[8+2*j:])
 	}
@@ -223,15 +216,7 @@ func CreateLlamaBase(path string, ctx, vocab, chunks int, tokens []int32) (*Llam
 	le.PutUint32(hdr[12:], uint32(vocab))
 	le.PutUint32(hdr[16:], uint32(chunks))
 	w.write(hdr[:])
-	var b [4096]byte
-	for t := tokens[:chunks*ctx]; len(t) > 0; {
-		n := min(len(t), len(b)/4)
-		for i, id := range t[:n] {
-			le.PutUint32(b[4*i:], uint32(id))
-		}
-		w.write(b[:4*n])
-		t = t[n:]
-	}
+	writeTokenIDs(w.write, tokens[:chunks*ctx])
 	if w.err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("kld base %s: %w", path, w.err)

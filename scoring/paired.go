@@ -1,10 +1,11 @@
+package scoring
+
 // paired.go owns the A/B arithmetic: ΔPPL with an uncertainty from the
 // paired per-window differences, the speed ratio with its spread, and the
 // verdict line in words, with B's mean KLD against A placed in the usual
 // bands. A and B score identical windows, so differences window by window
 // cancel the text's own variation, which dominates the plain ± of each
 // perplexity. The TUI's A/B view and `plexbench ab` both use it.
-package scoring
 
 import (
 	"fmt"
@@ -178,21 +179,25 @@ const (
 // substantial; the gaps between are named as such. Rules of thumb, not
 // validated thresholds.
 func KLDBand(meanKLD float64) string {
-	switch {
-	case meanKLD < 1e-4:
-		return "indistinguishable"
-	case meanKLD < 1e-3:
-		return "small, below a 6-bit quantization's"
-	case meanKLD < 5e-3:
-		return "like a 6-bit quantization"
-	case meanKLD < 1e-2:
-		return "between a 6-bit and a 4-bit quantization"
-	case meanKLD < 5e-2:
-		return "like a 4-bit quantization"
-	case meanKLD < 1e-1:
-		return "beyond a typical 4-bit quantization"
+	for _, b := range kldBands {
+		if meanKLD < b.below {
+			return b.name
+		}
 	}
 	return "substantial"
+}
+
+// kldBands are KLDBand's bands, by their upper bound.
+var kldBands = []struct {
+	below float64
+	name  string
+}{
+	{1e-4, "indistinguishable"},
+	{1e-3, "small, below a 6-bit quantization's"},
+	{5e-3, "like a 6-bit quantization"},
+	{1e-2, "between a 6-bit and a 4-bit quantization"},
+	{5e-2, "like a 4-bit quantization"},
+	{1e-1, "beyond a typical 4-bit quantization"},
 }
 
 // Significant reports whether the ΔPPL is beyond Sigmas standard errors

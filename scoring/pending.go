@@ -1,8 +1,9 @@
+package scoring
+
 // pending.go owns pendingFile, the buffered outfile.File the streamed
 // bases (both formats) are written through: bytes go to outfile's temporary file beside the target
 // (or straight into a device or FIFO), which only commit puts in place,
 // so an aborted run never leaves a valid-looking file.
-package scoring
 
 import (
 	"bufio"

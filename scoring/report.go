@@ -1,6 +1,7 @@
+package scoring
+
 // report.go owns the JSON report of a run (the "lse.perplexity" object and
 // its kld object). Writing it is outfile's job.
-package scoring
 
 import (
 	"encoding/json"

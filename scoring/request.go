@@ -1,6 +1,7 @@
+package scoring
+
 // request.go owns the Request a run is given: the JSON request object of
 // lse_perplexity plus a few Go-only fields, its defaults and its checks.
-package scoring
 
 import (
 	"errors"

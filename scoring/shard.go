@@ -1,9 +1,10 @@
+package scoring
+
 // shard.go owns sharded runs: a run given Shard i of n scores only the
 // windows whose index is i mod n, keeps its raw sums and per-token values
 // in the report (RunSums), and MergeShards combines the n shard reports
 // into the report one unsharded run gives: sums and statistics merge
 // exactly, percentiles come from the merged per-token values.
-package scoring
 
 import (
 	"errors"

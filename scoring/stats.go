@@ -1,10 +1,11 @@
+package scoring
+
 // stats.go owns the per-token arithmetic and the accumulators: NLL and
 // perplexity with llama.cpp's ±, and the comparison against a compact KLD
 // base (coarsened KL divergence, Δp, same top, log ratio, percentiles,
 // window-clustered errors). Sums are float64; percentiles follow
 // llama.cpp's f32 interpolation. Accumulators have Add, Merge and Result
 // so windows can be scored separately and combined.
-package scoring
 
 import (
 	"fmt"

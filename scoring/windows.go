@@ -1,11 +1,14 @@
+package scoring
+
 // windows.go owns the token-window geometry of both methods: which tokens
 // each window feeds to prefill, which of its rows are scored, and the size
 // checks that refuse a run before any work.
-package scoring
 
 import (
 	"errors"
 	"fmt"
+
+	"plexbench/kernels"
 )
 
 // ErrTooFewTokens marks a text too short for the method and ctx.
@@ -54,10 +57,7 @@ func (w Window) Len() int { return w.End - w.Begin }
 // too short) with the BOS substitution applied; tokens is never modified.
 func (w Window) Input(tokens, dst []int32) []int32 {
 	n := w.Len()
-	if cap(dst) < n {
-		dst = make([]int32, n)
-	}
-	dst = dst[:n]
+	dst = kernels.Grow(dst, n)
 	copy(dst, tokens[w.Begin:w.End])
 	if w.SubstituteBOS && n > 0 {
 		dst[0] = w.BOSID

@@ -1,8 +1,9 @@
+package tui
+
 // ab.go owns the A/B view's child model: run A (recording a base, or
 // against a saved one), then B against that base, side by side, with the
 // paired ΔPPL, B's KLD against A, the speed ratio, the profile diff, a
 // chart of the running ΔPPL and the verdict line.
-package tui
 
 import (
 	"fmt"

@@ -1,8 +1,9 @@
+package tui
+
 // chart.go owns the text chart of a run: per-window values as dots, the
 // running value as a line inside its ± band, over the run's full window
 // count so the picture fills in as the run goes. Characters carry the
 // meaning (· ─ ░), colors only help, so NO_COLOR loses nothing.
-package tui
 
 import (
 	"fmt"
@@ -83,7 +84,7 @@ func (c chart) render(s Styles, width, height int) string {
 	}
 	// Band and line run from each point's column to the next point's.
 	span := func(i int) (int, int) {
-		x0, x1 := col(i), plotW
+		x0, x1 := col(i), 0
 		if i+1 < len(c.Points) {
 			x1 = col(i + 1)
 		} else {

@@ -1,7 +1,8 @@
+package tui
+
 // format.go owns how numbers, durations and text blocks are written in the
 // views: values with their uncertainty, clocks, and fitting a block to the
 // terminal.
-package tui
 
 import (
 	"fmt"

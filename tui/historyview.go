@@ -1,7 +1,8 @@
+package tui
+
 // historyview.go owns the history view's child model: the runs saved in the
 // results folder, newest first, with a cursor to re-open one or to start a
 // new run against its base.
-package tui
 
 import (
 	"fmt"

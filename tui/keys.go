@@ -1,5 +1,6 @@
-// keys.go owns the key bindings and the help each view shows.
 package tui
+
+// keys.go owns the key bindings and the help each view shows.
 
 import "charm.land/bubbles/v2/key"
 

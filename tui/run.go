@@ -1,8 +1,9 @@
+package tui
+
 // run.go owns the run view's child model: one run's live state (built from
 // its progress events, or from a saved report when re-opened) and how it
 // draws: header, progress, running PPL, KLD against a base, the chart and
 // the latest windows. The A/B view shows two of these.
-package tui
 
 import (
 	"fmt"

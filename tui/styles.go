@@ -1,7 +1,8 @@
+package tui
+
 // styles.go owns the one Styles struct every view draws with. Colors are
 // the terminal's own 16 ANSI colors, so they follow its theme; with NO_COLOR
 // every style is plain and the views stay readable by their characters.
-package tui
 
 import (
 	"charm.land/bubbles/v2/help"

@@ -3,11 +3,11 @@
 // text and compares them (A/B view), and lists past runs saved in the
 // results folder (history). It drives scoring through a Runner the command
 // line provides and never loads a model itself.
-//
+package tui
+
 // tui.go owns the root model: the state enum, routing of messages to the
 // child models (runModel, abModel, historyModel) and the keys every view
 // shares.
-package tui
 
 import (
 	"context"

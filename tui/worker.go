@@ -1,10 +1,11 @@
+package tui
+
 // worker.go owns the background side of a run: the job that calls the
 // Runner in a command's goroutine, saves what it returns, and feeds
 // progress to the UI through a channel read by a command that re-arms
 // itself (bubbletea's realtime pattern). Messages carry the run's ID so a
 // view drops those of runs it no longer shows. Pause blocks the progress
 // callback, which scoring calls between windows.
-package tui
 
 import (
 	"context"

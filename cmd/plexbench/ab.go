@@ -1,9 +1,10 @@
+package main
+
 // ab.go owns `plexbench ab`: the TUI's A/B headless. Two profiles are
 // scored (A recording a base, B against it) or two saved reports are read,
 // and the paired ΔPPL with its significance, B's KLD against A's base, the
 // speed ratio and the verdict line the TUI's A/B view shows are printed as
 // text or JSON; --fail-if conditions turn them into an exit code for CI.
-package main
 
 import (
 	"encoding/json"

@@ -1,9 +1,10 @@
+package main
+
 // card.go owns model cards: a Markdown summary of one record for a model
 // page (headline metrics, the protocol they are comparable within, and the
 // command that reproduces them), with file names only, never local paths.
 // `score --card FILE` writes one for the run; `plexbench card RECORD`
 // writes one for a saved record.
-package main
 
 import (
 	"fmt"

@@ -1,7 +1,8 @@
+package main
+
 // compare.go owns `plexbench compare`: the records under a results root,
 // one table per protocol (never blending two), rows best first, as an
 // aligned table, Markdown, CSV or JSON.
-package main
 
 import (
 	"encoding/csv"

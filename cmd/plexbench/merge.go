@@ -1,7 +1,8 @@
+package main
+
 // merge.go owns `plexbench merge`: shard records (score
 // --perplexity-shard i/n) combined into the record one unsharded run
 // gives, written under the results root and printed as the JSON report.
-package main
 
 import (
 	"fmt"

@@ -1,8 +1,9 @@
+package main
+
 // plot.go owns `plexbench plot`: charts of records drawn by plexbench
 // itself (scoring/plot) as SVG or PNG: mean KLD against bits per weight
 // with the Pareto front, perplexity convergence window by window, and a
 // record's per-token KLD histogram.
-package main
 
 import (
 	"errors"

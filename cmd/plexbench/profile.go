@@ -1,6 +1,7 @@
+package main
+
 // profile.go owns `plexbench profile`: new, show, diff and validate of TOML
 // run profiles.
-package main
 
 import (
 	"errors"

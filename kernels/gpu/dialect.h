@@ -1,5 +1,5 @@
 // dialect.h — plexbench's one device dialect for nvrtc and hiprtc
-// (gpu-runtime.md §4). It includes nothing: nvrtc has no std headers and
+// (../shared/spec/gpu-runtime.md §4). It includes nothing: nvrtc has no std headers and
 // hiprtc force-includes its own runtime header. Every source is compiled
 // as this header followed by the kernel file. WARP (32 or 64) comes from
 // the host's warp-size attribute as -DWARP=N.

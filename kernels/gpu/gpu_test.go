@@ -37,7 +37,7 @@ func TestManifest(t *testing.T) {
 }
 
 // TestDialectHeaderless: the dialect works without any include and avoids
-// what one of the two compilers lacks (gpu-runtime.md §4).
+// what one of the two compilers lacks (../shared/spec/gpu-runtime.md §4).
 func TestDialectHeaderless(t *testing.T) {
 	for _, f := range append(Files(), "dialect.h") {
 		b, _ := files.ReadFile(f)

@@ -1,4 +1,4 @@
-// pick.cu — the per-row logit reduction of gpu-runtime.md §5: the row's
+// pick.cu — the per-row logit reduction of ../shared/spec/gpu-runtime.md §5: the row's
 // max and first argmax, Σ f64(expf(x − max)) and the logits of a few
 // requested ids; nothing vocabulary-sized leaves the device.
 // CPU twin: kernels.Pick. max, argmax and the picked logits are exact

@@ -1,5 +1,5 @@
 // topk.cu — the row's k ≤ 32 largest logits, value descending, index
-// ascending among equals (gpu-runtime.md §5: per-thread register top-k,
+// ascending among equals (../shared/spec/gpu-runtime.md §5: per-thread register top-k,
 // then a block merge in shared memory; one read of the row).
 // CPU twin: kernels.TopK: a NaN ranks below every number (picked only when
 // fewer than k others exist), ties put the lower index first. Tolerance:
