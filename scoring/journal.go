@@ -541,11 +541,3 @@ func (r *runner) replay(w Window, jw *journalWindow) error {
 	r.finishWindow(w, jw.Seconds, jw.Blocks)
 	return nil
 }
-
-// recordTopK is the top-k of the base the run records; 0 for none.
-func (r *runner) recordTopK() int {
-	if r.record == nil {
-		return 0
-	}
-	return r.record.topK()
-}

@@ -139,28 +139,38 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 // alloc sizes the head requests: each row picks its target, the base's
 // top-k ids and, for a full-vocabulary base read or written, every id.
 func (r *runner) alloc() {
-	kb, kout, full := 0, 0, 0
-	if r.base != nil {
-		kb = r.base.topK()
-	}
-	if r.record != nil {
-		kout = r.record.topK()
-	}
+	baseTopK, recordTopK, vocab := r.baseTopK(), r.recordTopK(), 0
 	if (r.base != nil && r.base.fullVocab()) || (r.record != nil && r.record.fullVocab()) {
-		full = r.info.VocabSize
+		vocab = r.info.VocabSize
 	}
 	r.rows = newRowStage(r.info.HiddenSize, r.head)
 	r.reqs = make([]RowRequest, HeadRows)
 	r.res = make([]RowResult, HeadRows)
 	for i := range r.reqs {
 		q := &r.reqs[i]
-		q.IDs, q.TopK = make([]int32, 1+kb+full), kout
-		for j := range full {
-			q.IDs[1+kb+j] = int32(j)
+		q.IDs, q.TopK = make([]int32, 1+baseTopK+vocab), recordTopK
+		for j := range vocab {
+			q.IDs[1+baseTopK+j] = int32(j)
 		}
 		res := &r.res[i]
-		res.Picked, res.TopIDs, res.TopLogits = make([]float32, len(q.IDs)), make([]int32, kout), make([]float32, kout)
+		res.Picked, res.TopIDs, res.TopLogits = make([]float32, len(q.IDs)), make([]int32, recordTopK), make([]float32, recordTopK)
 	}
+}
+
+// recordTopK is the top-k of the base the run records; 0 for none.
+func (r *runner) recordTopK() int {
+	if r.record == nil {
+		return 0
+	}
+	return r.record.topK()
+}
+
+// baseTopK is how many of the base's ids each row picks; 0 for none.
+func (r *runner) baseTopK() int {
+	if r.base == nil {
+		return 0
+	}
+	return r.base.topK()
 }
 
 // close releases what the run holds; a base still being recorded (a run
@@ -242,15 +252,12 @@ func (r *runner) window(w Window) error {
 // head runs the LM head and reductions on n rows starting at window
 // position pos, the base's records for them read first, then scores them.
 func (r *runner) head(rows []float32, n, pos int) error {
-	kb := 0
-	if r.base != nil {
-		kb = r.base.topK()
-	}
+	baseTopK := r.baseTopK()
 	for i := range n {
 		q := &r.reqs[i]
 		q.IDs[0] = r.tokens[r.w.Begin+pos+i+1]
 		if r.base != nil {
-			if err := r.base.next(i, q.IDs[1:1+kb]); err != nil {
+			if err := r.base.next(i, q.IDs[1:1+baseTopK]); err != nil {
 				return err
 			}
 		}
@@ -259,7 +266,7 @@ func (r *runner) head(rows []float32, n, pos int) error {
 		return fmt.Errorf("head reduce: %w", err)
 	}
 	for i := range n {
-		if err := r.score(i, pos+i, kb); err != nil {
+		if err := r.score(i, pos+i, baseTopK); err != nil {
 			return err
 		}
 	}
@@ -268,7 +275,7 @@ func (r *runner) head(rows []float32, n, pos int) error {
 
 // score turns one row's reductions into the token's NLL, base record and
 // comparison.
-func (r *runner) score(i, pos, kb int) error {
+func (r *runner) score(i, pos, baseTopK int) error {
 	q, res := &r.reqs[i], &r.res[i]
 	if len(res.Picked) != len(q.IDs) || len(res.TopIDs) < q.TopK || len(res.TopLogits) < q.TopK {
 		return fmt.Errorf("head reduce returned %d picked / %d top ids, want %d / %d",
@@ -286,7 +293,7 @@ func (r *runner) score(i, pos, kb int) error {
 		jw.NLL = append(jw.NLL, nll)
 	}
 	row := scoredRow{target: q.IDs[0], nll: nll, lnSum: math.Log(res.SumExp), res: res,
-		atBase: res.Picked[1 : 1+kb], vocab: res.Picked[1+kb:]}
+		atBase: res.Picked[1 : 1+baseTopK], vocab: res.Picked[1+baseTopK:]}
 	if r.record != nil {
 		if err := r.record.append(&row, jw); err != nil {
 			return err
