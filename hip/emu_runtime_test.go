@@ -224,7 +224,8 @@ func TestEmuFaultAlloc(t *testing.T) {
 			t.Errorf("900 bytes in all: %v", err)
 		}
 		_, err = d.Alloc(200)
-		wantErr(t, "allocation past PLEXBENCH_EMU_FAIL_ALLOC_AFTER after a free", err, ErrAPI, "OutOfMemory", "OUT_OF_MEMORY")
+		wantErr(t, "allocation past PLEXBENCH_EMU_FAIL_ALLOC_AFTER after a free", err, ErrAPI,
+			emuName(k, "CUDA_ERROR_OUT_OF_MEMORY (2)", "hipErrorOutOfMemory (2)"))
 	})
 	bothKinds(t, func(t *testing.T, k Kind) {
 		_, d, _ := emuFresh(t, k, map[string]string{"PLEXBENCH_EMU_MEM_MIB": "1"})
@@ -513,4 +514,3 @@ func TestEmuWarpOverride(t *testing.T) {
 		}
 	})
 }
-
