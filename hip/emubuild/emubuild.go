@@ -46,24 +46,14 @@ func Compiler() (string, error) {
 	return "", ErrNoCompiler
 }
 
-var (
-	mu    sync.Mutex
-	built = map[string]string{}
-)
-
 // Build compiles the sources in src (hip/emu) into
-// $TMPDIR/plexbench-gpu-emu-HASH and returns that directory. Concurrent
-// builders (test binaries of several packages) race harmlessly: each builds
-// in its own directory and the first rename wins.
+// $TMPDIR/plexbench-gpu-emu-HASH, unless that directory exists, and
+// returns it. Concurrent builders (test binaries of several packages) race
+// harmlessly: each builds in its own directory and the first rename wins.
 func Build(src string) (string, error) {
-	mu.Lock()
-	defer mu.Unlock()
 	src, err := filepath.Abs(src)
 	if err != nil {
 		return "", err
-	}
-	if d, ok := built[src]; ok {
-		return d, nil
 	}
 	cxx, err := Compiler()
 	if err != nil {
@@ -84,7 +74,6 @@ func Build(src string) (string, error) {
 	}
 	dir := filepath.Join(os.TempDir(), "plexbench-gpu-emu-"+hex.EncodeToString(h.Sum(nil))[:16])
 	if _, err := os.Stat(filepath.Join(dir, HIPRTCLib)); err == nil {
-		built[src] = dir
 		return dir, nil
 	}
 	tmp, err := os.MkdirTemp(os.TempDir(), "plexbench-gpu-emu-build-")
@@ -129,7 +118,6 @@ func Build(src string) (string, error) {
 			return "", fmt.Errorf("gpu emulator: %w", err)
 		}
 	}
-	built[src] = dir
 	return dir, nil
 }
 
