@@ -11,6 +11,7 @@
 // default ~/.cache/plexbench/gpu-emu; "off" disables).
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,15 +162,7 @@ void mkdirs(const std::string& dir) {
 }
 
 void rmtree(const std::string& dir) {
-    std::vector<std::string> argv = {"rm", "-rf", dir};
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back((char*)s.c_str());
-    a.push_back(nullptr);
-    pid_t pid;
-    if (posix_spawnp(&pid, "rm", nullptr, nullptr, a.data(), environ) == 0) {
-        int st;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    }
+    nftw(dir.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); }, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 // run runs argv with stdout and stderr into log; true on exit status 0.
