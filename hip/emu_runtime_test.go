@@ -12,10 +12,13 @@ package hip
 
 import (
 	"errors"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ebitengine/purego"
 
 	"plexbench/hip/emubuild"
 	"plexbench/kernels/gpu"
@@ -179,6 +182,33 @@ func swiglu(t *testing.T, d *Device, n int) (*Function, *Args) {
 func bothKinds(t *testing.T, f func(t *testing.T, k Kind)) {
 	for _, k := range []Kind{CUDA, HIP} {
 		t.Run(k.String(), func(t *testing.T) { f(t, k) })
+	}
+}
+
+// TestEmuExports: the emulated libraries export every name this package
+// binds, optional ones included.
+func TestEmuExports(t *testing.T) {
+	dir := emuDir(t)
+	var api driverAPI
+	var rtc rtcAPI
+	for _, c := range []struct {
+		lib string
+		bs  []binding
+	}{
+		{emubuild.CUDALib, cudaBindings(&api)},
+		{emubuild.HIPLib, append(hipBindings(&api), binding{name: "hipGetDevicePropertiesR0600"})},
+		{emubuild.NVRTCLib, rtcBindings(&rtc, "nvrtc")},
+		{emubuild.HIPRTCLib, rtcBindings(&rtc, "hiprtc")},
+	} {
+		h, err := purego.Dlopen(filepath.Join(dir, c.lib), purego.RTLD_NOW|purego.RTLD_LOCAL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range c.bs {
+			if _, err := purego.Dlsym(h, b.name); err != nil {
+				t.Errorf("%s: %s not exported", c.lib, b.name)
+			}
+		}
 	}
 }
 

@@ -7,8 +7,9 @@
 // pbemu_device.h's code + that text into a shared object. The code object
 // is the shared object's bytes (an ELF, as a cubin or a HIP code object
 // is); the emulated driver loads it with dlopen. Objects are cached by a
-// SHA-256 of everything that decides them ($PLEXBENCH_EMU_CACHE_DIR,
-// default ~/.cache/plexbench/gpu-emu; "off" disables).
+// SHA-256 of everything that decides them ($PLEXBENCH_EMU_CACHE_DIR;
+// default $XDG_CACHE_HOME or ~/.cache /plexbench/gpu-emu, without a home
+// $TMPDIR/plexbench-gpu-emu-UID; "off" disables).
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -115,7 +116,9 @@ const Config& config() {
         } else if (d.empty()) {
             std::string base = env_str("XDG_CACHE_HOME");
             if (base.empty() && !env_str("HOME").empty()) base = env_str("HOME") + "/.cache";
-            d = base.empty() ? "" : base + "/plexbench/gpu-emu";
+            const char* tmp = getenv("TMPDIR");
+            d = base.empty() ? std::string(tmp && *tmp ? tmp : "/tmp") + "/plexbench-gpu-emu-" + std::to_string((long)getuid())
+                             : base + "/plexbench/gpu-emu";
         }
         c.cache_dir = d;
         std::vector<std::string> cands;
