@@ -507,6 +507,10 @@ int compile(Prog* p, int n, const char* const* opts) {
     }
     std::string ii, err;
     read_file(dir + "/prog.ii", &ii);
+    // The work directory's name is random: drop it from the line markers
+    // (and __FILE__), so that the text, and the cache key, depend only on
+    // the program.
+    for (size_t at; (at = ii.find(dir + "/")) != std::string::npos;) ii.erase(at, dir.size() + 1);
     std::vector<std::string> kernels;
     std::string body = rewrite(ii, &kernels, &err);
     if (!err.empty()) {
@@ -526,6 +530,7 @@ int compile(Prog* p, int n, const char* const* opts) {
 #endif
     std::string key_text = "pbemu-rtc/1\n" + cfg.cxx_ident + "\n";
     for (auto& s : a2) key_text += s + "\n";
+    key_text += pbemu_device_h; // the emulation itself: a changed header is a different module
     key_text += mod;
     std::string key = sha256_hex(key_text);
     std::string cached = cfg.cache_dir.empty() ? "" : cfg.cache_dir + "/" + key + ".so";
