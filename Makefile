@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 FUZZEXECS ?= 1000000x
 FUZZPARALLEL ?= 1
 
-.PHONY: all build demo test test-levels test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build clean
+.PHONY: all build demo test test-levels test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build gpu-emu clean
 
 all: build
 
@@ -94,6 +94,37 @@ gpu-check-build:
 
 gpu-check:
 	@GO=$(GO) scripts/gpu-check.sh all
+
+# The emulated CUDA and HIP runtimes (hip/emu): driver and compiler libraries
+# that run device kernels on host threads, selected only through the usual
+# overrides, e.g. PLEXBENCH_CUDA_LIB=bin/gpu-emu/libcuda.so.1
+# PLEXBENCH_NVRTC_LIB=bin/gpu-emu/libnvrtc.so PLEXBENCH_HIP_LIB=bin/gpu-emu/libamdhip64.so
+# (hiprtc is found beside it as libhiprtc.so.6). Rebuilt only when a source changes.
+EMU      := bin/gpu-emu
+EMU_SRC  := hip/emu
+EMU_FLAGS := -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -Wl,-Bsymbolic -pthread
+EMU_RTC  := -DPBEMU_DEVICE_H_PATH='"$(abspath $(EMU_SRC)/pbemu_device.h)"' -DPBEMU_DEFAULT_CXX='"$(CXX)"'
+
+gpu-emu: $(EMU)/libcuda.so.1 $(EMU)/libnvrtc.so $(EMU)/libamdhip64.so $(EMU)/libhiprtc.so.6
+	@ln -sf libnvrtc.so $(EMU)/libnvrtc.so.13
+	@ln -sf libamdhip64.so $(EMU)/libamdhip64.so.6
+	@ln -sf libhiprtc.so.6 $(EMU)/libhiprtc.so
+
+$(EMU)/libcuda.so.1: $(EMU_SRC)/runtime.cc $(EMU_SRC)/common.h
+	@mkdir -p $(EMU)
+	$(CXX) $(EMU_FLAGS) -o $@ $< -ldl
+
+$(EMU)/libamdhip64.so: $(EMU_SRC)/runtime.cc $(EMU_SRC)/common.h
+	@mkdir -p $(EMU)
+	$(CXX) $(EMU_FLAGS) -DPBEMU_HIP -o $@ $< -ldl
+
+$(EMU)/libnvrtc.so: $(EMU_SRC)/rtc.cc $(EMU_SRC)/common.h $(EMU_SRC)/pbemu_device.h
+	@mkdir -p $(EMU)
+	$(CXX) $(EMU_FLAGS) $(EMU_RTC) -o $@ $<
+
+$(EMU)/libhiprtc.so.6: $(EMU_SRC)/rtc.cc $(EMU_SRC)/common.h $(EMU_SRC)/pbemu_device.h
+	@mkdir -p $(EMU)
+	$(CXX) $(EMU_FLAGS) $(EMU_RTC) -DPBEMU_HIP -o $@ $<
 
 clean:
 	rm -rf bin

@@ -2,7 +2,8 @@
 
 package hip
 
-// device_gpu_test.go: the device tests' helpers on a real GPU.
+// device_gpu_test.go: the device tests on a real GPU (device_helpers_test.go
+// has the helpers they share with the emulated runtime).
 
 import (
 	"errors"
@@ -15,21 +16,16 @@ import (
 	"plexbench/kernels/gpu"
 )
 
-type kernelFn = *Function
-
 // The one device all tests share (opening a runtime per test costs
 // seconds): PLEXBENCH_GPU_BACKEND=cuda|hip picks the runtime, else CUDA is
 // tried first, then HIP.
 var dev struct {
 	once sync.Once
-	rt   *Runtime
-	d    *Device
-	s    *Stream
-	mods map[string]*Module
+	td   *testDevice
 	err  error
 }
 
-func device(t *testing.T) (*Device, *Stream) {
+func realDevice(t *testing.T) *testDevice {
 	t.Helper()
 	dev.once.Do(func() {
 		kinds := []Kind{CUDA, HIP}
@@ -60,7 +56,7 @@ func device(t *testing.T) (*Device, *Stream) {
 				rt.Close()
 				continue
 			}
-			dev.rt, dev.d, dev.s, dev.mods = rt, d, s, map[string]*Module{}
+			dev.td = &testDevice{rt: rt, d: d, s: s, mods: map[string]*Module{}}
 			fmt.Printf("DEVICE %s:%d %s %q warp %d, %d units, compiler %s\n", k, d.Ordinal, d.Target, d.Name, d.Warp, d.Units, rt.Compiler.Version)
 			return
 		}
@@ -69,83 +65,14 @@ func device(t *testing.T) (*Device, *Stream) {
 	if dev.err != nil {
 		t.Fatalf("no device: %v", dev.err)
 	}
-	return dev.d, dev.s
+	return dev.td
 }
 
-func fn(t *testing.T, file, entry string) kernelFn {
-	t.Helper()
-	d, _ := device(t)
-	m := dev.mods[file]
-	if m == nil {
-		src, err := gpu.Source(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		if m, err = d.Compile(Program{Name: file, Source: src}); err != nil {
-			t.Fatalf("compile %s: %v", file, err)
-		}
-		t.Logf("%s compiled and loaded in %.0f ms", file, time.Since(start).Seconds()*1e3)
-		dev.mods[file] = m
-	}
-	f, err := m.Function(entry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-func warpSize(t *testing.T) int {
-	d, _ := device(t)
-	return d.Warp
-}
-
-// upload copies b into a fresh buffer with 256 guard bytes after it.
-func upload(t *testing.T, b []byte) Buffer {
-	t.Helper()
-	d, s := device(t)
-	buf, err := d.Alloc(len(b) + 256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Free(buf) })
-	if err := s.Memset(buf, 0, len(b)+256, guard); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Upload(buf, 0, b); err != nil {
-		t.Fatal(err)
-	}
-	return buf
-}
-
-// output is a guarded buffer of n bytes.
-func output(t *testing.T, n int) Buffer { return upload(t, make([]byte, n)) }
-
-// download reads n bytes and checks the guard bytes after them.
-func download(t *testing.T, b Buffer, n int) []byte {
-	t.Helper()
-	_, s := device(t)
-	out := make([]byte, n+256)
-	if err := s.Download(out, b, 0); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range out[n:] {
-		if c != guard {
-			t.Fatalf("write past the output: guard byte %d is %#x", i, c)
-		}
-	}
-	return out[:n]
-}
-
-func launch(t *testing.T, f kernelFn, grid, block Dim3, a *Args) {
-	t.Helper()
-	_, s := device(t)
-	if err := s.Launch(f, grid, block, 0, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+// onDevices runs check on the GPU (one check, no subtests: the CHECK
+// lines and test names are what scripts/gpu-check.sh reads).
+func onDevices(t *testing.T, check func(*testing.T)) {
+	bindDevice(t, realDevice(t))
+	check(t)
 }
 
 // timePick times pick over 512 rows of a 151936 vocabulary with events
@@ -183,6 +110,7 @@ func timePick(t *testing.T, f kernelFn) {
 // TestDeviceCache: a second compile of a source hits the on-disk cache
 // and loads the same kernels.
 func TestDeviceCache(t *testing.T) {
+	bindDevice(t, realDevice(t))
 	d, _ := device(t)
 	src, _ := gpu.Source("swiglu.cu")
 	prog := Program{Name: "swiglu.cu", Source: src, Options: []string{fmt.Sprintf("-DPB_CACHE_PROBE=%d", time.Now().UnixNano())}} // a fresh key: the first compile is cold

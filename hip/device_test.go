@@ -1,11 +1,12 @@
 package hip
 
 // device_test.go: every device kernel against its CPU twin. With -tags gpu
-// the helpers (device_gpu_test.go) run them on a real GPU (make gpu-check
-// runs that binary on the device machine); without it, on the CPU
-// emulation of emu_test.go. Each test is one check and logs one "CHECK"
-// line: the kernel, the shapes, the worst error against the tolerance its
-// source states.
+// they run on a real GPU (device_gpu_test.go; make gpu-check runs that
+// binary on the device machine); without it, on the emulated CUDA and HIP
+// runtimes of hip/emu (emu_runtime_test.go), one subtest each. Both go
+// through this package's loading, compiling and launching path. Each check
+// logs one "CHECK" line: the kernel, the shapes, the worst error against
+// the tolerance its source states.
 
 import (
 	"encoding/binary"
@@ -61,7 +62,9 @@ func relErr(got, want float32) float64 {
 	return math.Abs(float64(got)-float64(want)) / max(math.Abs(float64(want)), 1e-30)
 }
 
-func TestDeviceRMSNorm(t *testing.T) {
+func TestDeviceRMSNorm(t *testing.T) { onDevices(t, checkRMSNorm) }
+
+func checkRMSNorm(t *testing.T) {
 	f := fn(t, "rmsnorm.cu", "rms_norm_f32")
 	r := rand.New(rand.NewPCG(1, 2))
 	var ks kernels.KernelSet
@@ -83,7 +86,9 @@ func TestDeviceRMSNorm(t *testing.T) {
 	check(t, "rms_norm_f32 n=1..5003 (rel)", worst, 2.4e-7)
 }
 
-func TestDeviceRoPE(t *testing.T) {
+func TestDeviceRoPE(t *testing.T) { onDevices(t, checkRoPE) }
+
+func checkRoPE(t *testing.T) {
 	f := fn(t, "rope.cu", "rope_f32")
 	r := rand.New(rand.NewPCG(3, 4))
 	var ks kernels.KernelSet
@@ -116,7 +121,9 @@ func TestDeviceRoPE(t *testing.T) {
 	check(t, "rope_f32 norm+neox, partial (bits differing)", float64(bad), 0)
 }
 
-func TestDeviceSwiGLU(t *testing.T) {
+func TestDeviceSwiGLU(t *testing.T) { onDevices(t, checkSwiGLU) }
+
+func checkSwiGLU(t *testing.T) {
 	f := fn(t, "swiglu.cu", "swiglu_f32")
 	r := rand.New(rand.NewPCG(5, 6))
 	var ks kernels.KernelSet
@@ -139,7 +146,9 @@ func TestDeviceSwiGLU(t *testing.T) {
 // TestDeviceKVStore stores a pass into a cache in the engine's layout
 // ((nkv, cap, hd), token t at pos0 + t) for each cache type and compares
 // the whole cache, bytes untouched included, with the CPU's conversion.
-func TestDeviceKVStore(t *testing.T) {
+func TestDeviceKVStore(t *testing.T) { onDevices(t, checkKVStore) }
+
+func checkKVStore(t *testing.T) {
 	fn(t, "kvstore.cu", "kv_store_f32") // builds (or skips) before any upload
 	r := rand.New(rand.NewPCG(7, 8))
 	tokens, nkv, hd, capacity, pos0 := 9, 3, 128, 64, 21
@@ -226,7 +235,9 @@ func logitRows(r *rand.Rand, rows, V int) []float32 {
 	return x
 }
 
-func TestDevicePick(t *testing.T) {
+func TestDevicePick(t *testing.T) { onDevices(t, checkPick) }
+
+func checkPick(t *testing.T) {
 	f := fn(t, "pick.cu", "pick_f32")
 	r := rand.New(rand.NewPCG(9, 10))
 	rows, V, nids := 5, 151936, 33
@@ -271,7 +282,9 @@ func TestDevicePick(t *testing.T) {
 	timePick(t, f) // a no-op without a device
 }
 
-func TestDeviceTopK(t *testing.T) {
+func TestDeviceTopK(t *testing.T) { onDevices(t, checkTopK) }
+
+func checkTopK(t *testing.T) {
 	f := fn(t, "topk.cu", "topk_f32")
 	r := rand.New(rand.NewPCG(11, 12))
 	rows, V := 4, 151936
@@ -320,7 +333,9 @@ func refMatMul(W, x []float32, N, K, M int) (y, mag []float64) {
 	return y, mag
 }
 
-func TestDeviceMatMulFloat(t *testing.T) {
+func TestDeviceMatMulFloat(t *testing.T) { onDevices(t, checkMatMulFloat) }
+
+func checkMatMulFloat(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, typ := range []string{"f32", "f16"} {
 		f := fn(t, "matmul.cu", "matmul_"+typ)
@@ -357,7 +372,9 @@ func TestDeviceMatMulFloat(t *testing.T) {
 	}
 }
 
-func TestDeviceQ8_0(t *testing.T) {
+func TestDeviceQ8_0(t *testing.T) { onDevices(t, checkQ8_0) }
+
+func checkQ8_0(t *testing.T) {
 	fq, fm := fn(t, "q8_0.cu", "quantize_q8_0"), fn(t, "q8_0.cu", "mm_q8_0")
 	r := rand.New(rand.NewPCG(15, 16))
 	N, K, M := 300, 896, 9

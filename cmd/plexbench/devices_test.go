@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"plexbench/hip"
+	"plexbench/hip/emubuild"
 )
 
 // noGPU points both runtimes' override variables at files that do not
@@ -86,6 +88,57 @@ func TestBackendFlagsBad(t *testing.T) {
 		code, stdout, stderr := runCLI(t, append([]string{"score"}, c.args...)...)
 		if code == 0 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("%v: exit %d stderr %q: want one line with %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// TestDevicesEmulated: with the override variables pointed at the emulated
+// runtimes of hip/emu, devices lists one CUDA and one HIP device, with the
+// memory size PLEXBENCH_EMU_MEM_MIB sets, and exits 0.
+func TestDevicesEmulated(t *testing.T) {
+	dir, err := emubuild.Build("../../hip/emu")
+	if errors.Is(err, emubuild.ErrNoCompiler) {
+		t.Skipf("skipped: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mib, gib string
+	}{{"8192", "8.0 GiB"}, {"3072", "3.0 GiB"}} {
+		fresh := t.TempDir() // a fresh copy reads PLEXBENCH_EMU_* afresh
+		if err := emubuild.Fresh(dir, fresh); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range emubuild.Env(fresh) {
+			t.Setenv(k, v)
+		}
+		t.Setenv("PLEXBENCH_EMU_MEM_MIB", c.mib)
+		t.Setenv("PLEXBENCH_EMU_WARP", "")
+		code, stdout, stderr := runCLI(t, "devices")
+		t.Logf("plexbench devices on the emulated runtime (PLEXBENCH_EMU_MEM_MIB=%s):\n%s", c.mib, stdout)
+		if code != 0 || stderr != "" {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		want := []string{
+			"cuda: " + filepath.Join(fresh, emubuild.CUDALib) + ", driver 13000, nvrtc 13.0 (" + filepath.Join(fresh, emubuild.NVRTCLib) + "): 1 device(s)",
+			`  cuda:0  sm_90  "plexbench emulated sm_90"  `,
+			"hip: " + filepath.Join(fresh, emubuild.HIPLib) + ", driver 60400000, hiprtc 6.4 (HIP runtime 60400000) (" + filepath.Join(fresh, emubuild.HIPRTCLib) + "): 1 device(s)",
+			`  hip:0  gfx90a:sramecc+:xnack-  "plexbench emulated gfx90a"  `,
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("%d lines, want %d", len(lines), len(want))
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("line %d %q: want it to start %q", i, lines[i], w)
+			}
+		}
+		for i, w := range map[int]string{1: "warp 32, " + c.gib, 3: "warp 64, " + c.gib} {
+			if !strings.HasSuffix(lines[i], w) {
+				t.Errorf("line %d %q: want it to end %q", i, lines[i], w)
+			}
 		}
 	}
 }
