@@ -44,21 +44,25 @@ type RowResult struct {
 
 // Config is the report's config object: how the engine runs.
 type Config struct {
-	DeviceArch            string            `json:"device_arch"` // "cpu" for the Go backend
-	PrefillAttention      string            `json:"prefill_attention"`
-	PrefillAttentionScale float64           `json:"prefill_attention_scale"`
-	KVCacheDType          string            `json:"kv_cache_dtype"`
-	KVCapacity            int               `json:"kv_capacity"`
-	BatchSize             int               `json:"batch_size"`
-	UBatchSize            int               `json:"ubatch_size"`
-	HeadRows              int               `json:"head_rows"`
-	CPUFallbackAllowed    bool              `json:"cpu_fallback_allowed"`
-	Threads               int               `json:"threads"`
-	Backend               string            `json:"backend"`
-	Kernels               map[string]string `json:"kernels,omitempty"` // op → variant that ran
-	CPUFeatures           string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
-	CPULevel              string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
-	Model                 ModelInfo         `json:"model"`
+	DeviceArch            string  `json:"device_arch"` // "cpu" for the Go backend
+	PrefillAttention      string  `json:"prefill_attention"`
+	PrefillAttentionScale float64 `json:"prefill_attention_scale"`
+	KVCacheDType          string  `json:"kv_cache_dtype"`
+	KVCapacity            int     `json:"kv_capacity"`
+	BatchSize             int     `json:"batch_size"`
+	UBatchSize            int     `json:"ubatch_size"`
+	HeadRows              int     `json:"head_rows"`
+	CPUFallbackAllowed    bool    `json:"cpu_fallback_allowed"`
+	// DeviceOps ran on the GPU; CPUFallbackOps ran on the CPU under a
+	// GPU backend (both empty on the CPU backend).
+	DeviceOps      []string          `json:"device_ops,omitempty"`
+	CPUFallbackOps []string          `json:"cpu_fallback_ops,omitempty"`
+	Threads        int               `json:"threads"`
+	Backend        string            `json:"backend"`
+	Kernels        map[string]string `json:"kernels,omitempty"` // op → variant that ran
+	CPUFeatures    string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
+	CPULevel       string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
+	Model          ModelInfo         `json:"model"`
 	// FlashPrefill is every FlashPrefill parameter, when it ran.
 	FlashPrefill *kernels.FlashPrefill `json:"flashprefill,omitempty"`
 }

@@ -100,6 +100,9 @@ func (m *Model) HeadReduce(hidden []float32, n int, reqs []RowRequest, out []Row
 	if n == 0 {
 		return nil
 	}
+	if m.dev.headFits(reqs[:n]) {
+		return m.dev.head.reduce(hidden, n, reqs, out)
+	}
 	m.logitsOf(hidden, n)
 	m.reduce(n, reqs, out)
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
+	"plexbench/hip"
 	"plexbench/kernels"
 )
 
@@ -55,6 +56,10 @@ type Options struct {
 	// with these parameters (attention_flashprefill.go); nil is dense. A
 	// negative Alpha takes the architecture's (FlashPrefillAlpha).
 	FlashPrefill *kernels.FlashPrefill
+	// Device, when set, runs what has a device path on that GPU
+	// (device.go); StrictDevice refuses to run any other op on the CPU.
+	Device       *hip.Device
+	StrictDevice bool
 }
 
 // layerStack is one architecture's transformer blocks: forward runs them
@@ -87,6 +92,7 @@ type Model struct {
 	rs   *recurrentState // the GDN layers' conv and SSM states (hybrid archs), beside the KV cache
 	p    *pass
 	head headState
+	dev  *deviceState // nil on the CPU backend
 
 	blocks AttentionBlocks // of the last Prefill
 }
@@ -179,6 +185,12 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 	}
 	m.pool = kernels.NewPool(opt.Threads)
 	m.p = newPass(m)
+	if opt.Device != nil {
+		if m.dev, err = newDeviceState(m, opt.Device, opt.StrictDevice); err != nil {
+			m.pool.Close()
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -222,6 +234,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.pool.Close()
+	m.dev.close()
 	m.head = headState{} // the prepacked head is heap, not mapped
 	err := m.file.Close()
 	m.file = nil
@@ -309,6 +322,7 @@ func (m *Model) Config() Config {
 		CPULevel:              kernels.CPULevel(),
 		Model:                 m.info,
 	}
+	m.dev.config(&c)
 	if m.opt.FlashPrefill != nil {
 		f := *m.opt.FlashPrefill // a copy: the report's, not the engine's
 		c.PrefillAttention, c.PrefillAttentionScale, c.FlashPrefill = "flashprefill-v2", f.Alpha, &f

@@ -169,6 +169,9 @@ type Device struct {
 	TotalMem uint64
 }
 
+// Kind is the runtime d belongs to.
+func (d *Device) Kind() Kind { return d.rt.Kind }
+
 // Device opens device i: the primary context (CUDA) or the current device
 // (HIP), its name, arch and limits.
 func (r *Runtime) Device(i int) (*Device, error) {

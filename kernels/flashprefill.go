@@ -169,7 +169,7 @@ func (ks KernelSet) FlashPrefillSelect(f FlashPrefill, sel []bool, q []float32, 
 		sc.order = make([]int32, nk)
 	}
 	// (nk, nq): row kb holds s(q, kb) for the block's queries in order.
-	sc.qm = Matrix{Type: F32, Rows: nq, Cols: d, Data: bytesOf(q[:nq*d])}
+	sc.qm = Matrix{Type: F32, Rows: nq, Cols: d, Data: BytesOf(q[:nq*d])}
 	s := sc.s[:nk*nq]
 	ks.MatMul(nil, s, &sc.qm, pooled[:nk*d], nk, &sc.ms)
 	tau := float32(FlashPrefillScale(d))
@@ -195,8 +195,8 @@ func validFrom(b, qb, kb, nq int) int {
 	return min(max(kb*b+b-1-qb*b, 0), nq)
 }
 
-// bytesOf views float32s as their little-endian bytes (every supported
+// BytesOf views float32s as their little-endian bytes (every supported
 // target is little-endian).
-func bytesOf(x []float32) []byte {
+func BytesOf(x []float32) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
 }

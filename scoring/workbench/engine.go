@@ -29,24 +29,30 @@ func modelPath(p profiles.Profile) (string, error) {
 	return p.Model, nil
 }
 
-// loadEngine opens the model at path with p's engine settings.
-func loadEngine(p profiles.Profile, path string) (*engine.Model, error) {
-	if p.Backend != "" && p.Backend != "cpu" {
-		rt, d, err := OpenDevice(p.Backend, p.Device)
-		if err != nil {
-			return nil, err
-		}
-		rt.Close()
-		// The device answers, but the engine's passes have no device
-		// path yet: say so rather than run on the CPU under a GPU
-		// backend's name.
-		return nil, fmt.Errorf("backend %s: device %d (%s, %q) is usable, but the engine does not run on the device yet; use --backend cpu", p.Backend, d.Ordinal, d.Target, d.Name)
-	}
+// loadEngine opens the model at path with p's engine settings; for a GPU
+// backend also the device, whose runtime the caller closes after the
+// model (nil on the CPU).
+func loadEngine(p profiles.Profile, path string) (*engine.Model, *hip.Runtime, error) {
 	opts, err := Options(p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return engine.Load(path, opts)
+	if p.Backend == "" || p.Backend == "cpu" {
+		m, err := engine.Load(path, opts)
+		return m, nil, err
+	}
+	rt, d, err := OpenDevice(p.Backend, p.Device)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Device = d
+	opts.StrictDevice = p.StrictDeviceKernels || os.Getenv("LSE_REQUIRE_DEVICE_KERNELS") == "1"
+	m, err := engine.Load(path, opts)
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return m, rt, nil
 }
 
 // Options is the engine's options for p.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"plexbench/engine"
+	"plexbench/hip"
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/outfile"
@@ -94,6 +95,7 @@ type Bench struct {
 	profile profiles.Profile
 	model   string // the model file (the embedded demo's cache copy when the profile names none)
 	eng     *engine.Model
+	rt      *hip.Runtime // the GPU runtime of a device backend; nil on the CPU
 }
 
 // Open loads the model p names (the embedded demo when none) with p's
@@ -103,11 +105,11 @@ func Open(p profiles.Profile) (*Bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := loadEngine(p, path)
+	eng, rt, err := loadEngine(p, path)
 	if err != nil {
 		return nil, err
 	}
-	return &Bench{profile: p, model: path, eng: eng}, nil
+	return &Bench{profile: p, model: path, eng: eng, rt: rt}, nil
 }
 
 // Info is the loaded model's description.
@@ -115,8 +117,11 @@ func (b *Bench) Info() engine.ModelInfo { return b.eng.Info() }
 
 // Close releases the model.
 func (b *Bench) Close() error {
-	b.eng.Close()
-	return nil
+	err := b.eng.Close()
+	if b.rt != nil {
+		b.rt.Close()
+	}
+	return err
 }
 
 // Score runs j on the loaded model (j.Profile's engine settings must be

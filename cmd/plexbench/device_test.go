@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"plexbench/hip/emubuild"
+	"plexbench/kernels/shareddata"
+	"plexbench/scoring"
+)
+
+// emulatedDevice points the GPU runtimes' override variables at a fresh
+// copy of the emulated CUDA and HIP runtimes (hip/emu) with env set for
+// it (faults, memory): a fresh copy reads its environment afresh. Kernels
+// compile into a test cache folder.
+func emulatedDevice(t *testing.T, env map[string]string) {
+	t.Helper()
+	dir, err := emubuild.Build("../../hip/emu")
+	if errors.Is(err, emubuild.ErrNoCompiler) && os.Getenv("PLEXBENCH_EXPECT_GPU_EMU") != "1" {
+		t.Skipf("skipped: %v (the device tests run on the emulated runtime, which needs one)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := t.TempDir()
+	if err := emubuild.Fresh(dir, fresh); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range emubuild.Env(fresh) {
+		t.Setenv(k, v)
+	}
+	t.Setenv("PLEXBENCH_EMU_WARP", "")
+	for _, k := range []string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER", "PLEXBENCH_EMU_FAIL_LAUNCH", "PLEXBENCH_EMU_FAIL_COMPILE", "PLEXBENCH_EMU_LOST_AFTER"} {
+		t.Setenv(k, env[k])
+	}
+	t.Setenv("XDG_CACHE_HOME", deviceCache) // plexbench's kernel cache, shared by the device tests
+}
+
+// deviceCache is the device tests' kernel cache folder.
+var deviceCache = filepath.Join(os.TempDir(), "plexbench-device-test-cache")
+
+// deviceScore runs score with args and returns its report.
+func deviceScore(t *testing.T, args ...string) scoring.Report {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, append([]string{"score", "--quiet", "--results", t.TempDir()}, args...)...)
+	if code != 0 {
+		t.Fatalf("score %v: exit %d, stderr %q", args, code, stderr)
+	}
+	var rep scoring.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestDeviceScoreMatchesCPU: on the emulated CUDA and HIP devices, every
+// stories260K file scores the PPL the CPU backend does (within 1e-4
+// relative, f32 KV), the report says what ran where, and the F32 file's
+// device run against a CPU-recorded base has a mean KLD below 1e-6.
+func TestDeviceScoreMatchesCPU(t *testing.T) {
+	text := shareddata.Path(t, "tinystories/tinystories-16k.txt")
+	models, _ := filepath.Glob(shareddata.Path(t, "models") + "/*.gguf")
+	if testing.Short() {
+		models = []string{shareddata.Path(t, "models/stories260K-f32.gguf"), shareddata.Path(t, "models/stories260K-q8_0.gguf")}
+	}
+	common := []string{"--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "8", "--kv-cache-dtype", "f32"}
+	for _, backend := range []string{"cuda", "hip"} {
+		t.Run(backend, func(t *testing.T) {
+			emulatedDevice(t, nil)
+			for _, m := range models {
+				cpu := deviceScore(t, append([]string{"--model", m}, common...)...)
+				dev := deviceScore(t, append([]string{"--model", m, "--backend", backend}, common...)...)
+				c := dev.Config
+				if rel := math.Abs(dev.Perplexity/cpu.Perplexity - 1); rel > 1e-4 || dev.ScoredTokens != cpu.ScoredTokens {
+					t.Errorf("%s: PPL %v on %s, %v on the CPU (%.2g relative)", filepath.Base(m), dev.Perplexity, backend, cpu.Perplexity, rel)
+				}
+				if c.Backend != backend || c.DeviceArch == "cpu" || len(c.CPUFallbackOps) == 0 || !c.CPUFallbackAllowed {
+					t.Errorf("%s: config %+v does not say what ran where", filepath.Base(m), c)
+				}
+				t.Logf("%s on the emulated %s device %s: PPL %.6f (CPU %.6f); device ops %v, CPU %v",
+					filepath.Base(m), backend, c.DeviceArch, dev.Perplexity, cpu.Perplexity, c.DeviceOps, c.CPUFallbackOps)
+			}
+			f32 := shareddata.Path(t, "models/stories260K-f32.gguf")
+			base := filepath.Join(t.TempDir(), "cpu.kld")
+			deviceScore(t, append([]string{"--model", f32, "--perplexity-kld-base-out", base}, common...)...)
+			k := deviceScore(t, "--model", f32, "--backend", backend, "--perplexity-kld", base, "--kv-cache-dtype", "f32").KLD
+			if k == nil || !(k.MeanKLD < 1e-6) || k.SameTop != 1 {
+				t.Fatalf("the F32 device run against the CPU base: %+v", k)
+			}
+			t.Logf("F32 on %s against the CPU base: mean KLD %.3g, same top %.4f", backend, k.MeanKLD, k.SameTop)
+		})
+	}
+}
+
+// TestDeviceFaults: a refused CPU fallback, an allocation failure at
+// load, a failed compile, a launch failure mid-run and a device lost
+// between windows each end the run with one clear line and a non-zero
+// exit, write no report, and a run that failed mid-way continues with
+// --resume on a working device.
+func TestDeviceFaults(t *testing.T) {
+	model := shareddata.Path(t, "models/stories260K-f32.gguf")
+	text := shareddata.Path(t, "tinystories/tinystories-16k.txt")
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"strict", nil, []string{"--no-cpu-fallback"}, "--no-cpu-fallback: op attention"},
+		{"alloc", map[string]string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER": "4096"}, nil, "the LM head"},
+		{"compile", map[string]string{"PLEXBENCH_EMU_FAIL_COMPILE": "1"}, []string{"--perplexity-ctx", "32"}, "compil"},
+		{"launch", map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "7"}, nil, "window"},
+		{"lost", map[string]string{"PLEXBENCH_EMU_LOST_AFTER": "9"}, nil, "window"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			emulatedDevice(t, c.env)
+			if c.name == "compile" {
+				t.Setenv("XDG_CACHE_HOME", t.TempDir()) // nothing compiled before
+			}
+			dir := t.TempDir()
+			out := filepath.Join(dir, "report.json")
+			args := append([]string{"score", "--quiet", "--model", model, "--perplexity", text, "--perplexity-ctx", "64",
+				"--perplexity-chunks", "8", "--backend", "cuda", "--perplexity-output", out, "--results", dir}, c.args...)
+			code, stdout, stderr := runCLI(t, args...)
+			if code == 0 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Fatalf("exit %d, stdout %q, stderr %q: want one line saying %q", code, stdout, stderr, c.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatal("a failed run wrote its report")
+			}
+			t.Logf("emulated fault %s: %s", c.name, strings.TrimSpace(stderr))
+			if c.name != "launch" && c.name != "lost" {
+				return
+			}
+			emulatedDevice(t, nil) // a working device: the journal continues
+			args = append(args, "--resume")
+			if code, _, stderr := runCLI(t, args...); code != 0 {
+				t.Fatalf("--resume after the fault: exit %d, %q", code, stderr)
+			}
+			var rep scoring.Report
+			data, _ := os.ReadFile(out)
+			if err := json.Unmarshal(data, &rep); err != nil || rep.Partial || rep.WindowsScored != 8 {
+				t.Fatalf("resumed report: %v, %+v", err, rep)
+			}
+		})
+	}
+}

@@ -1,0 +1,270 @@
+package engine
+
+// This file owns the LM head on a GPU: with a device in Options, the
+// output matrix is uploaded once as stored (F32, F16 or Q8_0) and each
+// HeadReduce uploads the hidden rows, runs the head's product and the pick
+// and topk reductions there (kernels/gpu: matmul.cu, q8_0.cu, pick.cu,
+// topk.cu, each checked against its CPU twin in hip's tests), and brings
+// back only the per-row results. The layer stack still runs on the CPU:
+// Config lists those ops under cpu_fallback_ops, and a run that forbids
+// the CPU (StrictDevice) is refused at Load naming the first of them.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"plexbench/hip"
+	"plexbench/kernels"
+	"plexbench/kernels/gpu"
+)
+
+// deviceTopK is the most top ids topk.cu returns per row (TOPK_K).
+const deviceTopK = 32
+
+// deviceHead is the LM head's device state.
+type deviceHead struct {
+	d                     *hip.Device
+	s                     *hip.Stream
+	mods                  []*hip.Module
+	mm, quant, pick, topk *hip.Function
+	typ                   kernels.Type
+	v, e                  int
+
+	w, x, xq, logits hip.Buffer
+	mx, arg, sum     hip.Buffer // (HeadRows) per-row max, argmax, Σexp
+	tids, tvals      hip.Buffer // (HeadRows, deviceTopK)
+	ids, picked      hip.Buffer // (HeadRows, nids), grown on demand
+	nids             int
+	args             hip.Args
+	stage            []byte
+}
+
+// deviceHeadTypes are the output-matrix types with a device product.
+var deviceHeadTypes = []kernels.Type{kernels.F32, kernels.F16, kernels.Q8_0}
+
+// newDeviceHead compiles the head's kernels for d and uploads out.
+func newDeviceHead(d *hip.Device, out *kernels.Matrix) (_ *deviceHead, err error) {
+	if !slices.Contains(deviceHeadTypes, out.Type) {
+		return nil, fmt.Errorf("%w: the device head has no product for %v output weights", ErrUnsupported, out.Type)
+	}
+	h := &deviceHead{d: d, typ: out.Type, v: out.Rows, e: out.Cols}
+	defer func() {
+		if err != nil {
+			h.close()
+		}
+	}()
+	if h.s, err = d.NewStream(); err != nil {
+		return nil, err
+	}
+	mmFile, mmName := "matmul.cu", "matmul_"+strings.ToLower(out.Type.String())
+	if out.Type == kernels.Q8_0 {
+		mmFile, mmName = "q8_0.cu", "mm_q8_0"
+	}
+	for _, k := range []struct {
+		file, name string
+		fn         **hip.Function
+	}{{mmFile, mmName, &h.mm}, {"pick.cu", "pick_f32", &h.pick}, {"topk.cu", "topk_f32", &h.topk}} {
+		if *k.fn, err = h.function(k.file, k.name); err != nil {
+			return nil, err
+		}
+	}
+	if out.Type == kernels.Q8_0 {
+		if h.quant, err = h.function("q8_0.cu", "quantize_q8_0"); err != nil {
+			return nil, err
+		}
+	}
+	return h, h.alloc(out.Data)
+}
+
+// function compiles file (once per file) and looks name up in it.
+func (h *deviceHead) function(file, name string) (*hip.Function, error) {
+	src, err := gpu.Source(file)
+	if err != nil {
+		return nil, err
+	}
+	m, err := h.d.Compile(hip.Program{Name: file, Source: src})
+	if err != nil {
+		return nil, err
+	}
+	h.mods = append(h.mods, m)
+	return m.Function(name)
+}
+
+// alloc uploads the weights and allocates the per-call buffers.
+func (h *deviceHead) alloc(weights []byte) error {
+	bufs := []struct {
+		b *hip.Buffer
+		n int
+	}{
+		{&h.w, len(weights)}, {&h.x, 4 * HeadRows * h.e}, {&h.logits, 4 * HeadRows * h.v},
+		{&h.mx, 4 * HeadRows}, {&h.arg, 4 * HeadRows}, {&h.sum, 8 * HeadRows},
+		{&h.tids, 4 * HeadRows * deviceTopK}, {&h.tvals, 4 * HeadRows * deviceTopK},
+	}
+	if h.typ == kernels.Q8_0 {
+		bufs = append(bufs, struct {
+			b *hip.Buffer
+			n int
+		}{&h.xq, HeadRows * h.e / 32 * 34})
+	}
+	for _, b := range bufs {
+		var err error
+		if *b.b, err = h.d.Alloc(b.n); err != nil {
+			return err
+		}
+	}
+	if err := h.s.Upload(h.w, 0, weights); err != nil {
+		return err
+	}
+	return h.s.Sync()
+}
+
+// close frees everything the head holds on the device.
+func (h *deviceHead) close() {
+	for _, b := range []hip.Buffer{h.w, h.x, h.xq, h.logits, h.mx, h.arg, h.sum, h.tids, h.tvals, h.ids, h.picked} {
+		if b.Len() > 0 {
+			h.d.Free(b)
+		}
+	}
+	for _, m := range h.mods {
+		m.Unload()
+	}
+	if h.s != nil {
+		h.s.Destroy()
+	}
+}
+
+// reduce is HeadReduce on the device for n checked rows; every request's
+// top-k must be at most deviceTopK.
+func (h *deviceHead) reduce(hidden []float32, n int, reqs []RowRequest, out []RowResult) error {
+	nids, k := 0, 0
+	for _, q := range reqs[:n] {
+		nids, k = max(nids, len(q.IDs)), max(k, q.TopK)
+	}
+	if err := h.growIDs(nids); err != nil {
+		return err
+	}
+	if err := h.upload(hidden, n, reqs, nids); err != nil {
+		return err
+	}
+	if err := h.launch(n, nids, k); err != nil {
+		return err
+	}
+	return h.download(n, nids, k, reqs, out)
+}
+
+// growIDs makes room for nids requested ids per row.
+func (h *deviceHead) growIDs(nids int) error {
+	if nids <= h.nids {
+		return nil
+	}
+	for _, b := range []hip.Buffer{h.ids, h.picked} {
+		if b.Len() > 0 {
+			h.d.Free(b)
+		}
+	}
+	h.ids, h.picked, h.nids = hip.Buffer{}, hip.Buffer{}, 0
+	var err error
+	if h.ids, err = h.d.Alloc(4 * HeadRows * nids); err != nil {
+		return err
+	}
+	if h.picked, err = h.d.Alloc(4 * HeadRows * nids); err != nil {
+		return err
+	}
+	h.nids = nids
+	return nil
+}
+
+// upload sends the hidden rows and each row's ids (padded with id 0 to
+// nids; the padding's picks are not returned).
+func (h *deviceHead) upload(hidden []float32, n int, reqs []RowRequest, nids int) error {
+	if err := h.s.Upload(h.x, 0, kernels.BytesOf(hidden[:n*h.e])); err != nil {
+		return err
+	}
+	if nids == 0 {
+		return nil
+	}
+	h.stage = kernels.Grow(h.stage, 4*n*nids)
+	clear(h.stage)
+	for i, q := range reqs[:n] {
+		for j, id := range q.IDs {
+			binary.LittleEndian.PutUint32(h.stage[4*(i*nids+j):], uint32(id))
+		}
+	}
+	return h.s.Upload(h.ids, 0, h.stage)
+}
+
+// launch queues the head's product and the two reductions.
+func (h *deviceHead) launch(n, nids, k int) error {
+	a := &h.args
+	if h.typ == kernels.Q8_0 {
+		nb := n * h.e / 32
+		a.Reset()
+		a.Ptr(h.x, 0).Ptr(h.xq, 0).U64(uint64(nb))
+		if err := h.s.Launch(h.quant, hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0, a); err != nil {
+			return err
+		}
+		a.Reset()
+		a.Ptr(h.w, 0).Ptr(h.xq, 0).Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(h.e)).I32(int32(n))
+		if err := h.s.Launch(h.mm, hip.Dim3{X: h.v, Y: n}, hip.Dim3{X: h.d.Warp}, 0, a); err != nil {
+			return err
+		}
+	} else {
+		a.Reset()
+		a.Ptr(h.w, 0).Ptr(h.x, 0).Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(h.e)).I32(int32(n))
+		if err := h.s.Launch(h.mm, hip.Dim3{X: (h.v + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16}, 0, a); err != nil {
+			return err
+		}
+	}
+	a.Reset()
+	a.Ptr(h.logits, 0).I32(int32(h.v)).Ptr(h.ids, 0).I32(int32(nids)).Ptr(h.mx, 0).Ptr(h.arg, 0).Ptr(h.sum, 0).Ptr(h.picked, 0)
+	if err := h.s.Launch(h.pick, hip.Dim3{X: n}, hip.Dim3{X: 256}, 0, a); err != nil {
+		return err
+	}
+	if k == 0 {
+		return nil
+	}
+	a.Reset()
+	a.Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(k)).Ptr(h.tids, 0).Ptr(h.tvals, 0)
+	return h.s.Launch(h.topk, hip.Dim3{X: n}, hip.Dim3{X: 128}, 0, a)
+}
+
+// download brings back the per-row results into out.
+func (h *deviceHead) download(n, nids, k int, reqs []RowRequest, out []RowResult) error {
+	mx, arg, sum := make([]byte, 4*n), make([]byte, 4*n), make([]byte, 8*n)
+	picked, tids, tvals := make([]byte, 4*n*nids), make([]byte, 4*n*k), make([]byte, 4*n*k)
+	for _, d := range []struct {
+		dst []byte
+		src hip.Buffer
+	}{{mx, h.mx}, {arg, h.arg}, {sum, h.sum}, {picked, h.picked}, {tids, h.tids}, {tvals, h.tvals}} {
+		if len(d.dst) == 0 {
+			continue
+		}
+		if err := h.s.Download(d.dst, d.src, 0); err != nil {
+			return err
+		}
+	}
+	if err := h.s.Sync(); err != nil {
+		return err
+	}
+	le := binary.LittleEndian
+	for i, q := range reqs[:n] {
+		o := &out[i]
+		o.Max = math.Float32frombits(le.Uint32(mx[4*i:]))
+		o.ArgMax = int32(le.Uint32(arg[4*i:]))
+		o.SumExp = math.Float64frombits(le.Uint64(sum[8*i:]))
+		o.Picked = kernels.Grow(o.Picked, len(q.IDs))
+		for j := range q.IDs {
+			o.Picked[j] = math.Float32frombits(le.Uint32(picked[4*(i*nids+j):]))
+		}
+		o.TopIDs = kernels.Grow(o.TopIDs, q.TopK)
+		o.TopLogits = kernels.Grow(o.TopLogits, q.TopK)
+		for j := range q.TopK {
+			o.TopIDs[j] = int32(le.Uint32(tids[4*(i*k+j):]))
+			o.TopLogits[j] = math.Float32frombits(le.Uint32(tvals[4*(i*k+j):]))
+		}
+	}
+	return nil
+}
