@@ -117,10 +117,10 @@ func download(t *testing.T, b Buffer, n int) []byte {
 	return out[:n]
 }
 
-func launch(t *testing.T, f kernelFn, grid, block Dim3, a *Args) {
+func launch(t *testing.T, f kernelFn, grid, block Dim3, a *Args, shared ...int) {
 	t.Helper()
 	_, s := device(t)
-	if err := s.Launch(f, grid, block, 0, a); err != nil {
+	if err := s.Launch(f, grid, block, append(shared, 0)[0], a); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Sync(); err != nil {

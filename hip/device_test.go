@@ -427,3 +427,103 @@ func checkQ8_0(t *testing.T) {
 	}
 	check(t, "mm_q8_0 (err/Σ|d·isum|)", worst, 1e-5)
 }
+
+func TestDeviceAdd(t *testing.T) { onDevices(t, checkAdd) }
+
+func checkAdd(t *testing.T) {
+	add, rows := fn(t, "add.cu", "add_f32"), fn(t, "add.cu", "add_rows_f32")
+	r := rand.New(rand.NewPCG(11, 12))
+	const nr, n = 5, 1001
+	x, y, b := randF32(r, nr*n, 10), randF32(r, nr*n, 10), randF32(r, n, 1)
+	bx, by, bb := upload(t, f32Bytes(x)), upload(t, f32Bytes(y)), upload(t, f32Bytes(b))
+	var a Args
+	a.Ptr(bx, 0).Ptr(by, 0).U64(nr * n)
+	launch(t, add, Dim3{X: (nr*n + 255) / 256}, Dim3{X: 256}, &a)
+	a.Reset()
+	a.Ptr(bx, 0).Ptr(bb, 0).I32(n)
+	launch(t, rows, Dim3{X: (n + 255) / 256, Y: nr}, Dim3{X: 256}, &a)
+	got, bad := bytesF32(download(t, bx, 4*nr*n)), 0
+	for i := range got {
+		if want := (x[i] + y[i]) + b[i%n]; math.Float32bits(got[i]) != math.Float32bits(want) {
+			bad++
+		}
+	}
+	check(t, "add_f32 + add_rows_f32 (bits differing)", float64(bad), 0)
+}
+
+func TestDeviceAttention(t *testing.T) { onDevices(t, checkAttention) }
+
+// refAttention is attention.cu's procedure on the host: f32 scores in the
+// same order, f64 sums, the f16 cache's roundings; out and Σ p·|v|.
+func refAttention(q, k, v []float32, f16 bool, tokens, nh, nkv, hd, capacity, pos0 int, scale float32) (out, mag []float64) {
+	rnd := func(x float32) float32 {
+		if f16 {
+			return kernels.F16ToF32(kernels.F32ToF16(x))
+		}
+		return x
+	}
+	out, mag = make([]float64, tokens*nh*hd), make([]float64, tokens*nh*hd)
+	for t := range tokens {
+		for h := range nh {
+			g, nk := h/(nh/nkv), pos0+t+1
+			qr := q[(t*nh+h)*hd:][:hd]
+			s, mx := make([]float32, nk), float32(math.Inf(-1))
+			for j := range nk {
+				var acc float32
+				for d, x := range qr {
+					acc = float32(math.FMA(float64(rnd(x)), float64(k[(g*capacity+j)*hd+d]), float64(acc)))
+				}
+				s[j] = acc * scale
+				mx = max(mx, s[j])
+			}
+			var sum float64
+			for j := range s {
+				s[j] = float32(math.Exp(float64(s[j] - mx)))
+				sum += float64(s[j])
+			}
+			inv := float32(1 / sum)
+			for d := range hd {
+				for j := range s {
+					p, vv := float64(rnd(s[j]*inv)), float64(v[(g*capacity+j)*hd+d])
+					out[(t*nh+h)*hd+d] += p * vv
+					mag[(t*nh+h)*hd+d] += p * math.Abs(vv)
+				}
+			}
+		}
+	}
+	return out, mag
+}
+
+func checkAttention(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const tokens, nh, nkv, hd, capacity, pos0 = 6, 4, 2, 64, 64, 9
+	scale := float32(1 / math.Sqrt(hd))
+	for _, c := range []struct {
+		entry string
+		f16   bool
+		tol   float64
+	}{{"attn_f32", false, 1e-5}, {"attn_f16", true, 2e-3}} {
+		f := fn(t, "attention.cu", c.entry)
+		q := randF32(r, tokens*nh*hd, 2)
+		k, v := randF32(r, nkv*capacity*hd, 2), randF32(r, nkv*capacity*hd, 2)
+		kb, vb := f32Bytes(k), f32Bytes(v)
+		if c.f16 {
+			kb, vb = make([]byte, 2*len(k)), make([]byte, 2*len(v))
+			for i := range k {
+				k[i], v[i] = kernels.F16ToF32(kernels.F32ToF16(k[i])), kernels.F16ToF32(kernels.F32ToF16(v[i]))
+				binary.LittleEndian.PutUint16(kb[2*i:], kernels.F32ToF16(k[i]))
+				binary.LittleEndian.PutUint16(vb[2*i:], kernels.F32ToF16(v[i]))
+			}
+		}
+		want, mag := refAttention(q, k, v, c.f16, tokens, nh, nkv, hd, capacity, pos0, scale)
+		bq, bk, bv, bo := upload(t, f32Bytes(q)), upload(t, kb), upload(t, vb), output(t, 4*len(want))
+		var a Args
+		a.Ptr(bq, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(nh).I32(nkv).I32(hd).I32(capacity).I32(pos0).F32(scale)
+		launch(t, f, Dim3{X: tokens, Y: nh}, Dim3{X: 128}, &a, 4*(pos0+tokens))
+		got, worst := bytesF32(download(t, bo, 4*len(want))), 0.0
+		for i := range got {
+			worst = max(worst, math.Abs(float64(got[i])-want[i])/max(mag[i], 1e-30))
+		}
+		check(t, c.entry+" causal, GQA 4/2 heads, pos0 9 (relative to Σp|v|)", worst, c.tol)
+	}
+}

@@ -35,6 +35,8 @@ func Manifest() []Kernel {
 		{File: "pick.cu", Entries: []string{"pick_f32"}, Twin: "kernels.Pick", Tolerance: "max/argmax/picked exact; Σexp 3e-7 relative"},
 		{File: "topk.cu", Entries: []string{"topk_f32"}, Twin: "kernels.TopK", Tolerance: "exact", Exact: true},
 		{File: "matmul.cu", Entries: []string{"matmul_f32", "matmul_f16"}, Twin: "kernels.KernelSet.MatMul (ref)", Tolerance: "1e-5·Σ|w·x|"},
+		{File: "add.cu", Entries: []string{"add_f32", "add_rows_f32"}, Twin: "the engine's residual and bias adds (f32)", Tolerance: "exact", Exact: true},
+		{File: "attention.cu", Entries: []string{"attn_f32", "attn_f16"}, Twin: "the engine's dense attention (kernels.KernelSet.Softmax over the MatMul of the cached keys and values)", Tolerance: "1e-5·Σ p·|v| (f32 cache), 2e-3 (f16)"},
 		{File: "q8_0.cu", Entries: []string{"quantize_q8_0", "mm_q8_0"}, Twin: "kernels.QuantizeActivation (Q8_0); kernels.KernelSet.MatMul (Q8_0)", Tolerance: "quantize exact; product 1e-5·Σ|d·isum|"},
 	}
 }
