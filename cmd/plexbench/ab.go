@@ -152,6 +152,10 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results
 	against := givenBase
 	if against == "" {
 		against = baseA
+		if n := repA.WindowsScored; repA.StoppedEarly != nil && (b.Chunks == 0 || b.Chunks > n) {
+			// A's stop rule cut its base short: B is scored over A's windows.
+			b.Chunks = n
+		}
 	}
 	repB, pathB, err := score(b, "", against)
 	if err != nil {
