@@ -44,6 +44,19 @@ func intField(key, flagName, usage string, f func(p *Profile) *int) field {
 		}}
 }
 
+func floatField(key, flagName, usage string, f func(p *Profile) *float64) field {
+	return field{key: key, flag: flagName, usage: usage,
+		get: func(p *Profile) string { return strconv.FormatFloat(*f(p), 'g', -1, 64) },
+		set: func(p *Profile, s string) error {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a number", s)
+			}
+			*f(p) = v
+			return nil
+		}}
+}
+
 // fields lists the settings in file order. It is read-only after init.
 var fields = []field{
 	strField("model", "model", "GGUF model file (empty: the embedded demo model)", true, func(p *Profile) *string { return &p.Model }),
@@ -139,6 +152,11 @@ var fields = []field{
 			p.Kernels = m
 			return nil
 		}},
+	floatField("stop_at_precision", "stop-at-precision", "stop once the headline's anytime-valid 95% interval (mean KLD against a base, else ln PPL)\n"+
+		"has half-width ≤ R × its value (0: no rule)", func(p *Profile) *float64 { return &p.StopAtPrecision }),
+	intField("stop_min_windows", "stop-min-windows", "windows scored before a stop rule may end the run (0: 10)", func(p *Profile) *int { return &p.StopMinWindows }),
+	strField("stop_when_decided", "stop-when-decided", "stop once the anytime-valid 95% interval lies on one side of a threshold, e.g. 'mean_kld<0.001'\n"+
+		"(names mean_kld, mean_nll, ppl); exit 0 when it holds, 3 when it fails", false, func(p *Profile) *string { return &p.StopWhenDecided }),
 }
 
 // FlagFor returns the score flag (without dashes) that overrides a profile

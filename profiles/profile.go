@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,14 @@ type Profile struct {
 
 	// Kernels picks a kernel variant per op ("matmul" = "ref"); empty = best available.
 	Kernels map[string]string `toml:"kernels"`
+
+	// Sequential stopping (scoring's StopRule): stop once the headline's
+	// anytime-valid 95% interval has half-width ≤ stop_at_precision × its
+	// value, or lies wholly on one side of stop_when_decided's threshold,
+	// after stop_min_windows windows (0: 10). Unset: no rule.
+	StopAtPrecision float64 `toml:"stop_at_precision,omitzero"`
+	StopMinWindows  int     `toml:"stop_min_windows,omitzero"`
+	StopWhenDecided string  `toml:"stop_when_decided,omitempty"`
 
 	// Source is the file the profile was loaded from or saved to; relative
 	// paths resolve against its directory. Not written to the file.
@@ -193,10 +202,12 @@ func Parse(name string, data []byte) (Profile, error) {
 func keyType(key string) (string, bool) {
 	switch key {
 	case "name", "description", "model", "text", "tokens", "method",
-		"kv_cache_dtype", "backend", "device", "prefill_attention":
+		"kv_cache_dtype", "backend", "device", "prefill_attention", "stop_when_decided":
 		return "String", true
-	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k":
+	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k", "stop_min_windows":
 		return "Integer", true
+	case "stop_at_precision":
+		return "Float", true
 	case "strict_device_kernels":
 		return "Bool", true
 	case "kernels", "flashprefill":
@@ -338,6 +349,7 @@ func (p Profile) Validate() error {
 	if p.KLDTopK < 1 || p.KLDTopK > maxTopK {
 		bad("kld_top_k", "%d is outside 1..%d", p.KLDTopK, maxTopK)
 	}
+	p.validateStop(bad)
 	for _, op := range slices.Sorted(maps.Keys(p.Kernels)) {
 		v := p.Kernels[op]
 		if !isIdent(op) {
@@ -390,6 +402,17 @@ func (p Profile) validateFlashPrefill(bad func(key, format string, args ...any))
 	}
 	if p.Backend != "cpu" {
 		bad("prefill_attention", "%s runs on the cpu backend only, not %q", FlashPrefillV2, p.Backend)
+	}
+}
+
+// validateStop checks the stopping settings' ranges; the condition's
+// language and names are scoring's, checked when the run is planned.
+func (p Profile) validateStop(bad func(key, format string, args ...any)) {
+	if r := p.StopAtPrecision; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		bad("stop_at_precision", "%v: want a positive fraction (0: no precision rule)", r)
+	}
+	if n := p.StopMinWindows; n < 0 || n == 1 {
+		bad("stop_min_windows", "%d: want 2 or more (0: 10)", n)
 	}
 }
 

@@ -22,8 +22,8 @@ type baseSink interface {
 	// replay records a token taken from a journal.
 	replay(nll float64, ids []int32, lp []float32) error
 	// finish closes the base after the loop: a complete run's whole, a
-	// partial run's (rep.Partial) complete windows where the format keeps
-	// them. It fills rep's kld_base_* fields and, for a partial run, adds
+	// partial run's (rep.Partial) or one a stopping rule ended
+	// (rep.StoppedEarly) complete windows where the format keeps them. It fills rep's kld_base_* fields and, for a partial run, adds
 	// to its reason what became of the base.
 	finish(rep *Report, windows, scored int) error
 	// abort discards the base; a no-op after finish.
@@ -97,6 +97,14 @@ func (s *topKSink) replay(nll float64, ids []int32, lp []float32) error {
 
 func (s *topKSink) finish(rep *Report, windows, scored int) error {
 	switch {
+	case rep.StoppedEarly != nil && !rep.Partial:
+		// Complete over the windows scored, and kept so: a comparison
+		// against it must ask for no more windows than it holds.
+		if err := s.w.ClosePartial(windows, scored); err != nil {
+			return err
+		}
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+			"the KLD base holds the %d windows scored before the stop rule was met (marked partial: compare with --perplexity-chunks %d or fewer)", windows, windows))
 	case !rep.Partial:
 		if err := s.w.Close(); err != nil {
 			return err

@@ -76,6 +76,8 @@ type Event struct {
 	Window *WindowReport `json:"window,omitempty"`
 	// KLD is the running comparison against a base; nil when not comparing.
 	KLD *KLDSummary `json:"kld,omitempty"`
+	// Stop is the stopping rule's interval (WindowDone, with a rule only).
+	Stop *StopProgress `json:"stop,omitempty"`
 
 	// Started only: the windows taken from a resumed run's journal
 	// (WindowsDone counts them too).
@@ -84,6 +86,8 @@ type Event struct {
 	// Finished only: whether the run stopped before its last window, and why.
 	Partial bool   `json:"partial,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// StoppedEarly (Finished only) is the stopping rule that ended the run.
+	StoppedEarly *StopReport `json:"stopped_early,omitempty"`
 }
 
 // MarshalJSON encodes e with its durations in seconds.
@@ -168,6 +172,9 @@ func (r *runner) event(e Event) {
 	if r.kld != nil && r.kld.Tokens() > 0 {
 		s := r.kld.Snapshot()
 		e.KLD = &s
+	}
+	if r.stop != nil && e.Kind == EventWindowDone {
+		e.Stop = r.stop.progress()
 	}
 	t0 := time.Now()
 	r.req.Progress(e)

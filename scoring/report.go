@@ -44,6 +44,11 @@ type Report struct {
 	Partial                bool           `json:"partial,omitempty"`
 	PartialReason          string         `json:"partial_reason,omitempty"`
 	Warnings               []string       `json:"warnings,omitempty"`
+	// StoppedEarly is set when a stopping rule (seqstop.go) ended the run
+	// before its last window: the report is complete over the windows
+	// scored. StopRule is where a run's rule stood at its last window.
+	StoppedEarly *StopReport `json:"stopped_early,omitempty"`
+	StopRule     *StopReport `json:"stop_rule,omitempty"`
 	// Shard and Shards say the run scored only the windows with index
 	// Shard mod Shards (shard.go); Sums then carries its raw sums.
 	Shard  int      `json:"shard,omitempty"`

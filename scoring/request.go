@@ -63,6 +63,10 @@ type Request struct {
 	Journal string `json:"-"`
 	Resume  bool   `json:"-"`
 
+	// Stop, when active, ends the run between windows once its rule is met
+	// (seqstop.go).
+	Stop StopRule `json:"-"`
+
 	// TextPath names where Text came from, for messages and the report.
 	TextPath string `json:"-"`
 	// Progress, when set, receives events synchronously from Run's goroutine.
@@ -129,6 +133,12 @@ func (r *Request) check() error {
 	}
 	if r.Shard.N > 1 && r.KLDBaseOut != "" {
 		return badRequest("a shard cannot record a KLD base; record the base with an unsharded run")
+	}
+	if r.Stop.Active() && r.Shard.N > 1 {
+		return badRequest("a shard cannot stop early: the rule reads the run's windows in order")
+	}
+	if r.Stop.Active() && r.KLDBaseOut != "" && r.KLDBaseFormat == BaseFormatLlama {
+		return badRequest("a llama.cpp base is recorded whole: it cannot be recorded by a run that may stop early")
 	}
 	if r.KLDBase != "" && r.KLDBaseOut != "" && r.KLDBase == r.KLDBaseOut {
 		return badRequest("kld_base and kld_base_out are the same file %q", r.KLDBase)

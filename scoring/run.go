@@ -49,6 +49,7 @@ type runner struct {
 	base   baseSource // what the run compares against; nil for none
 	record baseSink   // the base the run records; nil for none
 	kld    *KLDStats  // set when comparing
+	stop   *stopper   // the stopping rule; nil for none
 
 	nll     NLLStats
 	windows []WindowReport
@@ -124,6 +125,10 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 	if r.base != nil {
 		r.kld = &KLDStats{}
 	}
+	if err := req.Stop.check(r.base != nil); err != nil {
+		return nil, err
+	}
+	r.stop = newStopper(req.Stop, r.base != nil)
 	if r.record, err = openSink(&req, r.plan, r.tokens, info, cfg); err != nil {
 		return nil, err
 	}
@@ -189,10 +194,15 @@ func (r *runner) close() {
 
 // loop scores the windows left after a journal's; a stop, a failure or an
 // unreadable base ends it with the error and the report's partial reason.
+// A stopping rule met ends it between windows with neither: the run is
+// complete over the windows scored.
 func (r *runner) loop() (reason string, err error) {
 	r.loopStart = time.Now()
 	r.event(Event{Kind: EventStarted, Resumed: r.resumed})
 	for _, w := range r.plan.Windows[r.resumed:] {
+		if r.stop != nil && r.stop.met != nil {
+			break
+		}
 		if !r.req.Shard.has(w.Index) {
 			if err := r.skipBase(w.Scored); err != nil {
 				return err.Error(), err
@@ -336,6 +346,9 @@ func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowR
 			wr.MeanKLD, wr.SameTop = &m, &st
 		}
 	}
+	if r.stop != nil {
+		r.stop.add(&wr)
+	}
 	r.windows = append(r.windows, wr)
 	return wr
 }
@@ -353,6 +366,9 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	rep.TokenIDsSHA256 = hex.EncodeToString(sum[:])
 	if req.IncludeTokenIDs {
 		rep.TokenIDs = r.tokens
+	}
+	if r.stop != nil && err == nil {
+		r.stop.finish(&rep, len(r.windows) < len(r.todo.Windows))
 	}
 	if r.record != nil {
 		if cerr := r.record.finish(&rep, len(r.windows), r.scoredDone); cerr != nil {
@@ -383,7 +399,7 @@ func (r *runner) report(reason string, err error) (Report, error) {
 		r.kldReport(&rep)
 	}
 	rep.sanitize()
-	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason})
+	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason, StoppedEarly: rep.StoppedEarly})
 	return rep, err
 }
 

@@ -14,7 +14,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"plexbench/profiles"
@@ -70,7 +69,7 @@ func runAB(args []string) int {
 			return fail(err)
 		}
 		if hit {
-			res.Failed = append(res.Failed, c.text)
+			res.Failed = append(res.Failed, c.Text)
 		}
 	}
 	if *asJSON {
@@ -153,6 +152,10 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results
 	against := givenBase
 	if against == "" {
 		against = baseA
+		if n := repA.WindowsScored; repA.StoppedEarly != nil && (b.Chunks == 0 || b.Chunks > n) {
+			// A's stop rule cut its base short: B is scored over A's windows.
+			b.Chunks = n
+		}
 	}
 	repB, pathB, err := score(b, "", against)
 	if err != nil {
@@ -242,11 +245,9 @@ func writeABText(w io.Writer, r *results.ABSummary) {
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }
 
-// A condition is one --fail-if: a metric, a comparison and a number.
-type condition struct {
-	text, metric, op string
-	value            float64
-}
+// A condition is one --fail-if: a figure of the A/B summary, a comparison
+// and a number (scoring.ParseCondition's language).
+type condition struct{ scoring.Condition }
 
 func metricNames() []string {
 	return []string{"mean_kld", "kld_p99", "kld_max", "same_top", "delta_ppl_percent",
@@ -284,42 +285,19 @@ func metricValue(r *results.ABSummary, name string) (v float64, have, known bool
 	return 0, false, false
 }
 
-// parseCondition parses "name>value" (or >=, <, <=).
+// parseCondition parses one --fail-if.
 func parseCondition(s string) (condition, error) {
-	t := strings.ReplaceAll(s, " ", "")
-	i := strings.IndexAny(t, "<>")
-	if i <= 0 {
-		return condition{}, fmt.Errorf("--fail-if %q: want NAME>VALUE, NAME>=VALUE, NAME<VALUE or NAME<=VALUE", s)
-	}
-	c := condition{text: t, metric: t[:i], op: t[i : i+1]}
-	rest := t[i+1:]
-	if strings.HasPrefix(rest, "=") {
-		c.op += "="
-		rest = rest[1:]
-	}
-	if _, _, known := metricValue(&results.ABSummary{}, c.metric); !known {
-		return condition{}, fmt.Errorf("--fail-if %q: unknown name %q (have %s)", s, c.metric, strings.Join(metricNames(), ", "))
-	}
-	v, err := strconv.ParseFloat(rest, 64)
+	c, err := scoring.ParseCondition(s, metricNames())
 	if err != nil {
-		return condition{}, fmt.Errorf("--fail-if %q: %q is not a number", s, rest)
+		return condition{}, fmt.Errorf("--fail-if %w", err)
 	}
-	c.value = v
-	return c, nil
+	return condition{c}, nil
 }
 
 func (c condition) holds(r *results.ABSummary) (bool, error) {
-	x, have, _ := metricValue(r, c.metric)
+	x, have, _ := metricValue(r, c.Metric)
 	if !have {
-		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.text, c.metric)
+		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.Text, c.Metric)
 	}
-	switch c.op {
-	case ">":
-		return x > c.value, nil
-	case ">=":
-		return x >= c.value, nil
-	case "<":
-		return x < c.value, nil
-	}
-	return x <= c.value, nil
+	return c.Holds(x), nil
 }

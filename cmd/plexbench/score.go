@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,6 +85,33 @@ func runScore(args []string) int {
 	}
 	if err := out.Done(); err != nil {
 		return fail(err)
+	}
+	return stopExit(&out.Report, x.quiet)
+}
+
+// stopExit is a complete run's exit code under its stopping rule: 0, or
+// exitThreshold when a --stop-when-decided condition fails (decided by its
+// interval, or by the point value when the rule was never met). It says
+// on stderr why the run stopped or that the rule was not met.
+func stopExit(rep *scoring.Report, quiet bool) int {
+	s, how := rep.StoppedEarly, "stopped early"
+	if s == nil {
+		s, how = rep.StopRule, "scored every window"
+	}
+	if s == nil {
+		return 0
+	}
+	if !quiet {
+		met := "met"
+		if !s.Met {
+			met = "not met"
+		}
+		fmt.Fprintf(os.Stderr, "plexbench: %s: %d of %d windows, rule %s %s (%s %.6g ± %.3g, anytime-valid 95%%)\n",
+			how, rep.WindowsScored, rep.WindowsTotal, s.Rule, met, s.Statistic, s.Value, s.HalfWidth)
+	}
+	if s.Holds != nil && !*s.Holds {
+		fmt.Fprintf(os.Stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
+		return exitThreshold
 	}
 	return 0
 }
@@ -213,6 +242,24 @@ func writeReport(path string, rep *scoring.Report) error {
 	return outfile.WriteFile(path, data)
 }
 
+// stopProgress is the progress line's part for a precision rule: the
+// interval's half-width as a fraction of the value against the target,
+// and the windows it still needs at the current variance.
+func stopProgress(s *scoring.StopProgress) string {
+	if s == nil || s.Precision == 0 {
+		return ""
+	}
+	rel := math.Inf(1)
+	if s.Value != 0 {
+		rel = s.HalfWidth / math.Abs(s.Value)
+	}
+	left := "?"
+	if s.WindowsLeft >= 0 {
+		left = strconv.Itoa(s.WindowsLeft)
+	}
+	return fmt.Sprintf("  stop: ±%.1f%% of %s (target %.1f%%), ~%s windows left", 100*rel, s.Statistic, 100*s.Precision, left)
+}
+
 // progressPrinter renders run events on stderr: one rewritten status line
 // on a terminal, a line every few seconds otherwise.
 type progressPrinter struct {
@@ -245,6 +292,7 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if k := e.KLD; k != nil {
 			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
 		}
+		line += stopProgress(e.Stop)
 		if p.tty {
 			fmt.Fprintf(p.out, "\r\033[K%s", line)
 		} else if time.Since(p.lastLine) > 5*time.Second || e.WindowsDone == e.WindowsTotal {
@@ -256,8 +304,11 @@ func (p *progressPrinter) event(e scoring.Event) {
 			fmt.Fprintln(p.out)
 		}
 		status := "done"
-		if e.Partial {
+		switch {
+		case e.Partial:
 			status = "stopped: " + e.Reason
+		case e.StoppedEarly != nil:
+			status = "stopped early (rule " + e.StoppedEarly.Rule + " met)"
 		}
 		kept := ""
 		if p.kept {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/workbench/demo"
 )
@@ -22,6 +23,10 @@ func request(j Job) (scoring.Request, error) {
 		KLDBaseOut: j.Record, KLDBaseFormat: j.RecordFormat, KLDTopK: p.KLDTopK, KLDBase: j.Compare,
 		IncludeTokenIDs: j.TokenIDs, CoarsenTopK: j.CoarsenTopK, Shard: j.Shard, Resume: j.Resume,
 		Progress: j.Progress,
+	}
+	var err error
+	if req.Stop, err = StopRule(p); err != nil {
+		return req, err
 	}
 	if j.Compare != "" && j.GeometryFromBase {
 		// A comparison inherits the geometry the base was recorded with,
@@ -61,6 +66,19 @@ func request(j Job) (scoring.Request, error) {
 		req.Text, req.TextPath = PerplexityText(demo.Text()), demo.TextName
 	}
 	return req, nil
+}
+
+// StopRule is the stopping rule p's stop_* settings stand for.
+func StopRule(p profiles.Profile) (scoring.StopRule, error) {
+	rule := scoring.StopRule{Precision: p.StopAtPrecision, MinWindows: p.StopMinWindows}
+	if p.StopWhenDecided != "" {
+		c, err := scoring.ParseCondition(p.StopWhenDecided, scoring.StopNames())
+		if err != nil {
+			return rule, fmt.Errorf("stop_when_decided %w", err)
+		}
+		rule.Decide = &c
+	}
+	return rule, nil
 }
 
 // PerplexityText is a text file's content as llama-perplexity scores it:

@@ -81,6 +81,9 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 	if _, err := journalPath(j); err != nil {
 		return Outcome{}, err // before the model loads
 	}
+	if _, err := StopRule(j.Profile); err != nil {
+		return Outcome{}, err
+	}
 	b, err := Open(j.Profile)
 	if err != nil {
 		return Outcome{}, err
