@@ -114,10 +114,10 @@ func stoi(s string) (int, bool) {
 	return v, true
 }
 
-// wilson95 is llama-perplexity's running acc_norm after n tasks, correct
-// of them right, and its Wilson score 95% interval, in percent, computed
-// in its order of operations.
-func wilson95(correct, n int) (acc, lo, hi float64) {
+// HellaSwagRunning is llama-perplexity's running acc_norm after n tasks,
+// correct of them right, and its Wilson score 95% interval, in percent,
+// computed in its order of operations.
+func HellaSwagRunning(correct, n int) (acc, lo, hi float64) {
 	const za = 1.95996398454
 	f := float64(correct) / float64(n)
 	z := za * za / float64(n)
@@ -150,7 +150,7 @@ func hellaswagReport(inFile int, results []HellaSwagResult) *HellaSwagReport {
 				correct++
 			}
 		}
-		h.Accuracy, h.CI95Low, h.CI95High = wilson95(correct, len(results))
+		h.Accuracy, h.CI95Low, h.CI95High = HellaSwagRunning(correct, len(results))
 	}
 	return h
 }

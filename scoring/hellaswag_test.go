@@ -5,93 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
 )
-
-// hellaswagText writes n tasks in llama.cpp's six-line format from seeded
-// random words.
-func hellaswagText(n int, seed uint64) (string, []HellaSwagTask) {
-	r := rand.New(rand.NewPCG(seed, 3))
-	words := strings.Fields("the cat sat on a mat and then it ran far away to see big red dog who was happy")
-	phrase := func(k int) string {
-		w := make([]string, k)
-		for i := range w {
-			w[i] = words[r.IntN(len(words))]
-		}
-		return strings.Join(w, " ")
-	}
-	var b strings.Builder
-	tasks := make([]HellaSwagTask, n)
-	for i := range tasks {
-		t := HellaSwagTask{Context: phrase(3 + r.IntN(6)), Gold: r.IntN(4)}
-		fmt.Fprintf(&b, "%s\n%d\n", t.Context, t.Gold)
-		for e := range t.Endings {
-			t.Endings[e] = phrase(1 + r.IntN(5))
-			fmt.Fprintf(&b, "%s\n", t.Endings[e])
-		}
-		tasks[i] = t
-	}
-	return b.String(), tasks
-}
-
-func TestParseHellaSwag(t *testing.T) {
-	text, want := hellaswagText(5, 1)
-	for _, in := range []string{text, strings.TrimSuffix(text, "\n")} {
-		got, err := ParseHellaSwag(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("parsed %v, want %v", got, want)
-		}
-	}
-	got, err := ParseHellaSwag("ctx\r\n 2\r\na\nb\nc\nd")
-	if err != nil || got[0].Gold != 2 || got[0].Context != "ctx\r" {
-		t.Fatalf("stoi-style gold and kept CR: %+v, %v", got, err)
-	}
-	for in, msg := range map[string]string{
-		"":                         "no tasks",
-		"a\n1\nb\nc\nd":            "5 lines, not a multiple of 6: task 0 (lines 1..) is incomplete",
-		text + "x\n":               "31 lines, not a multiple of 6: task 5 (lines 31..) is incomplete",
-		"a\n4\nb\nc\nd\ne":         `task 0 (line 2): gold ending "4" is not 0..3`,
-		"a\nx\nb\nc\nd\ne":         `task 0 (line 2): gold ending "x" is not 0..3`,
-		text + "a\n-1\nb\nc\nd\ne": `task 5 (line 32): gold ending "-1" is not 0..3`,
-	} {
-		_, err := ParseHellaSwag(in)
-		if !errors.Is(err, ErrBadTaskFile) || !strings.HasSuffix(err.Error(), msg) {
-			t.Errorf("%.20q: error %v, want one ending %q", in, err, msg)
-		}
-	}
-}
-
-// FuzzParseHellaSwag: the parser never panics; what it accepts has six
-// lines a task and gold endings 0..3, and reads back the same from the
-// tasks written out again.
-func FuzzParseHellaSwag(f *testing.F) {
-	text, _ := hellaswagText(3, 2)
-	for _, s := range []string{text, "", "\n", "a\n0\nb\nc\nd\ne\n", "a\n+3x\n\n\n\n\n", "a\n99999999999\nb\nc\nd\ne"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		tasks, err := ParseHellaSwag(in)
-		if err != nil {
-			return
-		}
-		var b strings.Builder
-		for _, tk := range tasks {
-			if tk.Gold < 0 || tk.Gold > 3 {
-				t.Fatalf("gold %d accepted", tk.Gold)
-			}
-			fmt.Fprintf(&b, "%s\n%d\n%s\n%s\n%s\n%s\n", tk.Context, tk.Gold, tk.Endings[0], tk.Endings[1], tk.Endings[2], tk.Endings[3])
-		}
-		again, err := ParseHellaSwag(b.String())
-		if err != nil || fmt.Sprint(again) != fmt.Sprint(tasks) {
-			t.Fatalf("written back: %v, %v; want %v", again, err, tasks)
-		}
-	})
-}
 
 // bruteEndingScore is an ending's mean log-probability from the fake's
 // whole logit rows, in float64.
@@ -161,7 +77,7 @@ func TestRunHellaSwagMatchesBrute(t *testing.T) {
 			correct++
 		}
 	}
-	acc, lo, hi := wilson95(correct, 12)
+	acc, lo, hi := HellaSwagRunning(correct, 12)
 	if h.Accuracy != acc || h.CI95Low != lo || h.CI95High != hi || !(lo <= acc && acc <= hi) {
 		t.Errorf("accuracy %v [%v, %v], want %v [%v, %v]", h.Accuracy, h.CI95Low, h.CI95High, acc, lo, hi)
 	}
@@ -173,7 +89,7 @@ func TestRunHellaSwagMatchesBrute(t *testing.T) {
 // TestWilson95: llama-perplexity's printed interval for 3 of 4 and the
 // textbook Wilson bounds for 0 and all.
 func TestWilson95(t *testing.T) {
-	acc, lo, hi := wilson95(3, 4)
+	acc, lo, hi := HellaSwagRunning(3, 4)
 	if got := fmt.Sprintf("%3.8f%%\t[%3.4f%%, %3.4f%%]", acc, lo, hi); got != "75.00000000%\t[30.0642%, 95.4413%]" {
 		t.Errorf("3 of 4: %s", got)
 	}
@@ -181,15 +97,15 @@ func TestWilson95(t *testing.T) {
 	for _, c := range [][2]int{{3, 4}, {1, 7}, {250, 400}} {
 		p, n, z := float64(c[0])/float64(c[1]), float64(c[1]), 1.95996398454
 		mid, half := p+z*z/(2*n), z*math.Sqrt(p*(1-p)/n+z*z/(4*n*n))
-		_, lo, hi := wilson95(c[0], c[1])
+		_, lo, hi := HellaSwagRunning(c[0], c[1])
 		if math.Abs(lo-100*(mid-half)/(1+z*z/n)) > 1e-9 || math.Abs(hi-100*(mid+half)/(1+z*z/n)) > 1e-9 {
 			t.Errorf("%d of %d: [%v, %v]", c[0], c[1], lo, hi)
 		}
 	}
-	if _, lo, _ := wilson95(0, 10); lo != 0 {
+	if _, lo, _ := HellaSwagRunning(0, 10); lo != 0 {
 		t.Errorf("0 of 10: low %v", lo)
 	}
-	if _, _, hi := wilson95(10, 10); math.Abs(hi-100) > 1e-12 {
+	if _, _, hi := HellaSwagRunning(10, 10); math.Abs(hi-100) > 1e-12 {
 		t.Errorf("10 of 10: high %v", hi)
 	}
 }

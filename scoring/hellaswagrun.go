@@ -303,7 +303,7 @@ func (r *hsRunner) event(e Event) {
 	eventTiming(&e, r.start, r.loopStart, r.held, 0)
 	p := HellaSwagProgress{TasksDone: len(r.results), TasksTotal: len(r.tasks)}
 	if len(r.results) > 0 {
-		p.Accuracy, p.CI95Low, p.CI95High = wilson95(r.correct, len(r.results))
+		p.Accuracy, p.CI95Low, p.CI95High = HellaSwagRunning(r.correct, len(r.results))
 	}
 	e.HellaSwag = &p
 	t0 := time.Now()

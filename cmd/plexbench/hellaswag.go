@@ -23,13 +23,7 @@ func (p *progressPrinter) hellaswag(e scoring.Event) {
 			h.TasksDone, h.TasksTotal, h.Accuracy, h.CI95Low, h.CI95High,
 			e.MeanTokensPerSecond, e.ETA.Round(time.Second)), h.TasksDone == h.TasksTotal)
 	case scoring.EventFinished:
-		if p.tty {
-			fmt.Fprintln(p.out)
-		}
-		status := "done"
-		if e.Partial {
-			status = "stopped: " + e.Reason
-		}
+		status := p.finished(e)
 		fmt.Fprintf(p.out, "plexbench: %s in %s: acc_norm = %.8f%% [%.4f%%, %.4f%%] over %d tasks (%.0f tok/s prefill)\n",
 			status, e.Elapsed.Round(time.Millisecond), h.Accuracy, h.CI95Low, h.CI95High, h.TasksDone, e.MeanTokensPerSecond)
 	}

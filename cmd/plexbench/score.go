@@ -73,24 +73,30 @@ func runScore(args []string) int {
 		return fail(werr)
 	}
 	if err != nil {
-		rep, kept := &out.Report, ""
-		if rep.KLDBaseOut != "" {
-			kept = ", partial base kept in " + rep.KLDBaseOut
-		}
-		if out.Journal != "" {
-			kept += "; --resume continues it"
-		}
-		done, total, what := rep.WindowsScored, rep.WindowsTotal, "windows"
-		if h := rep.HellaSwag; h != nil {
-			done, total, what = h.Tasks, min(j.HellaSwagTasks, h.TasksInFile), "tasks"
-		}
-		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
+		stopped(&out, j, err)
 		return 130
 	}
 	if err := out.Done(); err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+// stopped says on stderr that a stopped run's partial report was written,
+// and what it kept.
+func stopped(out *workbench.Outcome, j workbench.Job, err error) {
+	rep, kept := &out.Report, ""
+	if rep.KLDBaseOut != "" {
+		kept = ", partial base kept in " + rep.KLDBaseOut
+	}
+	if out.Journal != "" {
+		kept += "; --resume continues it"
+	}
+	done, total, what := rep.WindowsScored, rep.WindowsTotal, "windows"
+	if h := rep.HellaSwag; h != nil {
+		done, total, what = h.Tasks, min(j.HellaSwagTasks, h.TasksInFile), "tasks"
+	}
+	fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
 }
 
 // scoreJob completes j from the flags: the profile (a file under the
@@ -123,6 +129,9 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 	}
 	if given(fs, "hellaswag-tasks") && j.HellaSwag == "" {
 		return errors.New("score: --hellaswag-tasks needs --hellaswag FILE")
+	}
+	if j.HellaSwagTasks < 1 {
+		return fmt.Errorf("score: --hellaswag-tasks %d: want at least 1", j.HellaSwagTasks)
 	}
 	j.Journal, j.Report = true, x.output
 	return nil
@@ -260,13 +269,7 @@ func (p *progressPrinter) event(e scoring.Event) {
 		}
 		p.status(line, e.WindowsDone == e.WindowsTotal)
 	case scoring.EventFinished:
-		if p.tty {
-			fmt.Fprintln(p.out)
-		}
-		status := "done"
-		if e.Partial {
-			status = "stopped: " + e.Reason
-		}
+		status := p.finished(e)
 		kept := ""
 		if p.kept {
 			kept = fmt.Sprintf(", FlashPrefill kept %.1f%% of attention blocks", 100*e.AttentionKept)
@@ -285,4 +288,15 @@ func (p *progressPrinter) status(line string, last bool) {
 		fmt.Fprintln(p.out, line)
 		p.lastLine = time.Now()
 	}
+}
+
+// finished ends the status line of a terminal and says how the run ended.
+func (p *progressPrinter) finished(e scoring.Event) string {
+	if p.tty {
+		fmt.Fprintln(p.out)
+	}
+	if e.Partial {
+		return "stopped: " + e.Reason
+	}
+	return "done"
 }

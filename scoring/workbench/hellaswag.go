@@ -18,13 +18,13 @@ func hellaswagConflicts(j Job) error {
 	bad := ""
 	switch {
 	case j.Compare != "" || j.Record != "" || j.CoarsenTopK > 0:
-		bad = "a KLD base"
+		bad = "KLD base"
 	case j.Shard.N > 1:
-		bad = "a shard"
+		bad = "shard"
 	case j.TokenIDs:
 		bad = "token ids"
 	case j.Profile.Text != "" || j.Profile.Tokens != "":
-		bad = "a perplexity text"
+		bad = "perplexity text (--perplexity, --perplexity-tokens)"
 	case j.HellaSwagTasks < 0:
 		return fmt.Errorf("--hellaswag-tasks %d: want a positive count", j.HellaSwagTasks)
 	}
