@@ -79,6 +79,9 @@ type Event struct {
 	// Stop is the stopping rule's interval (WindowDone, with a rule only).
 	Stop *StopProgress `json:"stop,omitempty"`
 
+	// HellaSwag is a HellaSwag run's running acc_norm; nil otherwise.
+	HellaSwag *HellaSwagProgress `json:"hellaswag,omitempty"`
+
 	// Started only: the windows taken from a resumed run's journal
 	// (WindowsDone counts them too).
 	Resumed int `json:"resumed,omitempty"`
@@ -161,12 +164,7 @@ func (r *runner) event(e Event) {
 	if r.blocks.Total > 0 {
 		e.AttentionKept = r.blocks.Fraction()
 	}
-	e.Elapsed = time.Since(r.start)
-	if loop := (time.Since(r.loopStart) - r.held).Seconds(); loop > 0 && r.prefillDone > r.prefillResumed {
-		e.MeanTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / loop
-		left := float64(r.todo.PrefillToks - r.prefillDone)
-		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
-	}
+	eventTiming(&e, r.start, r.loopStart, r.held, r.prefillResumed)
 	res := r.nll.Result()
 	e.MeanNLL, e.Perplexity, e.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
 	if r.kld != nil && r.kld.Tokens() > 0 {
@@ -179,4 +177,17 @@ func (r *runner) event(e Event) {
 	t0 := time.Now()
 	r.req.Progress(e)
 	r.held += time.Since(t0)
+}
+
+// eventTiming sets e's elapsed time, mean prefill rate and ETA from
+// e.PrefillDone and e.PrefillTotal: resumed of the tokens done were taken
+// from a journal and held is the time the progress callback kept the run
+// waiting, both left out of the rate.
+func eventTiming(e *Event, start, loopStart time.Time, held time.Duration, resumed int) {
+	e.Elapsed = time.Since(start)
+	if loop := (time.Since(loopStart) - held).Seconds(); loop > 0 && e.PrefillDone > resumed {
+		e.MeanTokensPerSecond = float64(e.PrefillDone-resumed) / loop
+		left := float64(e.PrefillTotal - e.PrefillDone)
+		e.ETA = time.Duration(left / e.MeanTokensPerSecond * float64(time.Second))
+	}
 }

@@ -59,6 +59,9 @@ type Report struct {
 	// Floor is what `plexbench floor` measured: the model against its own
 	// bases (floor.go).
 	Floor *FloorReport `json:"floor,omitempty"`
+	// HellaSwag is a --hellaswag run's result (hellaswag.go); such a
+	// report's method is "hellaswag" and its perplexity fields are empty.
+	HellaSwag *HellaSwagReport `json:"hellaswag,omitempty"`
 }
 
 // ShardSpec is the report's shard ("" for none).

@@ -85,13 +85,7 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 	if err := req.check(); err != nil {
 		return nil, err
 	}
-	info, cfg := eng.Info(), eng.Config()
-	if cfg.HeadRows == 0 {
-		cfg.HeadRows = HeadRows
-	}
-	if cfg.Model.Path == "" {
-		cfg.Model = info
-	}
+	info, cfg := eng.Info(), runConfig(eng)
 	if info.HiddenSize <= 0 {
 		return nil, fmt.Errorf("engine reports hidden size %d", info.HiddenSize)
 	}
@@ -380,11 +374,7 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	rep.MeanNLL, rep.Perplexity, rep.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
 	rep.PrefillTokens = r.prefillDone
 	rep.PrefillAttentionKept = r.blocks.Fraction()
-	rep.ElapsedSeconds = time.Since(r.start).Seconds()
-	rep.ProgressHeldSeconds = r.held.Seconds()
-	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
-		rep.PrefillTokensPerSecond = float64(r.prefillDone-r.prefillResumed) / working
-	}
+	reportTiming(&rep, r.start, r.held, r.prefillDone-r.prefillResumed)
 	if req.windowsWanted() || req.Shard.N > 0 {
 		rep.Windows = r.windows // a shard's windows are what merge pairs and sorts
 	}
@@ -401,6 +391,16 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	rep.sanitize()
 	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason, StoppedEarly: rep.StoppedEarly})
 	return rep, err
+}
+
+// reportTiming sets rep's elapsed and held seconds and its prefill rate:
+// timed prefill tokens over the time the run was not held.
+func reportTiming(rep *Report, start time.Time, held time.Duration, timed int) {
+	rep.ElapsedSeconds = time.Since(start).Seconds()
+	rep.ProgressHeldSeconds = held.Seconds()
+	if working := rep.ElapsedSeconds - rep.ProgressHeldSeconds; working > 0 {
+		rep.PrefillTokensPerSecond = float64(timed) / working
+	}
 }
 
 // kldReport adds the comparison against the base and its warnings.

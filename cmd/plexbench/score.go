@@ -48,6 +48,8 @@ func runScore(args []string) int {
 	fs.StringVar(&x.card, "card", "", "write a Markdown model card of the run here")
 	fs.StringVar(&x.shard, "perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
 	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
+	fs.StringVar(&j.HellaSwag, "hellaswag", "", "score this HellaSwag task file as llama-perplexity --hellaswag does (acc_norm; the report's hellaswag object)")
+	fs.IntVar(&j.HellaSwagTasks, "hellaswag-tasks", scoring.DefaultHellaSwagTasks, "with --hellaswag: the number of tasks drawn, as llama-perplexity draws them")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -73,14 +75,7 @@ func runScore(args []string) int {
 		return fail(werr)
 	}
 	if err != nil {
-		rep, kept := &out.Report, ""
-		if rep.KLDBaseOut != "" {
-			kept = ", partial base kept in " + rep.KLDBaseOut
-		}
-		if out.Journal != "" {
-			kept += "; --resume continues it"
-		}
-		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d windows)%s\n", err, rep.WindowsScored, rep.WindowsTotal, kept)
+		stopped(&out, j, err)
 		return 130
 	}
 	if err := out.Done(); err != nil {
@@ -116,6 +111,23 @@ func stopExit(rep *scoring.Report, quiet bool) int {
 	return 0
 }
 
+// stopped says on stderr that a stopped run's partial report was written,
+// and what it kept.
+func stopped(out *workbench.Outcome, j workbench.Job, err error) {
+	rep, kept := &out.Report, ""
+	if rep.KLDBaseOut != "" {
+		kept = ", partial base kept in " + rep.KLDBaseOut
+	}
+	if out.Journal != "" {
+		kept += "; --resume continues it"
+	}
+	done, total, what := rep.WindowsScored, rep.WindowsTotal, "windows"
+	if h := rep.HellaSwag; h != nil {
+		done, total, what = h.Tasks, min(j.HellaSwagTasks, h.TasksInFile), "tasks"
+	}
+	fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
+}
+
 // scoreJob completes j from the flags: the profile (a file under the
 // flags given beside it), the shard, and whether the run inherits the
 // base's geometry.
@@ -143,6 +155,12 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 			"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
 			j.GeometryGiven[field] = given(fs, flagName)
 		}
+	}
+	if given(fs, "hellaswag-tasks") && j.HellaSwag == "" {
+		return errors.New("score: --hellaswag-tasks needs --hellaswag FILE")
+	}
+	if j.HellaSwagTasks < 1 {
+		return fmt.Errorf("score: --hellaswag-tasks %d: want at least 1", j.HellaSwagTasks)
 	}
 	j.Journal, j.Report = true, x.output
 	return nil
@@ -275,6 +293,10 @@ func newProgressPrinter(out *os.File) *progressPrinter {
 }
 
 func (p *progressPrinter) event(e scoring.Event) {
+	if e.HellaSwag != nil {
+		p.hellaswag(e)
+		return
+	}
 	switch e.Kind {
 	case scoring.EventStarted:
 		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
@@ -293,23 +315,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
 		}
 		line += stopProgress(e.Stop)
-		if p.tty {
-			fmt.Fprintf(p.out, "\r\033[K%s", line)
-		} else if time.Since(p.lastLine) > 5*time.Second || e.WindowsDone == e.WindowsTotal {
-			fmt.Fprintln(p.out, line)
-			p.lastLine = time.Now()
-		}
+		p.status(line, e.WindowsDone == e.WindowsTotal)
 	case scoring.EventFinished:
-		if p.tty {
-			fmt.Fprintln(p.out)
-		}
-		status := "done"
-		switch {
-		case e.Partial:
-			status = "stopped: " + e.Reason
-		case e.StoppedEarly != nil:
-			status = "stopped early (rule " + e.StoppedEarly.Rule + " met)"
-		}
+		status := p.finished(e)
 		kept := ""
 		if p.kept {
 			kept = fmt.Sprintf(", FlashPrefill kept %.1f%% of attention blocks", 100*e.AttentionKept)
@@ -317,4 +325,29 @@ func (p *progressPrinter) event(e scoring.Event) {
 		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f over %d tokens (%.0f tok/s prefill%s)\n",
 			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty, e.ScoredDone, e.MeanTokensPerSecond, kept)
 	}
+}
+
+// status shows a progress line: rewritten in place on a terminal, else
+// written every few seconds and for the last one.
+func (p *progressPrinter) status(line string, last bool) {
+	if p.tty {
+		fmt.Fprintf(p.out, "\r\033[K%s", line)
+	} else if time.Since(p.lastLine) > 5*time.Second || last {
+		fmt.Fprintln(p.out, line)
+		p.lastLine = time.Now()
+	}
+}
+
+// finished ends the status line of a terminal and says how the run ended.
+func (p *progressPrinter) finished(e scoring.Event) string {
+	if p.tty {
+		fmt.Fprintln(p.out)
+	}
+	switch {
+	case e.Partial:
+		return "stopped: " + e.Reason
+	case e.StoppedEarly != nil:
+		return "stopped early (rule " + e.StoppedEarly.Rule + " met)"
+	}
+	return "done"
 }

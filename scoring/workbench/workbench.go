@@ -56,6 +56,12 @@ type Job struct {
 	Resume  bool
 	Report  string
 
+	// HellaSwag, when set, scores this task file as llama-perplexity
+	// --hellaswag does instead of a text (hellaswag.go), HellaSwagTasks
+	// of its tasks (0: llama.cpp's default, 400).
+	HellaSwag      string
+	HellaSwagTasks int
+
 	// Progress receives the run's events on the scoring goroutine.
 	Progress func(scoring.Event)
 }
@@ -83,6 +89,14 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 	}
 	if _, err := StopRule(j.Profile); err != nil {
 		return Outcome{}, err
+	}
+	if j.HellaSwag != "" {
+		if err := hellaswagConflicts(j); err != nil {
+			return Outcome{}, err
+		}
+		if _, err := hellaswagTasks(j); err != nil {
+			return Outcome{}, err
+		}
 	}
 	b, err := Open(j.Profile)
 	if err != nil {
@@ -132,6 +146,9 @@ func (b *Bench) Close() error {
 // report carries its record information; a run whose record cannot be
 // described still returns its report, with a warning saying why.
 func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
+	if j.HellaSwag != "" {
+		return b.runHellaSwag(ctx, j)
+	}
 	started := time.Now()
 	out, err := b.run(ctx, j)
 	if err != nil || out.Report.Partial {
@@ -168,6 +185,8 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 func journalPath(j Job) (string, error) {
 	var none string
 	switch {
+	case j.HellaSwag != "":
+		none = "--resume: a --hellaswag run keeps no journal; rerun it"
 	case j.CoarsenTopK > 0:
 		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
 	case j.Shard.N > 1:

@@ -1,0 +1,122 @@
+package scoring
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// drawProgram prints, for each "total count" pair of its arguments, the
+// file indices llama-perplexity's hellaswag_score selects (a fresh
+// mt19937(1) per pair, a uniform_int_distribution<size_t> over the tasks
+// left, the drawn one erased), then raw draws over wide ranges.
+const drawProgram = `#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+int main(int argc, char **argv) {
+    for (int a = 1; a + 1 < argc; a += 2) {
+        size_t total = strtoull(argv[a], 0, 10), count = strtoull(argv[a+1], 0, 10);
+        std::vector<size_t> left;
+        for (size_t i = 0; i < total; i++) left.push_back(i);
+        std::mt19937 rng(1);
+        for (size_t i = 0; i < count && i < total; i++) {
+            std::uniform_int_distribution<size_t> dist(0, left.size() - 1);
+            size_t j = dist(rng);
+            printf("%zu ", left[j]);
+            left.erase(left.begin() + j);
+        }
+        printf("\n");
+    }
+    std::mt19937 rng(7);
+    const size_t ranges[] = {1, 2, 3, 1000, 2147483649ull, 3000000000ull, 4294967295ull};
+    for (size_t n : ranges) {
+        std::uniform_int_distribution<size_t> dist(0, n - 1);
+        for (int i = 0; i < 200; i++) printf("%zu ", dist(rng));
+    }
+    printf("\n");
+    return 0;
+}
+`
+
+// cppDraws compiles drawProgram with g++ and runs it on args.
+func cppDraws(t *testing.T, args []string) []string {
+	t.Helper()
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++ on PATH: the task draws cannot be checked against libstdc++")
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "draw.cpp"), filepath.Join(dir, "draw")
+	if err := os.WriteFile(src, []byte(drawProgram), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(gxx, "-O1", "-std=c++17", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("draw program: %v", err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+func joinInts(v []int) string {
+	var b strings.Builder
+	for _, x := range v {
+		b.WriteString(strconv.Itoa(x))
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// TestHellaSwagOrderMatchesLibstdcxx: the selected tasks and their order
+// equal libstdc++'s, for llama.cpp's default 400 of the full 10042-task
+// file, every task of small files, and a few in between; and raw draws
+// over ranges up to 2^32−1 (where Lemire's rejection redraws) agree.
+func TestHellaSwagOrderMatchesLibstdcxx(t *testing.T) {
+	pairs := [][2]int{{10042, 400}, {10042, 10042}, {1, 1}, {2, 2}, {6, 6}, {100, 7}, {7, 100}, {1000, 999}, {70000, 50}}
+	var args []string
+	for _, p := range pairs {
+		args = append(args, strconv.Itoa(p[0]), strconv.Itoa(p[1]))
+	}
+	lines := cppDraws(t, args)
+	if len(lines) != len(pairs)+1 {
+		t.Fatalf("draw program printed %d lines, want %d", len(lines), len(pairs)+1)
+	}
+	for i, p := range pairs {
+		got, err := HellaSwagOrder(p[0], p[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := joinInts(got); g != lines[i] {
+			t.Errorf("%d of %d tasks: plexbench draws\n%.200s\nlibstdc++ draws\n%.200s", p[1], p[0], g, lines[i])
+		}
+	}
+	g := newMT19937(7)
+	var raw []int
+	for _, n := range []uint64{1, 2, 3, 1000, 2147483649, 3000000000, 4294967295} {
+		for range 200 {
+			raw = append(raw, int(g.uniform(uint32(n))))
+		}
+	}
+	if got := joinInts(raw); got != lines[len(pairs)] {
+		t.Errorf("raw uniform draws differ from libstdc++'s:\n%.300s\nwant\n%.300s", got, lines[len(pairs)])
+	}
+}
+
+// TestMT19937: the 10000th output of a default-seeded std::mt19937 is
+// 4123659995, as the C++ standard requires ([rand.predef]).
+func TestMT19937(t *testing.T) {
+	g := newMT19937(5489)
+	var v uint32
+	for range 10000 {
+		v = g.next()
+	}
+	if v != 4123659995 {
+		t.Fatalf("10000th output %d, want 4123659995", v)
+	}
+}
