@@ -1,10 +1,11 @@
 package engine
 
-// This file owns what runs where under a GPU backend. So far the LM head
-// and its pick/topk reductions run on the device (devicehead.go); every
-// layer op runs on the CPU and is listed as such in the report's
-// cpu_fallback_ops, or, with StrictDevice (--no-cpu-fallback), refused at
-// Load with the first of them named.
+// This file owns what runs where under a GPU backend: the LM head and its
+// pick/topk reductions (devicehead.go) and, for the dense architectures
+// with F32/F16/Q8_0 weights and an f32/f16 KV cache, the layer stack
+// (devicestack.go) run on the device; what does not is listed in the
+// report's cpu_fallback_ops, or, with StrictDevice (--no-cpu-fallback),
+// refused at Load with the first of those ops named.
 
 import (
 	"fmt"
@@ -19,19 +20,35 @@ import (
 type deviceState struct {
 	d      *hip.Device
 	strict bool
-	head   *deviceHead // nil: the head runs on the CPU
-	devOps []string    // ops that run on the device
-	cpuOps []string    // ops that run on the CPU under the GPU backend
+	head   *deviceHead  // nil: the head runs on the CPU
+	stack  *deviceStack // nil: the layers run on the CPU
+	devOps []string     // ops that run on the device
+	cpuOps []string     // ops that run on the CPU under the GPU backend
 }
 
 // newDeviceState sets m up to run on d: the ops with a device path there,
 // the others listed as CPU fallbacks (refused when strict).
 func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) {
-	s := &deviceState{d: d, strict: strict, cpuOps: m.layerOps()}
+	s := &deviceState{d: d, strict: strict}
+	why := canRunStack(m)
+	if why == "" {
+		s.cpuOps = []string{"embed (" + strings.ToLower(m.tokEmbd.Type.String()) + ")", "rmsnorm (output norm)"}
+	} else {
+		s.cpuOps = m.layerOps()
+	}
 	if strict && len(s.cpuOps) > 0 {
-		// Today every layer op is one: refused before anything is uploaded.
-		return nil, fmt.Errorf("%w: --no-cpu-fallback: op %s has no device kernel in the engine yet (on the device so far: the LM head and its reductions)",
-			ErrUnsupported, s.cpuOps[0])
+		reason := ""
+		if why != "" {
+			reason = ", as every layer op with " + why
+		}
+		return nil, fmt.Errorf("%w: --no-cpu-fallback: op %s has no device kernel in the engine yet%s", ErrUnsupported, s.cpuOps[0], reason)
+	}
+	if why == "" {
+		st, err := newDeviceStack(m, d)
+		if err != nil {
+			return nil, fmt.Errorf("device %s:%d (%s): the layers: %w", d.Kind(), d.Ordinal, d.Arch, err)
+		}
+		s.stack, s.devOps = st, deviceStackOps
 	}
 	switch {
 	case m.outBias != nil:
@@ -41,10 +58,11 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 	default:
 		h, err := newDeviceHead(d, m.output)
 		if err != nil {
+			s.close()
 			return nil, fmt.Errorf("device %s:%d (%s): the LM head: %w", d.Kind(), d.Ordinal, d.Arch, err)
 		}
 		s.head = h
-		s.devOps = []string{"head (" + kernels.MatMulOp(m.output.Type) + ")", "pick", "topk"}
+		s.devOps = append(s.devOps, "head ("+kernels.MatMulOp(m.output.Type)+")", "pick", "topk")
 	}
 	return s, nil
 }
@@ -88,8 +106,15 @@ func (s *deviceState) config(c *Config) {
 
 // close releases the device's buffers and modules.
 func (s *deviceState) close() {
-	if s != nil && s.head != nil {
+	if s == nil {
+		return
+	}
+	if s.head != nil {
 		s.head.close()
 		s.head = nil
+	}
+	if s.stack != nil {
+		s.stack.close()
+		s.stack = nil
 	}
 }

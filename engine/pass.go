@@ -138,11 +138,22 @@ func (m *Model) run(ctx context.Context, tokens []int32, pos0 int, after func(p 
 		}
 		p.ropeTable()
 		p.embed()
-		m.layers.forward(p)
+		if err := m.forward(p); err != nil {
+			return err
+		}
 		if err := after(p); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// forward runs the layer stack over p: on the device when it runs there.
+func (m *Model) forward(p *pass) error {
+	if m.dev != nil && m.dev.stack != nil {
+		return m.dev.stack.forward(p)
+	}
+	m.layers.forward(p)
 	return nil
 }
 

@@ -1,0 +1,282 @@
+package engine
+
+// This file owns the layer stack on a GPU for the dense-attention
+// architectures (llama, qwen2, qwen3): every block weight uploaded once as
+// stored (F32, F16 or Q8_0), the KV cache on the device (f32 or f16), and
+// each pass's blocks run there with the kernels of kernels/gpu (rmsnorm,
+// matmul / q8_0, add, rope, kvstore, attention, swiglu). The token
+// embedding and the output norm stay on the CPU: the pass's embedded rows
+// go up, its final residual rows come back (hidden-sized, never
+// vocabulary-sized). Any model this cannot run (another weight or KV type,
+// FlashPrefill, the hybrids) keeps its layers on the CPU.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"plexbench/hip"
+	"plexbench/kernels"
+	"plexbench/kernels/gpu"
+)
+
+// denseBlock is one pre-norm block of GQA attention and a SwiGLU FFN, as
+// llama, qwen2 and qwen3 store it; biases and the q/k head norms may be
+// nil.
+type denseBlock struct {
+	attnNorm, ffnNorm                 []float32
+	wq, wk, wv, wo, gate, up, down    *kernels.Matrix
+	bq, bk, bv, bo, bGate, bUp, bDown []float32
+	qNorm, kNorm                      []float32
+}
+
+// denseStack is implemented by the layer stacks made of dense blocks.
+type denseStack interface {
+	blocks() ([]denseBlock, ropeMode)
+}
+
+func (m *llama) blocks() ([]denseBlock, ropeMode) {
+	bs := make([]denseBlock, len(m.layers))
+	for i, L := range m.layers {
+		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
+			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv, bo: L.bo, bGate: L.bGate, bUp: L.bUp, bDown: L.bDown}
+	}
+	return bs, ropeNorm
+}
+
+func (m *qwen2) blocks() ([]denseBlock, ropeMode) {
+	bs := make([]denseBlock, len(m.layers))
+	for i, L := range m.layers {
+		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
+			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv}
+	}
+	return bs, ropeNeox
+}
+
+func (m *qwen3) blocks() ([]denseBlock, ropeMode) {
+	bs := make([]denseBlock, len(m.layers))
+	for i, L := range m.layers {
+		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
+			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv, qNorm: L.qNorm, kNorm: L.kNorm}
+	}
+	return bs, ropeNeox
+}
+
+// devMatrix is a weight on the device.
+type devMatrix struct {
+	typ        kernels.Type
+	rows, cols int
+	b          hip.Buffer
+}
+
+// devBlock is a denseBlock's weights on the device; a zero Buffer is an
+// absent bias or norm.
+type devBlock struct {
+	attnNorm, ffnNorm, qNorm, kNorm   hip.Buffer
+	wq, wk, wv, wo, gate, up, down    devMatrix
+	bq, bk, bv, bo, bGate, bUp, bDown hip.Buffer
+	k, v                              hip.Buffer // the layer's KV cache, (nkv, cap, hd)
+}
+
+// deviceStack runs a dense stack's passes on the device.
+type deviceStack struct {
+	m     *Model
+	d     *hip.Device
+	s     *hip.Stream
+	mods  []*hip.Module
+	fn    map[string]*hip.Function
+	mode  ropeMode
+	kvF16 bool
+	bufs  []hip.Buffer // everything allocated, for close
+	args  hip.Args
+
+	blocks                                       []devBlock
+	x, xn, tmp, q, k, v, att, gate, up, cos, sin hip.Buffer
+	xq                                           hip.Buffer // Q8_0 activations, for Q8_0 weights
+}
+
+// deviceStackOps are the ops a device stack runs.
+var deviceStackOps = []string{"attention", "matmul", "rmsnorm", "rope", "swiglu", "kv_store", "add"}
+
+// canRunStack says why m's layers cannot run on the device ("" when they can).
+func canRunStack(m *Model) string {
+	ds, ok := m.layers.(denseStack)
+	switch {
+	case !ok:
+		return "the " + m.hp.arch + " layers"
+	case m.opt.FlashPrefill != nil:
+		return "FlashPrefill attention"
+	case m.opt.KVType != kernels.F32 && m.opt.KVType != kernels.F16:
+		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
+	}
+	bs, _ := ds.blocks()
+	for _, b := range bs {
+		for _, w := range []*kernels.Matrix{b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down} {
+			if !slices.Contains(deviceHeadTypes, w.Type) {
+				return kernels.MatMulOp(w.Type) + " weights"
+			}
+		}
+	}
+	return ""
+}
+
+// newDeviceStack uploads m's blocks to d and allocates a pass's buffers.
+func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
+	bs, mode := m.layers.(denseStack).blocks()
+	st := &deviceStack{m: m, d: d, fn: map[string]*hip.Function{}, mode: mode, kvF16: m.opt.KVType == kernels.F16}
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
+	if st.s, err = d.NewStream(); err != nil {
+		return nil, err
+	}
+	if err := st.compile(); err != nil {
+		return nil, err
+	}
+	if err := st.allocPass(); err != nil {
+		return nil, err
+	}
+	st.blocks = make([]devBlock, len(bs))
+	for l := range bs {
+		if err := st.upload(l, &bs[l]); err != nil {
+			return nil, err
+		}
+	}
+	return st, st.s.Sync()
+}
+
+// stackKernels are the kernels a device stack launches, by file.
+var stackKernels = map[string][]string{
+	"rmsnorm.cu": {"rms_norm_f32"}, "matmul.cu": {"matmul_f32", "matmul_f16"}, "q8_0.cu": {"quantize_q8_0", "mm_q8_0"},
+	"add.cu": {"add_f32", "add_rows_f32"}, "rope.cu": {"rope_f32"}, "kvstore.cu": {"kv_store_f32", "kv_store_f16"},
+	"attention.cu": {"attn_f32", "attn_f16"}, "swiglu.cu": {"swiglu_f32"},
+}
+
+func (st *deviceStack) compile() error {
+	for _, file := range slices.Sorted(func(yield func(string) bool) {
+		for f := range stackKernels {
+			if !yield(f) {
+				return
+			}
+		}
+	}) {
+		src, err := gpu.Source(file)
+		if err != nil {
+			return err
+		}
+		mod, err := st.d.Compile(hip.Program{Name: file, Source: src})
+		if err != nil {
+			return err
+		}
+		st.mods = append(st.mods, mod)
+		for _, name := range stackKernels[file] {
+			if st.fn[name], err = mod.Function(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// alloc allocates n bytes, remembered for close.
+func (st *deviceStack) alloc(n int) (hip.Buffer, error) {
+	b, err := st.d.Alloc(max(n, 4))
+	if err == nil {
+		st.bufs = append(st.bufs, b)
+	}
+	return b, err
+}
+
+// allocPass allocates one pass's activations (as newPass sizes them).
+func (st *deviceStack) allocPass() error {
+	p, hp, ub := st.m.p, st.m.hp, st.m.ub
+	for _, b := range []struct {
+		b *hip.Buffer
+		n int
+	}{
+		{&st.x, len(p.x)}, {&st.xn, len(p.xn)}, {&st.tmp, len(p.tmp)}, {&st.q, len(p.q)}, {&st.k, len(p.k)},
+		{&st.v, len(p.v)}, {&st.att, len(p.att)}, {&st.gate, len(p.gate)}, {&st.up, len(p.up)},
+		{&st.cos, len(p.cos)}, {&st.sin, len(p.sin)},
+		{&st.xq, ub * max(hp.nEmbd, len(p.gate)/ub, len(p.att)/ub) / 32 * 34},
+	} {
+		var err error
+		if *b.b, err = st.alloc(4 * b.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vector uploads v ("" Buffer for nil).
+func (st *deviceStack) vector(v []float32) (hip.Buffer, error) {
+	if v == nil {
+		return hip.Buffer{}, nil
+	}
+	b, err := st.alloc(4 * len(v))
+	if err != nil {
+		return b, err
+	}
+	return b, st.s.Upload(b, 0, kernels.BytesOf(v))
+}
+
+// matrix uploads w as stored.
+func (st *deviceStack) matrix(w *kernels.Matrix) (devMatrix, error) {
+	b, err := st.alloc(len(w.Data))
+	if err != nil {
+		return devMatrix{}, err
+	}
+	return devMatrix{typ: w.Type, rows: w.Rows, cols: w.Cols, b: b}, st.s.Upload(b, 0, w.Data)
+}
+
+// upload puts block l's weights and its KV cache on the device.
+func (st *deviceStack) upload(l int, b *denseBlock) error {
+	db := &st.blocks[l]
+	for _, v := range []struct {
+		dst *hip.Buffer
+		src []float32
+	}{{&db.attnNorm, b.attnNorm}, {&db.ffnNorm, b.ffnNorm}, {&db.qNorm, b.qNorm}, {&db.kNorm, b.kNorm},
+		{&db.bq, b.bq}, {&db.bk, b.bk}, {&db.bv, b.bv}, {&db.bo, b.bo}, {&db.bGate, b.bGate}, {&db.bUp, b.bUp}, {&db.bDown, b.bDown}} {
+		var err error
+		if *v.dst, err = st.vector(v.src); err != nil {
+			return err
+		}
+	}
+	for _, w := range []struct {
+		dst *devMatrix
+		src *kernels.Matrix
+	}{{&db.wq, b.wq}, {&db.wk, b.wk}, {&db.wv, b.wv}, {&db.wo, b.wo}, {&db.gate, b.gate}, {&db.up, b.up}, {&db.down, b.down}} {
+		var err error
+		if *w.dst, err = st.matrix(w.src); err != nil {
+			return err
+		}
+	}
+	kv := st.m.kv
+	n := st.m.hp.nHeadKV[l] * kv.cap * kv.hd * kv.typ.RowBytes(1)
+	var err error
+	if db.k, err = st.alloc(n); err != nil {
+		return err
+	}
+	db.v, err = st.alloc(n)
+	return err
+}
+
+// close frees the stack's device memory and modules.
+func (st *deviceStack) close() {
+	for _, b := range st.bufs {
+		st.d.Free(b)
+	}
+	st.bufs = nil
+	for _, m := range st.mods {
+		m.Unload()
+	}
+	st.mods = nil
+	if st.s != nil {
+		st.s.Destroy()
+		st.s = nil
+	}
+}
+
+// errDevice wraps a device failure with the op it happened in.
+func errDevice(op string, err error) error { return fmt.Errorf("device %s: %w", op, err) }
