@@ -81,6 +81,36 @@ func (s *NLLStats) Merge(o NLLStats) {
 	s.Sum2 += o.Sum2
 }
 
+// BitsPerByte is the run's NLL in bits per byte of text, the figure that
+// compares models whose tokenizers differ: Σ NLL / (ln 2 · textBytes),
+// where textBytes is what the scored tokens cover of the text (the sum of
+// Engine.TokenBytes over them: each token's piece as the tokenizer
+// detokenizes it, BOS and control tokens 0, SPM's dummy leading space left
+// out; for windows of consecutive targets, the byte span of the text they
+// cover). Its ± is the mean NLL's standard error (llama.cpp's PPL ± is
+// PPL times it) scaled the same way, by N / (ln 2 · textBytes). Both are 0
+// when textBytes is.
+func BitsPerByte(r PPLResult, textBytes int64) (bpb, uncertainty float64) {
+	if textBytes <= 0 || r.N == 0 {
+		return 0, 0
+	}
+	scale := float64(r.N) / (math.Ln2 * float64(textBytes))
+	bpb = r.MeanNLL * scale
+	if r.Perplexity > 0 {
+		uncertainty = r.Uncertainty / r.Perplexity * scale
+	}
+	return bpb, uncertainty
+}
+
+// spanBytes sums per-token byte counts.
+func spanBytes(n []int32) int64 {
+	var s int64
+	for _, v := range n {
+		s += int64(v)
+	}
+	return s
+}
+
 // PPLResult is the perplexity estimate.
 type PPLResult struct {
 	N           int
