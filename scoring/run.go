@@ -170,6 +170,18 @@ func (r *runner) recordTopK() int {
 	return r.record.topK()
 }
 
+// recordBytes is what one scored token takes in the base the run records;
+// 0 for none.
+func (r *runner) recordBytes() int {
+	switch {
+	case r.record == nil:
+		return 0
+	case r.record.fullVocab():
+		return 2 * llamaRowWords(r.info.VocabSize)
+	}
+	return BaseRecordBytes(r.record.topK())
+}
+
 // baseTopK is how many of the base's ids each row picks; 0 for none.
 func (r *runner) baseTopK() int {
 	if r.base == nil {
@@ -196,7 +208,7 @@ func (r *runner) close() {
 // unreadable base ends it with the error and the report's partial reason.
 func (r *runner) loop() (reason string, err error) {
 	r.loopStart = time.Now()
-	r.event(Event{Kind: EventStarted, Resumed: r.resumed})
+	r.event(Event{Kind: EventStarted, Resumed: r.resumed, BaseOutBytesPerToken: r.recordBytes()})
 	for _, w := range r.plan.Windows[r.resumed:] {
 		if !r.req.Shard.has(w.Index) {
 			if err := r.skipBase(w.Scored); err != nil {
