@@ -147,6 +147,9 @@ type KLDReport struct {
 	// TopKCoarsened is, against a llama.cpp base when asked, the top-k KLD
 	// of the same tokens beside the full-vocabulary one (floor.go).
 	TopKCoarsened *CoarseningReport `json:"top_k_coarsened,omitempty"`
+	// TopKCoarsenedByK is the same at each of the request's
+	// kld_coarsen_top_ks, by ascending k.
+	TopKCoarsenedByK []CoarseningReport `json:"top_k_coarsened_by_k,omitempty"`
 }
 
 // KLDPercentiles are llama.cpp's KLD percentile rows (f32 interpolation).

@@ -460,7 +460,7 @@ func TestRunBadRequests(t *testing.T) {
 		{Request{Tokens: long, Ctx: 512}, "exceeds the KV cache capacity 256"},
 		{Request{Tokens: []int32{1, 2, 3, 64}, Ctx: 2}, "token 64 at index 3 is outside the vocabulary (size 64)"},
 		{Request{Tokens: []int32{1, -2, 3}, Ctx: 2}, "token -2 at index 1"},
-		{Request{Tokens: long, Ctx: 128, KLDBaseOut: filepath.Join(t.TempDir(), "x"), KLDTopK: 33}, "kld_top_k 33 out of range"},
+		{Request{Tokens: long, Ctx: 128, KLDBaseOut: filepath.Join(t.TempDir(), "x"), KLDTopK: 1025}, "kld_top_k 1025 out of range"},
 		{Request{Text: "short text", TextPath: "short.txt", Ctx: 64}, "short.txt: too few tokens: text tokenizes to 10 tokens; method chunks at ctx 64 needs at least 128"},
 		{Request{Tokens: long, KLDBase: filepath.Join(t.TempDir(), "missing.kld")}, "missing.kld"},
 	} {

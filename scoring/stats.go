@@ -155,26 +155,10 @@ type TokenComparison struct {
 // clamped at 0. It is +Inf when q_rest is 0 and p_rest is not.
 func CompareToken(nll, baseNLL float64, runArgMax int32, baseIDs []int32, baseLP, runLP []float32, restEmpty bool) TokenComparison {
 	c := TokenComparison{NLL: nll, BaseNLL: baseNLL, DeltaP: math.Exp(-nll) - math.Exp(-baseNLL)}
-	var kld, ps, qs float64
-	for i := range baseLP {
-		lp, lq := float64(baseLP[i]), float64(runLP[i])
-		p := math.Exp(lp)
-		ps += p
-		qs += math.Exp(lq)
-		if p > 0 {
-			kld += p * (lp - lq)
-		}
-	}
+	kld, ps, qs := topTerms(baseLP, runLP)
 	c.BaseTopMass = ps
 	if !restEmpty {
-		pr, qr := max(0, 1-ps), max(0, 1-qs)
-		if pr > 0 {
-			if qr == 0 {
-				kld = math.Inf(1)
-			} else {
-				kld += pr * math.Log(pr/qr)
-			}
-		}
+		kld += restTerm(max(0, 1-ps), max(0, 1-qs))
 	}
 	c.KLD = kld
 	if len(baseIDs) > 0 {
@@ -186,6 +170,33 @@ func CompareToken(nll, baseNLL float64, runArgMax int32, baseIDs []int32, baseLP
 		}
 	}
 	return c
+}
+
+// topTerms is Σ p·(ln p − ln q) over the listed ids, with their masses
+// Σ p and Σ q (f64 of the f32 log-probabilities).
+func topTerms(baseLP, runLP []float32) (kld, ps, qs float64) {
+	for i := range baseLP {
+		lp, lq := float64(baseLP[i]), float64(runLP[i])
+		p := math.Exp(lp)
+		ps += p
+		qs += math.Exp(lq)
+		if p > 0 {
+			kld += p * (lp - lq)
+		}
+	}
+	return kld, ps, qs
+}
+
+// restTerm is the lumped rest's pr·ln(pr/qr): 0 without base mass, +Inf
+// when the run gives the rest none.
+func restTerm(pr, qr float64) float64 {
+	switch {
+	case pr <= 0:
+		return 0
+	case qr == 0:
+		return math.Inf(1)
+	}
+	return pr * math.Log(pr/qr)
 }
 
 // kldCluster is one window's share of a comparison, for the per-window

@@ -233,7 +233,7 @@ func (p *progressPrinter) event(e scoring.Event) {
 		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
 			e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
 		if n := e.BaseOutBytesPerToken; n > 0 {
-			fmt.Fprintf(p.out, "plexbench: recording the base: %d bytes per scored token, %.1f MiB for %d tokens\n",
+			fmt.Fprintf(p.out, "plexbench: recording the base: %d bytes per scored token, %.3g MiB for %d tokens\n",
 				n, float64(n)*float64(e.ScoredTotal)/(1<<20), e.ScoredTotal)
 		}
 		if e.Resumed > 0 {

@@ -37,6 +37,8 @@ type Job struct {
 	// CoarsenTopK, against a llama.cpp base, also gives the top-k KLD a
 	// plexbench base of this many ids would (kld.top_k_coarsened).
 	CoarsenTopK int
+	// CoarsenTopKs are more such k (kld.top_k_coarsened_by_k).
+	CoarsenTopKs []int
 
 	// Record is where to record a KLD base ("" for none), in RecordFormat
 	// (scoring.BaseFormatPlexbench when empty, or BaseFormatLlama).
@@ -160,7 +162,7 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 func journalPath(j Job) (string, error) {
 	var none string
 	switch {
-	case j.CoarsenTopK > 0:
+	case j.CoarsenTopK > 0 || len(j.CoarsenTopKs) > 0:
 		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
 	case j.Shard.N > 1:
 		// A shard is a slice of a run; merge combines finished shards.
