@@ -396,14 +396,7 @@ func TestCompareRecords(t *testing.T) {
 		*g.Rows[1].MeanKLD >= *g.Rows[2].MeanKLD || g.Rows[3].EffectiveBPW >= g.Rows[1].EffectiveBPW {
 		t.Fatalf("group %q: rows %v", g.Title, order)
 	}
-	// One text, one protocol: bits per byte is ln PPL times the same
-	// tokens-per-byte factor on every row.
-	for _, r := range g.Rows {
-		if r.BitsPerByte == nil || *r.BitsPerByte <= 0 ||
-			math.Abs(*r.BitsPerByte/math.Log(r.PPL)-*g.Rows[0].BitsPerByte/math.Log(g.Rows[0].PPL)) > 1e-9 {
-			t.Fatalf("row %s: bits per byte %v, perplexity %v", r.Model, r.BitsPerByte, r.PPL)
-		}
-	}
+	checkBitsPerByteRows(t, g)
 	if len(out.Groups[0].Rows) != 1 || out.Groups[0].Protocol.Ctx != 64 {
 		t.Fatalf("first group %+v", out.Groups[0])
 	}
@@ -436,6 +429,18 @@ func TestCompareRecords(t *testing.T) {
 	code, stdout, stderr = runCLI(t, "compare")
 	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "old.json: ") {
 		t.Fatalf("a record without schema_version: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// checkBitsPerByteRows: on one text and protocol, bits per byte is ln PPL
+// times the same tokens-per-byte factor on every row.
+func checkBitsPerByteRows(t *testing.T, g compareGroup) {
+	t.Helper()
+	for _, r := range g.Rows {
+		if r.BitsPerByte == nil || *r.BitsPerByte <= 0 ||
+			math.Abs(*r.BitsPerByte/math.Log(r.PPL)-*g.Rows[0].BitsPerByte/math.Log(g.Rows[0].PPL)) > 1e-9 {
+			t.Fatalf("row %s: bits per byte %v, perplexity %v", r.Model, r.BitsPerByte, r.PPL)
+		}
 	}
 }
 
