@@ -23,6 +23,10 @@ func (m *Model) Tokenize(text string) ([]int32, error) {
 	return m.tok.Encode(text, true, false), nil
 }
 
+// TokenBytes is, per token, the bytes it adds to the detokenized text
+// (tokenizer.PieceBytes): what a run's bits per byte divides by.
+func (m *Model) TokenBytes(tokens []int32) []int32 { return m.tok.PieceBytes(tokens) }
+
 // Generate decodes greedily: the prompt (BOS added when the vocab asks,
 // special tokens parsed, as llama-simple does) is prefilled from an empty
 // KV cache, then up to n tokens are appended one pass each, stopping early

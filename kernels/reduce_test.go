@@ -7,6 +7,7 @@ package kernels
 // odd lengths, unaligned starts, ties and non-finite logits.
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -97,7 +98,7 @@ func TestTopKMatchesSort(t *testing.T) {
 	for _, n := range []int{1, 2, 5, 31, 32, 33, 257, 5000} {
 		for _, distinct := range []int{0, 2, 7} {
 			row := randomRow(r, n, distinct)
-			for _, k := range []int{1, 2, 5, 32, n - 1, n, n + 3} {
+			for _, k := range []int{1, 2, 5, 32, 256, 1024, n - 1, n, n + 3} {
 				if k <= 0 {
 					continue
 				}
@@ -317,7 +318,7 @@ func TestTopKVariants(t *testing.T) {
 				if n > 40 && distinct == 50 {
 					row[0], row[5], row[n-1] = nan, nan, float32(math.Inf(-1))
 				}
-				for _, k := range []int{1, 2, 32, n} {
+				for _, k := range []int{1, 2, 32, 256, 1024, n} {
 					want := make([]int32, k)
 					wantL := make([]float32, k)
 					TopK(row, k, want, wantL)
@@ -391,5 +392,26 @@ func BenchmarkTopK32(b *testing.B) {
 			}
 			b.ReportMetric(float64(len(row))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogit/s")
 		})
+	}
+}
+
+// BenchmarkTopKLarge is BenchmarkTopK32 at the k of larger bases.
+func BenchmarkTopKLarge(b *testing.B) {
+	row := randomRow(rand.New(rand.NewPCG(9, 10)), 151936, 0)
+	for _, k := range []int{256, 1024} {
+		ids := make([]int32, k)
+		logits := make([]float32, k)
+		for _, name := range []string{"go", "avx512"} {
+			ks, ok := headSets(b)[name]
+			if !ok {
+				continue
+			}
+			b.Run(fmt.Sprintf("k%d/%s", k, name), func(b *testing.B) {
+				for b.Loop() {
+					ks.TopK(row, k, ids, logits)
+				}
+				b.ReportMetric(float64(len(row))*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mlogit/s")
+			})
+		}
 	}
 }

@@ -141,7 +141,7 @@ var fields = []field{
 			p.StrictDeviceKernels = v
 			return nil
 		}},
-	intField("kld_top_k", "perplexity-kld-top-k", "token ids recorded per scored token in a KLD base (1..32)", func(p *Profile) *int { return &p.KLDTopK }),
+	intField("kld_top_k", "perplexity-kld-top-k", "token ids recorded per scored token in a KLD base (1..1024; each takes 8 bytes per scored token)", func(p *Profile) *int { return &p.KLDTopK }),
 	{key: "kernels", flag: "kernels", usage: "kernel variants, op=variant[,op=variant...]",
 		get: func(p *Profile) string { return FormatKernels(p.Kernels) },
 		set: func(p *Profile, s string) error {

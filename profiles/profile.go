@@ -101,7 +101,7 @@ const (
 	maxKVLen   = 1 << 24
 	maxBatch   = 1 << 20
 	maxThreads = 4096
-	maxTopK    = 32
+	maxTopK    = 1024
 	maxFile    = 1 << 20 // a profile is a few hundred bytes; refuse anything over 1 MiB
 )
 

@@ -188,7 +188,7 @@ func TestValidate(t *testing.T) {
 		{"device", func(p *Profile) { p.Device = "0" }},
 		{"prefill_attention", func(p *Profile) { p.PrefillAttention = "flash" }},
 		{"strict_device_kernels", func(p *Profile) { p.StrictDeviceKernels = true }},
-		{"kld_top_k", func(p *Profile) { p.KLDTopK = 33 }},
+		{"kld_top_k", func(p *Profile) { p.KLDTopK = 1025 }},
 		{"kld_top_k", func(p *Profile) { p.KLDTopK = 0 }},
 		{"kernels", func(p *Profile) { p.Kernels = map[string]string{"mat mul": "ref"} }},
 	}

@@ -14,7 +14,7 @@ package scoring
 //	16   4      u32 ctx
 //	20   4      u32 stride
 //	24   4      u32 chunk limit (0 = all)
-//	28   4      u32 top_k (1..32)
+//	28   4      u32 top_k (1..1024)
 //	32   8      u64 token count N
 //	40   8      u64 windows
 //	48   8      u64 scored tokens S

@@ -5,7 +5,10 @@ package scoring
 // format (a plexbench top-k base, a llama.cpp full-vocabulary base). A
 // run without a base has none.
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // scoredRow is one scored token's reductions, as a base source compares
 // them and a base sink records them.
@@ -44,7 +47,7 @@ type baseSource interface {
 // vocabulary; nil when the request compares against none.
 func openSource(req *Request, vocab int) (baseSource, error) {
 	if req.KLDBase == "" {
-		if req.CoarsenTopK > 0 {
+		if req.coarsening() {
 			return nil, badRequest("kld_coarsen_top_k needs a llama.cpp base to compare against (its rows hold the whole vocabulary)")
 		}
 		return nil, nil
@@ -54,7 +57,7 @@ func openSource(req *Request, vocab int) (baseSource, error) {
 		return nil, err
 	}
 	if b.Format != BaseFormatLlama {
-		if req.CoarsenTopK > 0 {
+		if req.coarsening() {
 			b.Close()
 			return nil, badRequest("kld_coarsen_top_k needs a llama.cpp base to compare against (its rows hold the whole vocabulary)")
 		}
@@ -66,12 +69,13 @@ func openSource(req *Request, vocab int) (baseSource, error) {
 			ErrBaseMismatch, b.Name, v, vocab)
 	}
 	s := &llamaSource{readerSource: readerSource{b}, rows: make([]LlamaRow, HeadRows)}
-	if req.CoarsenTopK > 0 {
+	if req.coarsening() {
 		if req.Journal != "" || req.Shard.N > 0 {
 			b.Close()
 			return nil, badRequest("kld_coarsen_top_k is kept by neither journals nor shards: run it whole, without a journal")
 		}
-		s.coarse = &CoarseningStats{TopK: req.CoarsenTopK}
+		s.coarseK, s.coarseByK = req.CoarsenTopK, req.CoarsenTopKs
+		s.coarse = NewCoarseningSet(append([]int{req.CoarsenTopK}, req.CoarsenTopKs...)...)
 	}
 	return s, nil
 }
@@ -153,7 +157,11 @@ func (s *topKSource) finish(k *KLDReport) { k.Base, k.TopK = s.b.Name, s.topK() 
 type llamaSource struct {
 	readerSource
 	rows   []LlamaRow
-	coarse *CoarseningStats
+	coarse *CoarseningSet
+	// coarseK is the k reported as kld.top_k_coarsened (0: none),
+	// coarseByK those in kld.top_k_coarsened_by_k.
+	coarseK   int
+	coarseByK []int
 }
 
 func (s *llamaSource) topK() int       { return 0 }
@@ -181,9 +189,16 @@ func (s *llamaSource) compare(slot int, row *scoredRow) TokenComparison {
 
 func (s *llamaSource) finish(k *KLDReport) {
 	k.Base, k.BaseFormat, k.TopK = s.b.Name, BaseFormatLlama, s.b.Header.Meta.VocabSize
-	if s.coarse != nil {
-		c := s.coarse.Result()
+	if s.coarse == nil {
+		return
+	}
+	if c, ok := s.coarse.Result(s.coarseK); ok {
 		k.TopKCoarsened = &c
+	}
+	for _, st := range s.coarse.Stats {
+		if slices.Contains(s.coarseByK, st.TopK) {
+			k.TopKCoarsenedByK = append(k.TopKCoarsenedByK, st.Result())
+		}
 	}
 }
 

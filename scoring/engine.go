@@ -29,6 +29,11 @@ type Engine interface {
 	// Tokenize tokenizes a whole text as llama-perplexity does: BOS when the
 	// vocab asks for it, special tokens never parsed out of the text.
 	Tokenize(text string) ([]int32, error)
+	// TokenBytes is, per token, how many bytes it adds to the detokenized
+	// text: 0 for BOS and other control tokens, SPM's leading space at the
+	// start left out, so that a run of tokens covers that many bytes of the
+	// text it came from.
+	TokenBytes(tokens []int32) []int32
 	// Prefill runs tokens from an empty KV cache through the pass plan and,
 	// after each pass, calls emit with the final hidden rows (already through
 	// the output norm) of the pass's positions >= from: pos is the position

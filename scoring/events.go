@@ -67,6 +67,10 @@ type Event struct {
 	Perplexity            float64 `json:"perplexity"`
 	PerplexityUncertainty float64 `json:"perplexity_uncertainty"`
 	MeanNLL               float64 `json:"mean_nll"`
+	// BitsPerByte and its ± are over the text the tokens scored so far
+	// cover (BitsPerByte); 0 before any.
+	BitsPerByte            float64 `json:"bits_per_byte,omitempty"`
+	BitsPerByteUncertainty float64 `json:"bits_per_byte_uncertainty,omitempty"`
 
 	// AttentionKept is the fraction of causal attention blocks prefill
 	// computed over the windows so far (1 for dense; 0 before any).
@@ -85,6 +89,9 @@ type Event struct {
 	// Started only: the windows taken from a resumed run's journal
 	// (WindowsDone counts them too).
 	Resumed int `json:"resumed,omitempty"`
+	// Started only, when the run records a base: the bytes each scored
+	// token's record takes in it (BaseRecordBytes for a top-k base).
+	BaseOutBytesPerToken int `json:"base_out_bytes_per_token,omitempty"`
 
 	// Finished only: whether the run stopped before its last window, and why.
 	Partial bool   `json:"partial,omitempty"`
@@ -167,6 +174,7 @@ func (r *runner) event(e Event) {
 	eventTiming(&e, r.start, r.loopStart, r.held, r.prefillResumed)
 	res := r.nll.Result()
 	e.MeanNLL, e.Perplexity, e.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
+	e.BitsPerByte, e.BitsPerByteUncertainty = BitsPerByte(res, r.textBytes)
 	if r.kld != nil && r.kld.Tokens() > 0 {
 		s := r.kld.Snapshot()
 		e.KLD = &s

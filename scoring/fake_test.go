@@ -89,6 +89,18 @@ func (f *fakeEngine) Tokenize(text string) ([]int32, error) {
 	return t, nil
 }
 
+// TokenBytes gives BOS 0 bytes and other ids 1 + id mod 3, so that bits
+// per byte differs from a per-token figure.
+func (f *fakeEngine) TokenBytes(tokens []int32) []int32 {
+	n := make([]int32, len(tokens))
+	for i, t := range tokens {
+		if !(f.addBOS && t == f.bos) {
+			n[i] = 1 + t%3
+		}
+	}
+	return n
+}
+
 // hiddenRows returns the hidden rows of every position of tokens.
 func (f *fakeEngine) hiddenRows(tokens []int32) []float32 {
 	out := make([]float32, len(tokens)*f.h)

@@ -46,20 +46,22 @@ func coarsenedRef(k int, logits []float32, row *LlamaRow) float64 {
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return int(row.Q[b]) - int(row.Q[a]) })
 	lse := logSumExp64(logits)
-	var kld, ps, qs float64
-	for _, j := range idx[:min(k, v)] {
+	var kld, pr, qr float64
+	for i, j := range idx {
 		lp := float64(row.LogProb(j))
 		lq := float64(float32(float64(logits[j]) - lse))
 		p := math.Exp(lp)
-		ps += p
-		qs += math.Exp(lq)
+		if lp <= -llamaLogRange {
+			p = 0 // clamped by the row: left out, as llama.cpp's full KLD does
+		}
+		if i >= k || p == 0 {
+			pr, qr = pr+p, qr+math.Exp(lq)
+			continue
+		}
 		kld += p * (lp - lq)
 	}
-	if k < v {
-		pr, qr := max(0, 1-ps), max(0, 1-qs)
-		if pr > 0 {
-			kld += pr * math.Log(pr/qr)
-		}
+	if k < v && pr > 0 {
+		kld += pr * math.Log(pr/qr)
 	}
 	return kld
 }

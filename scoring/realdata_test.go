@@ -224,3 +224,47 @@ func TestRealLlamaCppBaseWritten(t *testing.T) {
 		t.Errorf("rows differ from llama.cpp's by up to %v nats", worst)
 	}
 }
+
+// TestRealBitsPerByte scores the shipped demo (stories260K f32 on the
+// TinyStories excerpt, the demo's default protocol: chunks of 512) and recomputes bits per byte from the report's
+// per-window NLL sums and the text itself: each window's targets cover the
+// bytes between the decoded text before its first target and the decoded
+// text through its last, and the decoded text is the text.
+func TestRealBitsPerByte(t *testing.T) {
+	m, err := engine.Load(filepath.Join("workbench", "demo", "stories260K-f32.gguf"),
+		engine.Options{Threads: 2, BatchSize: 128, UBatchSize: 128, KVLen: 512, KVType: kernels.F32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	text := readText(t, filepath.Join("workbench", "demo", "tinystories-100k.txt"))
+	rep, err := scoring.Run(context.Background(), m, scoring.Request{Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := m.Tokenizer()
+	ids := tok.Encode(text, true, false)
+	if tok.Decode(ids) != text {
+		t.Fatal("the excerpt does not round-trip through the tokenizer")
+	}
+	var nll float64
+	var bytes int64
+	for _, w := range rep.Windows {
+		span := int64(len(tok.Decode(ids[:w.End])) - len(tok.Decode(ids[:w.FirstTarget])))
+		if w.TextBytes != span {
+			t.Errorf("window %d: text_bytes %d, the text span of its targets is %d bytes", w.Index, w.TextBytes, span)
+		}
+		nll += w.NLLSum
+		bytes += span
+	}
+	want := nll / (math.Ln2 * float64(bytes))
+	t.Logf("stories260K f32, %d windows of ctx 512: %d scored tokens, %d bytes, ppl %.4f, bits per byte %.6f ± %.6f",
+		len(rep.Windows), rep.ScoredTokens, bytes, rep.Perplexity, rep.BitsPerByte, rep.BitsPerByteUncertainty)
+	if rep.TextBytes != bytes || math.Abs(rep.BitsPerByte-want) > 1e-12*want {
+		t.Errorf("text_bytes %d, bits_per_byte %.15g; recomputed %d, %.15g", rep.TextBytes, rep.BitsPerByte, bytes, want)
+	}
+	rel := rep.PerplexityUncertainty / rep.Perplexity * float64(rep.ScoredTokens) / (math.Ln2 * float64(bytes))
+	if math.Abs(rep.BitsPerByteUncertainty-rel) > 1e-12*rel || rel <= 0 {
+		t.Errorf("± %.15g, want the perplexity's relative ± scaled: %.15g", rep.BitsPerByteUncertainty, rel)
+	}
+}

@@ -15,19 +15,25 @@ const ReportObject = "lse.perplexity"
 // Report is the result of a run. Field names and JSON tags follow
 // lse-perplexity's report; fields past those are extras.
 type Report struct {
-	Object                 string         `json:"object"`
-	Tokens                 int            `json:"tokens"`
-	TokenIDsSHA256         string         `json:"token_ids_sha256"`
-	Method                 string         `json:"method"`
-	Ctx                    int            `json:"ctx"`
-	Stride                 int            `json:"stride"`
-	ChunkLimit             int            `json:"chunk_limit"` // the request's chunks; 0 = all
-	WindowsTotal           int            `json:"windows_total"`
-	WindowsScored          int            `json:"windows_scored"`
-	ScoredTokens           int            `json:"scored_tokens"`
-	MeanNLL                float64        `json:"mean_nll"`
-	Perplexity             float64        `json:"perplexity"`
-	PerplexityUncertainty  float64        `json:"perplexity_uncertainty"`
+	Object                string  `json:"object"`
+	Tokens                int     `json:"tokens"`
+	TokenIDsSHA256        string  `json:"token_ids_sha256"`
+	Method                string  `json:"method"`
+	Ctx                   int     `json:"ctx"`
+	Stride                int     `json:"stride"`
+	ChunkLimit            int     `json:"chunk_limit"` // the request's chunks; 0 = all
+	WindowsTotal          int     `json:"windows_total"`
+	WindowsScored         int     `json:"windows_scored"`
+	ScoredTokens          int     `json:"scored_tokens"`
+	MeanNLL               float64 `json:"mean_nll"`
+	Perplexity            float64 `json:"perplexity"`
+	PerplexityUncertainty float64 `json:"perplexity_uncertainty"`
+	// TextBytes is the UTF-8 bytes of text the scored tokens cover (stats.go
+	// BitsPerByte); BitsPerByte is Σ NLL / (ln 2 · TextBytes) with the
+	// perplexity's relative ±.
+	TextBytes              int64          `json:"text_bytes"`
+	BitsPerByte            float64        `json:"bits_per_byte"`
+	BitsPerByteUncertainty float64        `json:"bits_per_byte_uncertainty"`
 	ElapsedSeconds         float64        `json:"elapsed_seconds"`
 	PrefillTokens          int            `json:"prefill_tokens"`
 	PrefillTokensPerSecond float64        `json:"prefill_tokens_per_second"`       // over elapsed − progress_held
@@ -88,9 +94,13 @@ type WindowReport struct {
 	// AttentionKept is the fraction of the window's causal (query block,
 	// key block, head) attention blocks prefill computed, over every layer:
 	// 1 for dense, FlashPrefill's selection otherwise.
-	AttentionKept float64  `json:"attention_kept"`
-	MeanKLD       *float64 `json:"mean_kld,omitempty"`
-	SameTop       *float64 `json:"same_top,omitempty"`
+	AttentionKept float64 `json:"attention_kept"`
+	// TextBytes and BitsPerByte are the window's share of the report's;
+	// absent in records written before them.
+	TextBytes   int64    `json:"text_bytes,omitempty"`
+	BitsPerByte float64  `json:"bits_per_byte,omitempty"`
+	MeanKLD     *float64 `json:"mean_kld,omitempty"`
+	SameTop     *float64 `json:"same_top,omitempty"`
 	// NLLSumSq is Σ of the squared token NLLs (float64), so a reader can
 	// follow the running perplexity ± window by window; absent in records
 	// written before it.
@@ -145,6 +155,9 @@ type KLDReport struct {
 	// TopKCoarsened is, against a llama.cpp base when asked, the top-k KLD
 	// of the same tokens beside the full-vocabulary one (floor.go).
 	TopKCoarsened *CoarseningReport `json:"top_k_coarsened,omitempty"`
+	// TopKCoarsenedByK is the same at each of the request's
+	// kld_coarsen_top_ks, by ascending k.
+	TopKCoarsenedByK []CoarseningReport `json:"top_k_coarsened_by_k,omitempty"`
 }
 
 // KLDPercentiles are llama.cpp's KLD percentile rows (f32 interpolation).
@@ -201,6 +214,8 @@ func (rep *Report) sanitize() {
 	fix(&rep.MeanNLL)
 	fix(&rep.Perplexity)
 	fix(&rep.PerplexityUncertainty)
+	fix(&rep.BitsPerByte)
+	fix(&rep.BitsPerByteUncertainty)
 	for i := range rep.Windows {
 		fix(&rep.Windows[i].MeanNLL)
 		fix(&rep.Windows[i].Perplexity)

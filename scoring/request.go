@@ -18,7 +18,7 @@ const (
 const (
 	DefaultCtx  = 512 // llama-perplexity's -c default
 	DefaultTopK = 32
-	MaxTopK     = 32
+	MaxTopK     = 1024
 )
 
 // Request is what to score and how. Zero values mean defaults: method
@@ -35,7 +35,7 @@ type Request struct {
 	Chunks int    `json:"chunks,omitempty"` // score only the first N windows; <= 0: all
 
 	KLDBaseOut string `json:"kld_base_out,omitempty"` // record a base here
-	KLDTopK    int    `json:"kld_top_k,omitempty"`    // ids per scored token in that base (1..32, default 32)
+	KLDTopK    int    `json:"kld_top_k,omitempty"`    // ids per scored token in that base (1..1024, default 32)
 	// KLDBaseFormat is the format of the base recorded: BaseFormatPlexbench
 	// (default, top-k) or BaseFormatLlama (llama.cpp's full rows, chunks only).
 	KLDBaseFormat string `json:"kld_base_format,omitempty"`
@@ -44,6 +44,9 @@ type Request struct {
 	// KLD a plexbench base of this many ids would give (the report's
 	// kld.top_k_coarsened): what a compact base sees of the full KLD.
 	CoarsenTopK int `json:"kld_coarsen_top_k,omitempty"`
+	// CoarsenTopKs are more such k, on the same tokens (the report's
+	// kld.top_k_coarsened_by_k, in ascending k).
+	CoarsenTopKs []int `json:"kld_coarsen_top_ks,omitempty"`
 
 	// Shard, when set, scores only every Shard.N-th window (from Shard.I);
 	// such a run cannot record a base.
@@ -80,6 +83,9 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
 }
 
+// coarsening reports whether the request asks for a top-k coarsening.
+func (r *Request) coarsening() bool { return r.CoarsenTopK > 0 || len(r.CoarsenTopKs) > 0 }
+
 // windowsWanted reports whether the JSON should carry the windows array.
 func (r *Request) windowsWanted() bool { return r.IncludeWindows == nil || *r.IncludeWindows }
 
@@ -109,6 +115,11 @@ func (r *Request) check() error {
 	}
 	if r.CoarsenTopK < 0 || r.CoarsenTopK > MaxTopK {
 		return badRequest("kld_coarsen_top_k %d out of range 1..%d", r.CoarsenTopK, MaxTopK)
+	}
+	for _, k := range r.CoarsenTopKs {
+		if k < 1 || k > MaxTopK {
+			return badRequest("kld_coarsen_top_ks: %d out of range 1..%d", k, MaxTopK)
+		}
 	}
 	switch r.KLDBaseFormat {
 	case "", BaseFormatPlexbench:

@@ -45,14 +45,16 @@ type runner struct {
 	plan   Plan
 	todo   Plan // the windows this run scores: plan's, or its shard's
 	tokens []int32
+	bytes  []int32 // per token, the bytes it covers of the text (Engine.TokenBytes)
 
 	base   baseSource // what the run compares against; nil for none
 	record baseSink   // the base the run records; nil for none
 	kld    *KLDStats  // set when comparing
 	stop   *stopper   // the stopping rule; nil for none
 
-	nll     NLLStats
-	windows []WindowReport
+	nll       NLLStats
+	textBytes int64 // of the scored windows' targets
+	windows   []WindowReport
 
 	journal *journal
 	jw      journalWindow // the window in flight's journal record
@@ -105,6 +107,9 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 	}
 	if r.tokens, err = tokensFor(&req, eng, file, info); err != nil {
 		return nil, err
+	}
+	if r.bytes = eng.TokenBytes(r.tokens); len(r.bytes) != len(r.tokens) {
+		return nil, fmt.Errorf("engine gave the byte lengths of %d of %d tokens", len(r.bytes), len(r.tokens))
 	}
 	if r.plan, err = PlanWindows(len(r.tokens), g); err != nil {
 		if req.TextPath != "" {
@@ -164,6 +169,18 @@ func (r *runner) recordTopK() int {
 	return r.record.topK()
 }
 
+// recordBytes is what one scored token takes in the base the run records;
+// 0 for none.
+func (r *runner) recordBytes() int {
+	switch {
+	case r.record == nil:
+		return 0
+	case r.record.fullVocab():
+		return 2 * llamaRowWords(r.info.VocabSize)
+	}
+	return BaseRecordBytes(r.record.topK())
+}
+
 // baseTopK is how many of the base's ids each row picks; 0 for none.
 func (r *runner) baseTopK() int {
 	if r.base == nil {
@@ -192,7 +209,7 @@ func (r *runner) close() {
 // complete over the windows scored.
 func (r *runner) loop() (reason string, err error) {
 	r.loopStart = time.Now()
-	r.event(Event{Kind: EventStarted, Resumed: r.resumed})
+	r.event(Event{Kind: EventStarted, Resumed: r.resumed, BaseOutBytesPerToken: r.recordBytes()})
 	for _, w := range r.plan.Windows[r.resumed:] {
 		if r.stop != nil && r.stop.met != nil {
 			break
@@ -332,8 +349,11 @@ func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowR
 	r.blocks.Total += b.Total
 	wr := WindowReport{Index: w.Index, Begin: w.Begin, End: w.End, FirstTarget: w.FirstTarget,
 		Scored: w.Scored, NLLSum: r.wNLL.Sum, NLLSumSq: r.wNLL.Sum2, Seconds: secs, AttentionKept: b.Fraction()}
+	wr.TextBytes = spanBytes(r.bytes[w.FirstTarget:w.End])
+	r.textBytes += wr.TextBytes
 	if res := r.wNLL.Result(); res.N > 0 {
 		wr.MeanNLL, wr.Perplexity = res.MeanNLL, res.Perplexity
+		wr.BitsPerByte, _ = BitsPerByte(res, wr.TextBytes)
 	}
 	if r.kld != nil {
 		if m, st, ok := r.kld.Window(w.Index); ok {
@@ -372,6 +392,8 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	res := r.nll.Result()
 	rep.WindowsScored, rep.ScoredTokens = len(r.windows), res.N
 	rep.MeanNLL, rep.Perplexity, rep.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
+	rep.TextBytes = r.textBytes
+	rep.BitsPerByte, rep.BitsPerByteUncertainty = BitsPerByte(res, r.textBytes)
 	rep.PrefillTokens = r.prefillDone
 	rep.PrefillAttentionKept = r.blocks.Fraction()
 	reportTiming(&rep, r.start, r.held, r.prefillDone-r.prefillResumed)

@@ -1,6 +1,7 @@
 package scoring
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -460,7 +461,7 @@ func TestRunBadRequests(t *testing.T) {
 		{Request{Tokens: long, Ctx: 512}, "exceeds the KV cache capacity 256"},
 		{Request{Tokens: []int32{1, 2, 3, 64}, Ctx: 2}, "token 64 at index 3 is outside the vocabulary (size 64)"},
 		{Request{Tokens: []int32{1, -2, 3}, Ctx: 2}, "token -2 at index 1"},
-		{Request{Tokens: long, Ctx: 128, KLDBaseOut: filepath.Join(t.TempDir(), "x"), KLDTopK: 33}, "kld_top_k 33 out of range"},
+		{Request{Tokens: long, Ctx: 128, KLDBaseOut: filepath.Join(t.TempDir(), "x"), KLDTopK: 1025}, "kld_top_k 1025 out of range"},
 		{Request{Text: "short text", TextPath: "short.txt", Ctx: 64}, "short.txt: too few tokens: text tokenizes to 10 tokens; method chunks at ctx 64 needs at least 128"},
 		{Request{Tokens: long, KLDBase: filepath.Join(t.TempDir(), "missing.kld")}, "missing.kld"},
 	} {
@@ -508,7 +509,8 @@ func TestReportJSONFields(t *testing.T) {
 	}
 	need(m, "report", "object", "tokens", "token_ids_sha256", "method", "ctx", "stride", "windows_scored",
 		"scored_tokens", "mean_nll", "perplexity", "perplexity_uncertainty", "elapsed_seconds", "prefill_tokens",
-		"prefill_tokens_per_second", "prefill_attention_kept", "config", "windows", "token_ids", "kld")
+		"prefill_tokens_per_second", "prefill_attention_kept", "config", "windows", "token_ids", "kld",
+		"text_bytes", "bits_per_byte", "bits_per_byte_uncertainty")
 	if m["object"] != "lse.perplexity" {
 		t.Errorf("object %v", m["object"])
 	}
@@ -516,7 +518,8 @@ func TestReportJSONFields(t *testing.T) {
 		"kv_cache_dtype", "kv_capacity", "batch_size", "ubatch_size", "head_rows", "cpu_fallback_allowed",
 		"threads", "backend", "model")
 	need(m["windows"].([]any)[0].(map[string]any), "window", "index", "begin", "end", "first_target", "scored",
-		"nll_sum", "nll_sum_sq", "mean_nll", "perplexity", "seconds", "attention_kept", "mean_kld", "same_top")
+		"nll_sum", "nll_sum_sq", "mean_nll", "perplexity", "seconds", "attention_kept", "mean_kld", "same_top",
+		"text_bytes", "bits_per_byte")
 	need(m["kld"].(map[string]any), "kld", "base", "top_k", "tokens", "base_perplexity", "perplexity",
 		"delta_perplexity", "perplexity_ratio", "mean_log_ratio", "mean_log_ratio_uncertainty", "mean_kld",
 		"mean_kld_uncertainty", "kld_p99", "kld_max", "same_top", "same_top_uncertainty", "mean_delta_p",
@@ -628,5 +631,49 @@ func TestEventJSONRoundTrip(t *testing.T) {
 		if e.Kind == EventWindowDone && (!strings.Contains(string(data), `"event":"window_done"`) || !strings.Contains(string(data), `"kld":{"tokens":`)) {
 			t.Fatalf("window event JSON %s", data)
 		}
+	}
+}
+
+// TestRunTopK256Base: a top-256 base holds 8 + 8·256 bytes per scored
+// token beside its fixed part, a model compared with it gives exactly 0,
+// and a journal resumes its recording to the same base.
+func TestRunTopK256Base(t *testing.T) {
+	const k = 256
+	f := newFake(300, 8, 5, 0)
+	tokens := randomTokens(6, 700, 300)
+	path, base := recordBase(t, f, Request{Tokens: tokens, Ctx: 128, KLDTopK: k})
+	st, _ := os.Stat(path)
+	raw, _ := os.ReadFile(path)
+	fixed := int64(100) + int64(raw[96]) + int64(raw[97])<<8 + 4*int64(base.Tokens) + 32
+	if BaseRecordBytes(k) != 2056 || st.Size() != fixed+2056*int64(base.ScoredTokens) {
+		t.Fatalf("base size %d, want %d + 2056 × %d", st.Size(), fixed, base.ScoredTokens)
+	}
+	rep, err := Run(context.Background(), f, Request{KLDBase: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.KLD; c.TopK != k || c.MeanKLD != 0 || c.KLDMax != 0 || c.SameTop != 1 || c.NonFiniteTokens != 0 {
+		t.Fatalf("self-compare against the top-%d base: %+v", k, c)
+	}
+	if g, err := Run(context.Background(), f.withNoise(0.1, 3), Request{KLDBase: path}); err != nil || g.KLD.MeanKLD <= 0 {
+		t.Fatalf("another model against it: %v, %+v", err, g.KLD)
+	}
+
+	again := filepath.Join(t.TempDir(), "again.kld")
+	req := Request{Tokens: tokens, Ctx: 128, KLDTopK: k, KLDBaseOut: again, Journal: again + ".journal"}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := req
+	stopped.Progress = stopAfter(2, cancel)
+	if _, err := Run(ctx, f, stopped); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	cancel()
+	req.Resume = true
+	if _, err := Run(context.Background(), f, req); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(again)
+	if !bytes.Equal(b, raw) {
+		t.Error("the resumed top-256 base differs from the one recorded in one go")
 	}
 }

@@ -134,6 +134,7 @@ func MergeShards(reps []Report) (Report, error) {
 	out := *first
 	out.Windows, out.Shard, out.Shards, out.Sums, out.Record = nil, 0, 0, nil, nil
 	out.WindowsScored, out.PrefillTokens, out.ElapsedSeconds, out.ProgressHeldSeconds = 0, 0, 0, 0
+	out.TextBytes = 0
 	out.Warnings = nil
 	for i := range reps {
 		r := &reps[i]
@@ -153,6 +154,7 @@ func MergeShards(reps []Report) (Report, error) {
 		}
 		out.Windows = append(out.Windows, r.Windows...)
 		out.WindowsScored += r.WindowsScored
+		out.TextBytes += r.TextBytes
 		out.PrefillTokens += r.PrefillTokens
 		out.ElapsedSeconds += r.ElapsedSeconds
 		out.ProgressHeldSeconds += r.ProgressHeldSeconds
@@ -170,6 +172,7 @@ func MergeShards(reps []Report) (Report, error) {
 	slices.SortFunc(out.Windows, func(a, b WindowReport) int { return a.Index - b.Index })
 	res := nll.Result()
 	out.ScoredTokens, out.MeanNLL, out.Perplexity, out.PerplexityUncertainty = res.N, res.MeanNLL, res.Perplexity, res.Uncertainty
+	out.BitsPerByte, out.BitsPerByteUncertainty = BitsPerByte(res, out.TextBytes)
 	out.PrefillTokensPerSecond = 0
 	if working := out.ElapsedSeconds - out.ProgressHeldSeconds; working > 0 {
 		out.PrefillTokensPerSecond = float64(out.PrefillTokens) / working

@@ -57,6 +57,11 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		near("perplexity", m.Perplexity, full.Perplexity)
 		near("± of perplexity", m.PerplexityUncertainty, full.PerplexityUncertainty)
 		near("mean NLL", m.MeanNLL, full.MeanNLL)
+		near("bits per byte", m.BitsPerByte, full.BitsPerByte)
+		near("± of bits per byte", m.BitsPerByteUncertainty, full.BitsPerByteUncertainty)
+		if m.TextBytes != full.TextBytes || full.TextBytes <= 0 {
+			t.Errorf("llama %v: text_bytes %d merged, %d unsharded", llama, m.TextBytes, full.TextBytes)
+		}
 		fk, mk := reflect.ValueOf(*full.KLD), reflect.ValueOf(*m.KLD)
 		for i := range fk.NumField() {
 			if f := fk.Field(i); f.Kind() == reflect.Float64 {
@@ -76,6 +81,7 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		}
 		// Everything else is equal outright once the floats above match.
 		m.Perplexity, m.PerplexityUncertainty, m.MeanNLL = full.Perplexity, full.PerplexityUncertainty, full.MeanNLL
+		m.BitsPerByte, m.BitsPerByteUncertainty = full.BitsPerByte, full.BitsPerByteUncertainty
 		mk2 := *m.KLD
 		for i := range fk.NumField() {
 			if fk.Field(i).Kind() == reflect.Float64 {

@@ -81,6 +81,36 @@ func (s *NLLStats) Merge(o NLLStats) {
 	s.Sum2 += o.Sum2
 }
 
+// BitsPerByte is the run's NLL in bits per byte of text, the figure that
+// compares models whose tokenizers differ: Σ NLL / (ln 2 · textBytes),
+// where textBytes is what the scored tokens cover of the text (the sum of
+// Engine.TokenBytes over them: each token's piece as the tokenizer
+// detokenizes it, BOS and control tokens 0, SPM's dummy leading space left
+// out; for windows of consecutive targets, the byte span of the text they
+// cover). Its ± is the mean NLL's standard error (llama.cpp's PPL ± is
+// PPL times it) scaled the same way, by N / (ln 2 · textBytes). Both are 0
+// when textBytes is.
+func BitsPerByte(r PPLResult, textBytes int64) (bpb, uncertainty float64) {
+	if textBytes <= 0 || r.N == 0 {
+		return 0, 0
+	}
+	scale := float64(r.N) / (math.Ln2 * float64(textBytes))
+	bpb = r.MeanNLL * scale
+	if r.Perplexity > 0 {
+		uncertainty = r.Uncertainty / r.Perplexity * scale
+	}
+	return bpb, uncertainty
+}
+
+// spanBytes sums per-token byte counts.
+func spanBytes(n []int32) int64 {
+	var s int64
+	for _, v := range n {
+		s += int64(v)
+	}
+	return s
+}
+
 // PPLResult is the perplexity estimate.
 type PPLResult struct {
 	N           int
@@ -125,26 +155,10 @@ type TokenComparison struct {
 // clamped at 0. It is +Inf when q_rest is 0 and p_rest is not.
 func CompareToken(nll, baseNLL float64, runArgMax int32, baseIDs []int32, baseLP, runLP []float32, restEmpty bool) TokenComparison {
 	c := TokenComparison{NLL: nll, BaseNLL: baseNLL, DeltaP: math.Exp(-nll) - math.Exp(-baseNLL)}
-	var kld, ps, qs float64
-	for i := range baseLP {
-		lp, lq := float64(baseLP[i]), float64(runLP[i])
-		p := math.Exp(lp)
-		ps += p
-		qs += math.Exp(lq)
-		if p > 0 {
-			kld += p * (lp - lq)
-		}
-	}
+	kld, ps, qs := topTerms(baseLP, runLP)
 	c.BaseTopMass = ps
 	if !restEmpty {
-		pr, qr := max(0, 1-ps), max(0, 1-qs)
-		if pr > 0 {
-			if qr == 0 {
-				kld = math.Inf(1)
-			} else {
-				kld += pr * math.Log(pr/qr)
-			}
-		}
+		kld += restTerm(max(0, 1-ps), max(0, 1-qs))
 	}
 	c.KLD = kld
 	if len(baseIDs) > 0 {
@@ -156,6 +170,33 @@ func CompareToken(nll, baseNLL float64, runArgMax int32, baseIDs []int32, baseLP
 		}
 	}
 	return c
+}
+
+// topTerms is Σ p·(ln p − ln q) over the listed ids, with their masses
+// Σ p and Σ q (f64 of the f32 log-probabilities).
+func topTerms(baseLP, runLP []float32) (kld, ps, qs float64) {
+	for i := range baseLP {
+		lp, lq := float64(baseLP[i]), float64(runLP[i])
+		p := math.Exp(lp)
+		ps += p
+		qs += math.Exp(lq)
+		if p > 0 {
+			kld += p * (lp - lq)
+		}
+	}
+	return kld, ps, qs
+}
+
+// restTerm is the lumped rest's pr·ln(pr/qr): 0 without base mass, +Inf
+// when the run gives the rest none.
+func restTerm(pr, qr float64) float64 {
+	switch {
+	case pr <= 0:
+		return 0
+	case qr == 0:
+		return math.Inf(1)
+	}
+	return pr * math.Log(pr/qr)
 }
 
 // kldCluster is one window's share of a comparison, for the per-window

@@ -58,6 +58,14 @@ func (f *fakeEngine) Tokenize(text string) ([]int32, error) {
 	return t, nil
 }
 
+func (f *fakeEngine) TokenBytes(tokens []int32) []int32 {
+	n := make([]int32, len(tokens))
+	for i := range n {
+		n[i] = 1
+	}
+	return n
+}
+
 func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(int, []float32, int) error) error {
 	if f.step != nil {
 		<-f.step

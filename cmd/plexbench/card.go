@@ -58,6 +58,10 @@ func modelCard(r *scoring.Report) string {
 	b.WriteString("| metric | value |\n| --- | --- |\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
 	row("perplexity", scoring.PM(r.Perplexity, r.PerplexityUncertainty))
+	if r.TextBytes > 0 {
+		row("bits per byte", fmt.Sprintf("%s (over %d bytes of text; comparable across tokenizers)",
+			scoring.PM(r.BitsPerByte, r.BitsPerByteUncertainty), r.TextBytes))
+	}
 	if k := r.KLD; k != nil {
 		row("mean KLD vs base", fmt.Sprintf("%s nats (%s; ± window-clustered)", scoring.PM(k.MeanKLD, k.MeanKLDUncertaintyCR1), scoring.KLDBand(k.MeanKLD)))
 		row("KLD median / p99 / max", fmt.Sprintf("%.4g / %.4g / %.4g", k.KLDPercentiles.Median, k.KLDP99, k.KLDMax))

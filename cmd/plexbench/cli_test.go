@@ -396,11 +396,13 @@ func TestCompareRecords(t *testing.T) {
 		*g.Rows[1].MeanKLD >= *g.Rows[2].MeanKLD || g.Rows[3].EffectiveBPW >= g.Rows[1].EffectiveBPW {
 		t.Fatalf("group %q: rows %v", g.Title, order)
 	}
+	checkBitsPerByteRows(t, g)
 	if len(out.Groups[0].Rows) != 1 || out.Groups[0].Protocol.Ctx != 64 {
 		t.Fatalf("first group %+v", out.Groups[0])
 	}
 	code, stdout, _ = runCLI(t, "compare", "--pattern", "stories260K-q*", "--format", "md")
-	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") {
+	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") ||
+		!strings.Contains(stdout, "| PPL ± | bits/byte ± |") {
 		t.Fatalf("compare --format md: exit %d\n%s", code, stdout)
 	}
 	// A card of the q4_0 record, and one written by score itself: headline
@@ -413,7 +415,7 @@ func TestCompareRecords(t *testing.T) {
 	if code != 0 || card != string(fromScore) {
 		t.Fatalf("card: exit %d %s\n%s\nscore --card wrote:\n%s", code, stderr, card, fromScore)
 	}
-	for _, want := range []string{"## stories260K-q4_0.gguf", "| mean KLD vs base |", "(beyond a typical 4-bit quantization", "| effective bits per weight | 7.176 (tensors: F16 ×5, F32 ×11, Q4_0 ×31, Q8_0 ×1)",
+	for _, want := range []string{"## stories260K-q4_0.gguf", "| mean KLD vs base |", "| bits per byte | ", "(beyond a typical 4-bit quantization", "| effective bits per weight | 7.176 (tensors: F16 ×5, F32 ×11, Q4_0 ×31, Q8_0 ×1)",
 		"**Comparable only within this protocol:** chunks, ctx 128, first 12 windows",
 		"plexbench score --model stories260K-q4_0.gguf --perplexity-kld f32.kld --kv-cache-dtype f32"} {
 		if !strings.Contains(card, want) {
@@ -427,6 +429,18 @@ func TestCompareRecords(t *testing.T) {
 	code, stdout, stderr = runCLI(t, "compare")
 	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "old.json: ") {
 		t.Fatalf("a record without schema_version: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// checkBitsPerByteRows: on one text and protocol, bits per byte is ln PPL
+// times the same tokens-per-byte factor on every row.
+func checkBitsPerByteRows(t *testing.T, g compareGroup) {
+	t.Helper()
+	for _, r := range g.Rows {
+		if r.BitsPerByte == nil || *r.BitsPerByte <= 0 ||
+			math.Abs(*r.BitsPerByte/math.Log(r.PPL)-*g.Rows[0].BitsPerByte/math.Log(g.Rows[0].PPL)) > 1e-9 {
+			t.Fatalf("row %s: bits per byte %v, perplexity %v", r.Model, r.BitsPerByte, r.PPL)
+		}
 	}
 }
 

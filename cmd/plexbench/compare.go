@@ -26,6 +26,8 @@ type compareRow struct {
 	EffectiveBPW float64  `json:"effective_bpw"`
 	PPL          float64  `json:"perplexity"`
 	PPLPM        float64  `json:"perplexity_uncertainty"`
+	BitsPerByte  *float64 `json:"bits_per_byte,omitempty"` // nil for records from before text_bytes
+	BPBPM        *float64 `json:"bits_per_byte_uncertainty,omitempty"`
 	Reference    bool     `json:"reference,omitempty"` // the run that recorded the group's base
 	DeltaPPL     *float64 `json:"delta_perplexity,omitempty"`
 	DeltaPPLPM   *float64 `json:"delta_perplexity_uncertainty,omitempty"`
@@ -114,6 +116,9 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 			row := compareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
 				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
 				PrefillTokS: r.PrefillTokensPerSecond}
+			if r.TextBytes > 0 {
+				row.BitsPerByte, row.BPBPM = &r.BitsPerByte, &r.BitsPerByteUncertainty
+			}
 			if k := r.KLD; k != nil {
 				row.DeltaPPL, row.DeltaPPLPM = &k.DeltaPerplexity, &k.DeltaPerplexityUncertainty
 				row.MeanKLD, row.MeanKLDCR1 = &k.MeanKLD, &k.MeanKLDUncertaintyCR1
@@ -132,7 +137,7 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 }
 
 func compareHeader() []string {
-	return []string{"#", "model", "kv", "bpw", "PPL ±", "ΔPPL ±", "mean KLD ± (CR1)", "KLD p99", "KLD max", "same top ±", "Δp", "prefill tok/s"}
+	return []string{"#", "model", "kv", "bpw", "PPL ±", "bits/byte ±", "ΔPPL ±", "mean KLD ± (CR1)", "KLD p99", "KLD max", "same top ±", "Δp", "prefill tok/s"}
 }
 
 func (r compareRow) cells(i int) []string {
@@ -153,7 +158,11 @@ func (r compareRow) cells(i int) []string {
 	if r.FloorLimited {
 		floor = " ~"
 	}
-	c := []string{fmt.Sprint(i + 1), model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), scoring.PM(r.PPL, r.PPLPM),
+	bpb := "–"
+	if r.BitsPerByte != nil {
+		bpb = scoring.PM(*r.BitsPerByte, *r.BPBPM)
+	}
+	c := []string{fmt.Sprint(i + 1), model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), scoring.PM(r.PPL, r.PPLPM), bpb,
 		opt(r.DeltaPPL, func(d float64) string { return scoring.PMSigned(d, *r.DeltaPPLPM) }),
 		opt(r.MeanKLD, func(k float64) string { return scoring.PM(k, *r.MeanKLDCR1) + floor }),
 		opt(r.KLDP99, g), opt(r.KLDMax, g),

@@ -124,4 +124,23 @@ func printFloor(w *os.File, rep *scoring.Report) {
 			fl.TopK, scoring.Percent(a.SeenFraction, 1), scoring.PM(a.MeanMissedKLD, a.MeanMissedKLDUncertainty))
 	}
 	fmt.Fprintf(w, "  floor of comparisons against the top-%d base: %.3g (compare marks results within 2× of it)\n", fl.TopK, fl.Floor)
+	printCoarsening(w, fl)
+}
+
+// printCoarsening is the floor's coarsening by k: what a top-k base of
+// each size costs and sees, to choose k from.
+func printCoarsening(w *os.File, fl *scoring.FloorReport) {
+	if len(fl.Coarsening) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  top-k bases by k (bytes per scored token; top-k KLD of the full-vocabulary KLD on the same tokens):")
+	for _, c := range fl.Coarsening {
+		line := fmt.Sprintf("    k %4d (%5d B): self %.3g of %.3g", c.TopK, scoring.BaseRecordBytes(c.TopK),
+			c.SelfFull.MeanTopKKLD, c.SelfFull.MeanFullKLD)
+		if a := c.Against; a != nil {
+			line += fmt.Sprintf("; %s %s of %s (sees %s)", fl.AgainstModel, scoring.PM(a.MeanTopKKLD, a.MeanTopKKLDUncertainty),
+				scoring.PM(a.MeanFullKLD, a.MeanFullKLDUncertainty), scoring.Percent(a.SeenFraction, 1))
+		}
+		fmt.Fprintln(w, line)
+	}
 }

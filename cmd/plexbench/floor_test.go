@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,6 +51,8 @@ func TestFloor(t *testing.T) {
 	if a.MeanTopKKLD <= 0 || a.MeanTopKKLD > a.MeanFullKLD || a.SeenFraction <= 0.5 || a.SeenFraction > 1 {
 		t.Errorf("q8_0 against the full base: %+v", a)
 	}
+
+	checkCoarseningByK(t, fl)
 
 	// The same comparison by score.
 	code, stdout, stderr = runCLI(t, "score", "--model", model("q8_0"), "--perplexity-kld", full, "--kld-coarsen-top-k", "8", "--quiet", "--results", results)
@@ -129,11 +133,50 @@ func TestFloorBadInput(t *testing.T) {
 		{[]string{"--model", model, "--perplexity-method", "sliding"}, "chunks only"},
 		{[]string{"--model", model, "--against", filepath.Join(t.TempDir(), "missing.gguf")}, "--against"},
 		{[]string{"--model", model, "stray"}, "unexpected argument"},
-		{[]string{"--model", model, "--perplexity-kld-top-k", "40"}, "top"},
+		{[]string{"--model", model, "--perplexity-kld-top-k", "1025"}, "top"},
 	} {
 		code, stdout, stderr := runCLI(t, append([]string{"floor", "--quiet"}, c.args...)...)
 		if code == 0 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
 			t.Errorf("floor %v: exit %d, stdout %q, stderr %q (want one line saying %q)", c.args, code, stdout, stderr, c.want)
 		}
+	}
+}
+
+// checkCoarseningByK: the floor's list holds k = 32, 64, 256 and the
+// vocabulary (512 for stories260K, in place of 1024), all on the same
+// tokens (one full-vocabulary KLD); q8_0's top-k KLD grows with k towards
+// the full figure (above it only by the f32 rounding CompareFull does and
+// the top-k arithmetic does not), is closer to it at 256 than at 32, and
+// at the whole vocabulary sees it all.
+func checkCoarseningByK(t *testing.T, fl *scoring.FloorReport) {
+	t.Helper()
+	var ks []int
+	for _, c := range fl.Coarsening {
+		ks = append(ks, c.TopK)
+		a := c.Against
+		if a == nil {
+			t.Fatalf("k %d: no --against figures", c.TopK)
+		}
+		t.Logf("k %4d (%d B/token): self top-k %.4g of full %.4g; q8_0 top-k %.6g ± %.2g of full %.6g ± %.2g, sees %.4f",
+			c.TopK, scoring.BaseRecordBytes(c.TopK), c.SelfFull.MeanTopKKLD, c.SelfFull.MeanFullKLD,
+			a.MeanTopKKLD, a.MeanTopKKLDUncertainty, a.MeanFullKLD, a.MeanFullKLDUncertainty, a.SeenFraction)
+		if a.MeanFullKLD != fl.Against.MeanFullKLD || a.Tokens != fl.Against.Tokens || a.MeanTopKKLD > a.MeanFullKLD*(1+1e-4) {
+			t.Errorf("k %d: %+v (full %v over %d tokens)", c.TopK, a, fl.Against.MeanFullKLD, fl.Against.Tokens)
+		}
+	}
+	if fmt.Sprint(ks) != "[32 64 256 512]" {
+		t.Fatalf("coarsening at k %v, want [32 64 256 512]", ks)
+	}
+	c := fl.Coarsening
+	for i := 1; i < len(c); i++ {
+		if c[i].Against.MeanTopKKLD < c[i-1].Against.MeanTopKKLD {
+			t.Errorf("top-k KLD falls from k %d to %d", c[i-1].TopK, c[i].TopK)
+		}
+	}
+	if math.Abs(c[2].Against.MeanMissedKLD) >= math.Abs(c[0].Against.MeanMissedKLD) {
+		t.Errorf("k 256 misses %v, k 32 %v: not closer to the full KLD", c[2].Against.MeanMissedKLD, c[0].Against.MeanMissedKLD)
+	}
+	if f := c[3].Against.SeenFraction; math.Abs(f-1) > 1e-3 {
+		t.Errorf("a top-k base of the whole vocabulary sees %v of the full KLD", f)
 	}
 }

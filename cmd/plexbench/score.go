@@ -301,6 +301,10 @@ func (p *progressPrinter) event(e scoring.Event) {
 	case scoring.EventStarted:
 		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
 			e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
+		if n := e.BaseOutBytesPerToken; n > 0 {
+			fmt.Fprintf(p.out, "plexbench: recording the base: %d bytes per scored token, %.3g MiB for %d tokens\n",
+				n, float64(n)*float64(e.ScoredTotal)/(1<<20), e.ScoredTotal)
+		}
 		if e.Resumed > 0 {
 			fmt.Fprintf(p.out, "plexbench: resumed: %d of %d windows taken from the journal\n", e.Resumed, e.WindowsTotal)
 		}
@@ -322,8 +326,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if p.kept {
 			kept = fmt.Sprintf(", FlashPrefill kept %.1f%% of attention blocks", 100*e.AttentionKept)
 		}
-		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f over %d tokens (%.0f tok/s prefill%s)\n",
-			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty, e.ScoredDone, e.MeanTokensPerSecond, kept)
+		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f, %.4f +/- %.5f bits per byte over %d tokens (%.0f tok/s prefill%s)\n",
+			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty,
+			e.BitsPerByte, e.BitsPerByteUncertainty, e.ScoredDone, e.MeanTokensPerSecond, kept)
 	}
 }
 

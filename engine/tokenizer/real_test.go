@@ -227,6 +227,9 @@ func TestRoundTripWikitext(t *testing.T) {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			tok := loadTokenizer(t, p)
 			ids := tok.Encode(text, true, false)
+			if n := sumBytes(tok.PieceBytes(ids)); n != len(text) {
+				t.Errorf("piece bytes sum to %d, the text has %d", n, len(text))
+			}
 			if back := tok.Decode(ids); back != text {
 				i := 0
 				for i < len(back) && i < len(text) && back[i] == text[i] {

@@ -217,29 +217,55 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 // piece at those same places. Unlike llama_detokenize, no other whitespace is
 // stripped and no clean-up of spaces before punctuation is done.
 func (t *Tokenizer) Decode(ids []int32) string {
+	return string(t.decode(ids, nil))
+}
+
+// PieceBytes is, for each id, the number of bytes it adds to Decode(ids):
+// 0 for CONTROL and UNKNOWN tokens, one per byte token, the UTF-8 length of
+// a piece with SPM's "▁" as a space and BPE's byte-level characters as
+// their bytes, less the leading space Decode drops after the start or a
+// special token. Their sum is len(Decode(ids)); on a text that Encode and
+// Decode round-trip, a run of ids covers exactly that many bytes of it.
+func (t *Tokenizer) PieceBytes(ids []int32) []int32 {
+	n := make([]int32, len(ids))
+	t.decode(ids, n)
+	return n
+}
+
+// decode is Decode, writing each id's byte count to n when n is not nil.
+func (t *Tokenizer) decode(ids []int32, n []int32) []byte {
 	var b []byte
 	spm := t.kind == KindSPM
 	strip := spm && t.addSpacePrefix
-	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.tokens) {
-			continue
-		}
-		a := t.attrs[id]
-		if a&(attrControl|attrUnknown|attrUserDefined) != 0 {
+	for i, id := range ids {
+		start := len(b)
+		switch a := t.attr(id); {
+		case id < 0 || int(id) >= len(t.tokens):
+		case a&(attrControl|attrUnknown|attrUserDefined) != 0:
 			if a&(attrControl|attrUnknown) == 0 {
 				b = append(b, t.tokens[id]...)
 			}
 			strip = spm && t.addSpacePrefix
-			continue
+		default:
+			b = t.appendPiece(b, id, a)
+			if strip && len(b) > start && b[start] == ' ' {
+				b = append(b[:start], b[start+1:]...)
+			}
+			strip = false
 		}
-		start := len(b)
-		b = t.appendPiece(b, id, a)
-		if strip && len(b) > start && b[start] == ' ' {
-			b = append(b[:start], b[start+1:]...)
+		if n != nil {
+			n[i] = int32(len(b) - start)
 		}
-		strip = false
 	}
-	return string(b)
+	return b
+}
+
+// attr is id's attributes, 0 when id is out of range.
+func (t *Tokenizer) attr(id int32) tokenAttr {
+	if id < 0 || int(id) >= len(t.tokens) {
+		return 0
+	}
+	return t.attrs[id]
 }
 
 // appendPiece appends the text of a NORMAL or BYTE token; other kinds

@@ -367,3 +367,43 @@ func TestBPERoundTripAllPres(t *testing.T) {
 		}
 	}
 }
+
+// TestPieceBytes checks that every prefix of a tokenization covers the
+// bytes PieceBytes gives it: its sum over ids[:i] is len(Decode(ids[:i])),
+// across SPM's space prefix (also after a special token), byte-fallback
+// tokens inside one UTF-8 character and BPE's byte-level pieces.
+func TestPieceBytes(t *testing.T) {
+	spm, err := openTokenizer(t, spmVocabKV())
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := map[string]*Tokenizer{"spm": spm}
+	for _, pre := range []string{"gpt-2", "llama-bpe", "qwen2"} {
+		if toks[pre], err = openTokenizer(t, bpeVocabKV(pre)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	texts := []string{"hello", " hello world", "  two", "hello<sep>world", "<sep> x", "a\nb\x00é€🦙", "12 3.14"}
+	for name, tok := range toks {
+		for _, s := range texts {
+			ids := tok.Encode(s, true, false)
+			n := tok.PieceBytes(ids)
+			if sumBytes(n) != len(s) {
+				t.Errorf("%s %q: pieces sum to %d bytes, want %d", name, s, sumBytes(n), len(s))
+			}
+			for i := range ids {
+				if got, want := sumBytes(n[:i]), len(tok.Decode(ids[:i])); got != want {
+					t.Errorf("%s %q: first %d ids cover %d bytes, Decode gives %d", name, s, i, got, want)
+				}
+			}
+		}
+	}
+}
+
+func sumBytes(n []int32) int {
+	s := 0
+	for _, v := range n {
+		s += int(v)
+	}
+	return s
+}

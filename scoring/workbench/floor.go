@@ -11,7 +11,8 @@ package workbench
 //     llama.cpp base (whole 16-bit rows);
 //  3. it is compared with the llama.cpp base: the floor of a
 //     full-vocabulary comparison and, on the same tokens, the top-k KLD
-//     (kld.top_k_coarsened);
+//     (kld.top_k_coarsened), also at k = 32, 64, 256 and 1024 (at most
+//     the vocabulary: floor.coarsening);
 //  4. with Against, a second model is compared with the llama.cpp base:
 //     its full-vocabulary KLD and its top-k KLD on the same tokens, what
 //     the top-k coarsening hides of a real difference.
@@ -128,19 +129,27 @@ func (f *floorRun) measure() (*scoring.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	self, err := f.run("compare with the full-vocabulary base", "", Job{Compare: full, CoarsenTopK: k})
+	ks := scoring.FloorTopKs(f.b.Info().VocabSize)
+	coarsen := Job{Compare: full, CoarsenTopK: k, CoarsenTopKs: ks}
+	self, err := f.run("compare with the full-vocabulary base", "", coarsen)
 	if err != nil {
 		return nil, err
 	}
 	fl := &scoring.FloorReport{TopK: k, SelfFull: *self.KLD.TopKCoarsened,
 		SelfTopKMeanKLD: rep.KLD.MeanKLD, SelfTopKMaxKLD: rep.KLD.KLDMax, SelfTopKSameTop: rep.KLD.SameTop}
 	fl.Floor = fl.SelfTopKMeanKLD
+	for _, c := range self.KLD.TopKCoarsenedByK {
+		fl.Coarsening = append(fl.Coarsening, scoring.FloorCoarsening{TopK: c.TopK, SelfFull: c})
+	}
 	if a := f.j.Against; a != "" {
-		ag, err := f.run("compare "+filepath.Base(a)+" with the full-vocabulary base", a, Job{Compare: full, CoarsenTopK: k})
+		ag, err := f.run("compare "+filepath.Base(a)+" with the full-vocabulary base", a, coarsen)
 		if err != nil {
 			return nil, err
 		}
 		fl.AgainstModel, fl.Against = filepath.Base(a), ag.KLD.TopKCoarsened
+		for i, c := range ag.KLD.TopKCoarsenedByK {
+			fl.Coarsening[i].Against = &c
+		}
 	}
 	rep.KLDBaseOut, rep.KLDBaseTopK, rep.KLDBaseFormat = "", 0, "" // the full base is the floor's own
 	rep.Floor = fl

@@ -21,7 +21,8 @@ func request(j Job) (scoring.Request, error) {
 	req := scoring.Request{
 		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
 		KLDBaseOut: j.Record, KLDBaseFormat: j.RecordFormat, KLDTopK: p.KLDTopK, KLDBase: j.Compare,
-		IncludeTokenIDs: j.TokenIDs, CoarsenTopK: j.CoarsenTopK, Shard: j.Shard, Resume: j.Resume,
+		IncludeTokenIDs: j.TokenIDs, CoarsenTopK: j.CoarsenTopK,
+		CoarsenTopKs: j.CoarsenTopKs, Shard: j.Shard, Resume: j.Resume,
 		Progress: j.Progress,
 	}
 	var err error

@@ -38,6 +38,8 @@ type Job struct {
 	// CoarsenTopK, against a llama.cpp base, also gives the top-k KLD a
 	// plexbench base of this many ids would (kld.top_k_coarsened).
 	CoarsenTopK int
+	// CoarsenTopKs are more such k (kld.top_k_coarsened_by_k).
+	CoarsenTopKs []int
 
 	// Record is where to record a KLD base ("" for none), in RecordFormat
 	// (scoring.BaseFormatPlexbench when empty, or BaseFormatLlama).
@@ -187,7 +189,7 @@ func journalPath(j Job) (string, error) {
 	switch {
 	case j.HellaSwag != "":
 		none = "--resume: a --hellaswag run keeps no journal; rerun it"
-	case j.CoarsenTopK > 0:
+	case j.CoarsenTopK > 0 || len(j.CoarsenTopKs) > 0:
 		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
 	case j.Shard.N > 1:
 		// A shard is a slice of a run; merge combines finished shards.
