@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cross-compiles the kernels and engine tests for arm64 (no assembly: the
 # Go kernels and the registry's generic defaults) and runs them in short
-# mode under qemu-user. Needs qemu-aarch64-static (Debian: qemu-user-static).
+# mode under qemu-user. Needs qemu-aarch64-static (Debian: qemu-user-static)
+# and arm64's loader for the dynamically linked engine (libc6-arm64-cross).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -9,6 +10,12 @@ qemu=$(command -v qemu-aarch64-static || command -v qemu-aarch64 || true)
 if [ -z "$qemu" ]; then
   echo "test-arm64: qemu-aarch64-static not found (apt-get install qemu-user-static)" >&2
   exit 1
+fi
+# The engine reaches the GPU runtimes through purego, which makes its test
+# binary dynamically linked: qemu needs arm64's loader and libc
+# (Debian: libc6-arm64-cross).
+if [ -z "${QEMU_LD_PREFIX:-}" ] && [ -d /usr/aarch64-linux-gnu ]; then
+  export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
