@@ -27,51 +27,70 @@ type deviceState struct {
 }
 
 // newDeviceState sets m up to run on d: the ops with a device path there,
-// the others listed as CPU fallbacks (refused when strict).
+// the others listed as CPU fallbacks (refused when strict, naming the
+// first reason before anything is uploaded).
 func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) {
 	s := &deviceState{d: d, strict: strict}
 	why := canRunStack(m)
-	if why == "" {
-		s.cpuOps = []string{"embed (" + strings.ToLower(m.tokEmbd.Type.String()) + ")", "rmsnorm (output norm)"}
-	} else {
+	switch {
+	case why != "":
 		s.cpuOps = m.layerOps()
+	case !embedsOnDevice(m):
+		s.cpuOps = []string{m.embedOp()}
+	}
+	headOp := m.headOp()
+	if !headRunsOnDevice(m) {
+		s.cpuOps = append(s.cpuOps, headOp)
 	}
 	if strict && len(s.cpuOps) > 0 {
-		reason := ""
+		first := "op " + s.cpuOps[0]
 		if why != "" {
-			reason = ", as every layer op with " + why
+			first = why + " (the layers would run on the CPU)"
 		}
-		return nil, fmt.Errorf("%w: --no-cpu-fallback: op %s has no device kernel in the engine yet%s", ErrUnsupported, s.cpuOps[0], reason)
+		return nil, fmt.Errorf("%w: --no-cpu-fallback: no device kernel in the engine yet for %s", ErrUnsupported, first)
 	}
+	where := fmt.Sprintf("device %s:%d (%s)", d.Kind(), d.Ordinal, d.Arch)
 	if why == "" {
 		st, err := newDeviceStack(m, d)
 		if err != nil {
-			return nil, fmt.Errorf("device %s:%d (%s): the layers: %w", d.Kind(), d.Ordinal, d.Arch, err)
+			return nil, fmt.Errorf("%s: the layers: %w", where, err)
 		}
 		s.stack, s.devOps = st, deviceStackOps
+		if embedsOnDevice(m) {
+			s.devOps = append(s.devOps, m.embedOp())
+		}
 	}
-	switch {
-	case m.outBias != nil:
-		s.cpuOps = append(s.cpuOps, "head (output bias)")
-	case !slices.Contains(deviceHeadTypes, m.output.Type):
-		s.cpuOps = append(s.cpuOps, "head ("+kernels.MatMulOp(m.output.Type)+")")
-	default:
-		h, err := newDeviceHead(d, m.output)
+	if headRunsOnDevice(m) {
+		h, err := newDeviceHead(d, m.output, s.tiedWeights(m))
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("device %s:%d (%s): the LM head: %w", d.Kind(), d.Ordinal, d.Arch, err)
+			return nil, fmt.Errorf("%s: the LM head: %w", where, err)
 		}
 		s.head = h
-		s.devOps = append(s.devOps, "head ("+kernels.MatMulOp(m.output.Type)+")", "pick", "topk")
+		s.devOps = append(s.devOps, headOp, "pick", "topk")
 	}
 	return s, nil
+}
+
+// headRunsOnDevice reports whether devicehead.go has m's LM head: a
+// product for its type and no output bias.
+func headRunsOnDevice(m *Model) bool {
+	return m.outBias == nil && slices.Contains(deviceHeadTypes, m.output.Type)
+}
+
+// headOp names the LM head's op.
+func (m *Model) headOp() string {
+	if m.outBias != nil {
+		return "head (output bias)"
+	}
+	return "head (" + kernels.MatMulOp(m.output.Type) + ")"
 }
 
 // layerOps are the ops the layer stack runs, by name: the kernel
 // registry's (attention, rmsnorm, rope, swiglu, each matmul type, the
 // Gated DeltaNet recurrence of the hybrids) and the token embedding.
 func (m *Model) layerOps() []string {
-	ops := []string{"embed (" + strings.ToLower(m.tokEmbd.Type.String()) + ")"}
+	ops := []string{m.embedOp()}
 	for op := range m.kernelConfig() {
 		if op != kernels.OpHead && (op != kernels.OpGDN || m.rs != nil) {
 			ops = append(ops, op)
@@ -80,6 +99,9 @@ func (m *Model) layerOps() []string {
 	slices.Sort(ops)
 	return ops
 }
+
+// embedOp names the token embedding's op by its table's type.
+func (m *Model) embedOp() string { return "embed (" + strings.ToLower(m.tokEmbd.Type.String()) + ")" }
 
 // headFits reports whether HeadReduce of reqs runs on the device: a head
 // there, and every request's top-k within the device kernel's.
@@ -93,6 +115,16 @@ func (s *deviceState) headFits(reqs []RowRequest) bool {
 		}
 	}
 	return true
+}
+
+// tiedWeights is the device copy of token_embd when the head reads the
+// same matrix (tied embeddings) and the stack uploaded it; else a zero
+// Buffer, and the head uploads its own.
+func (s *deviceState) tiedWeights(m *Model) hip.Buffer {
+	if s.stack == nil || m.output != m.tokEmbd {
+		return hip.Buffer{}
+	}
+	return s.stack.embd.b
 }
 
 // config says in c what runs where.

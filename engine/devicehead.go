@@ -5,9 +5,8 @@ package engine
 // HeadReduce uploads the hidden rows, runs the head's product and the pick
 // and topk reductions there (kernels/gpu: matmul.cu, q8_0.cu, pick.cu,
 // topk.cu, each checked against its CPU twin in hip's tests), and brings
-// back only the per-row results. The layer stack still runs on the CPU:
-// Config lists those ops under cpu_fallback_ops, and a run that forbids
-// the CPU (StrictDevice) is refused at Load naming the first of them.
+// back only the per-row results. With tied embeddings the head reads the
+// stack's copy of token_embd instead of uploading its own.
 
 import (
 	"encoding/binary"
@@ -32,6 +31,7 @@ type deviceHead struct {
 	mm, quant, pick, topk *hip.Function
 	typ                   kernels.Type
 	v, e                  int
+	tied                  bool // w is the stack's token_embd (tied embeddings)
 
 	w, x, xq, logits hip.Buffer
 	mx, arg, sum     hip.Buffer // (HeadRows) per-row max, argmax, Σexp
@@ -39,14 +39,16 @@ type deviceHead struct {
 	ids, picked      hip.Buffer // (HeadRows, nids), grown on demand
 	nids             int
 	args             hip.Args
-	stage            []byte
+	stage, back      []byte // upload and download staging, grown once
 }
 
 // deviceHeadTypes are the output-matrix types with a device product.
 var deviceHeadTypes = []kernels.Type{kernels.F32, kernels.F16, kernels.Q8_0}
 
-// newDeviceHead compiles the head's kernels for d and uploads out.
-func newDeviceHead(d *hip.Device, out *kernels.Matrix) (_ *deviceHead, err error) {
+// newDeviceHead compiles the head's kernels for d and uploads out, or
+// reads it from tied (out already on the device, owned by the stack) when
+// that is not a zero Buffer.
+func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer) (_ *deviceHead, err error) {
 	if !slices.Contains(deviceHeadTypes, out.Type) {
 		return nil, fmt.Errorf("%w: the device head has no product for %v output weights", ErrUnsupported, out.Type)
 	}
@@ -76,7 +78,7 @@ func newDeviceHead(d *hip.Device, out *kernels.Matrix) (_ *deviceHead, err error
 			return nil, err
 		}
 	}
-	return h, h.alloc(out.Data)
+	return h, h.alloc(out.Data, tied)
 }
 
 // function compiles file (once per file) and looks name up in it.
@@ -93,13 +95,15 @@ func (h *deviceHead) function(file, name string) (*hip.Function, error) {
 	return m.Function(name)
 }
 
-// alloc uploads the weights and allocates the per-call buffers.
-func (h *deviceHead) alloc(weights []byte) error {
+// alloc uploads the weights (unless tied holds them) and allocates the
+// per-call buffers.
+func (h *deviceHead) alloc(weights []byte, tied hip.Buffer) error {
+	h.tied = tied.Len() > 0
 	bufs := []struct {
 		b *hip.Buffer
 		n int
 	}{
-		{&h.w, len(weights)}, {&h.x, 4 * HeadRows * h.e}, {&h.logits, 4 * HeadRows * h.v},
+		{&h.x, 4 * HeadRows * h.e}, {&h.logits, 4 * HeadRows * h.v},
 		{&h.mx, 4 * HeadRows}, {&h.arg, 4 * HeadRows}, {&h.sum, 8 * HeadRows},
 		{&h.tids, 4 * HeadRows * deviceTopK}, {&h.tvals, 4 * HeadRows * deviceTopK},
 	}
@@ -115,6 +119,14 @@ func (h *deviceHead) alloc(weights []byte) error {
 			return err
 		}
 	}
+	if h.tied {
+		h.w = tied
+		return nil
+	}
+	var err error
+	if h.w, err = h.d.Alloc(len(weights)); err != nil {
+		return err
+	}
 	if err := h.s.Upload(h.w, 0, weights); err != nil {
 		return err
 	}
@@ -123,6 +135,9 @@ func (h *deviceHead) alloc(weights []byte) error {
 
 // close frees everything the head holds on the device.
 func (h *deviceHead) close() {
+	if h.tied {
+		h.w = hip.Buffer{} // the stack's, freed there
+	}
 	for _, b := range []hip.Buffer{h.w, h.x, h.xq, h.logits, h.mx, h.arg, h.sum, h.tids, h.tvals, h.ids, h.picked} {
 		if b.Len() > 0 {
 			h.d.Free(b)
@@ -231,24 +246,28 @@ func (h *deviceHead) launch(n, nids, k int) error {
 	return h.s.Launch(h.topk, hip.Dim3{X: n}, hip.Dim3{X: 128}, 0, a)
 }
 
-// download brings back the per-row results into out.
+// download brings back the per-row results into out, through one staging
+// buffer grown once.
 func (h *deviceHead) download(n, nids, k int, reqs []RowRequest, out []RowResult) error {
-	mx, arg, sum := make([]byte, 4*n), make([]byte, 4*n), make([]byte, 8*n)
-	picked, tids, tvals := make([]byte, 4*n*nids), make([]byte, 4*n*k), make([]byte, 4*n*k)
-	for _, d := range []struct {
-		dst []byte
-		src hip.Buffer
-	}{{mx, h.mx}, {arg, h.arg}, {sum, h.sum}, {picked, h.picked}, {tids, h.tids}, {tvals, h.tvals}} {
-		if len(d.dst) == 0 {
+	sizes := [...]int{4 * n, 4 * n, 8 * n, 4 * n * nids, 4 * n * k, 4 * n * k}
+	srcs := [...]hip.Buffer{h.mx, h.arg, h.sum, h.picked, h.tids, h.tvals}
+	h.back = kernels.Grow(h.back, 20*n+8*n*k+4*n*nids)
+	var parts [len(sizes)][]byte
+	off := 0
+	for i, size := range sizes {
+		parts[i] = h.back[off : off+size]
+		off += size
+		if size == 0 {
 			continue
 		}
-		if err := h.s.Download(d.dst, d.src, 0); err != nil {
+		if err := h.s.Download(parts[i], srcs[i], 0); err != nil {
 			return err
 		}
 	}
 	if err := h.s.Sync(); err != nil {
 		return err
 	}
+	mx, arg, sum, picked, tids, tvals := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]
 	le := binary.LittleEndian
 	for i, q := range reqs[:n] {
 		o := &out[i]

@@ -4,11 +4,13 @@ package engine
 // architectures (llama, qwen2, qwen3): every block weight uploaded once as
 // stored (F32, F16 or Q8_0), the KV cache on the device (f32 or f16), and
 // each pass's blocks run there with the kernels of kernels/gpu (rmsnorm,
-// matmul / q8_0, add, rope, kvstore, attention, swiglu). The token
-// embedding and the output norm stay on the CPU: the pass's embedded rows
-// go up, its final residual rows come back (hidden-sized, never
-// vocabulary-sized). Any model this cannot run (another weight or KV type,
-// FlashPrefill, the hybrids) keeps its layers on the CPU.
+// matmul / q8_0, add, rope, kvstore, attention, swiglu), from the token
+// embedding (embed.cu, for F32/F16/Q8_0 tables; the CPU embeds the others
+// and their rows go up) to the output norm: a pass's token ids go up, its
+// output-normed rows come back (hidden-sized, never vocabulary-sized) and
+// the head (devicehead.go) takes them up again. Any model this cannot run
+// (another weight or KV type, FlashPrefill, the hybrids) keeps its layers
+// on the CPU.
 
 import (
 	"fmt"
@@ -89,14 +91,23 @@ type deviceStack struct {
 	kvF16 bool
 	bufs  []hip.Buffer // everything allocated, for close
 	args  hip.Args
+	err   error // the pass's first failed launch or upload (launch, send)
 
 	blocks                                       []devBlock
 	x, xn, tmp, q, k, v, att, gate, up, cos, sin hip.Buffer
 	xq                                           hip.Buffer // Q8_0 activations, for Q8_0 weights
+	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
+	embd                                         devMatrix  // token_embd; zero when the CPU embeds
 }
 
 // deviceStackOps are the ops a device stack runs.
 var deviceStackOps = []string{"attention", "matmul", "rmsnorm", "rope", "swiglu", "kv_store", "add"}
+
+// deviceEmbedTypes are the token_embd types embed.cu looks rows up in.
+var deviceEmbedTypes = deviceHeadTypes
+
+// embedsOnDevice reports whether m's token embedding runs on the device.
+func embedsOnDevice(m *Model) bool { return slices.Contains(deviceEmbedTypes, m.tokEmbd.Type) }
 
 // canRunStack says why m's layers cannot run on the device ("" when they can).
 func canRunStack(m *Model) string {
@@ -144,6 +155,14 @@ func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
 			return nil, err
 		}
 	}
+	if st.outNorm, err = st.vector(m.outNorm); err != nil {
+		return nil, err
+	}
+	if embedsOnDevice(m) {
+		if st.embd, err = st.matrix(m.tokEmbd); err != nil {
+			return nil, err
+		}
+	}
 	return st, st.s.Sync()
 }
 
@@ -152,6 +171,7 @@ var stackKernels = map[string][]string{
 	"rmsnorm.cu": {"rms_norm_f32"}, "matmul.cu": {"matmul_f32", "matmul_f16"}, "q8_0.cu": {"quantize_q8_0", "mm_q8_0"},
 	"add.cu": {"add_f32", "add_rows_f32"}, "rope.cu": {"rope_f32"}, "kvstore.cu": {"kv_store_f32", "kv_store_f16"},
 	"attention.cu": {"attn_f32", "attn_f16"}, "swiglu.cu": {"swiglu_f32"},
+	"embed.cu": {"get_rows_f32", "get_rows_f16", "get_rows_q8_0"},
 }
 
 func (st *deviceStack) compile() error {
@@ -198,7 +218,7 @@ func (st *deviceStack) allocPass() error {
 	}{
 		{&st.x, len(p.x)}, {&st.xn, len(p.xn)}, {&st.tmp, len(p.tmp)}, {&st.q, len(p.q)}, {&st.k, len(p.k)},
 		{&st.v, len(p.v)}, {&st.att, len(p.att)}, {&st.gate, len(p.gate)}, {&st.up, len(p.up)},
-		{&st.cos, len(p.cos)}, {&st.sin, len(p.sin)},
+		{&st.cos, len(p.cos)}, {&st.sin, len(p.sin)}, {&st.tok, ub},
 		{&st.xq, ub * max(hp.nEmbd, len(p.gate)/ub, len(p.att)/ub) / 32 * 34},
 	} {
 		var err error

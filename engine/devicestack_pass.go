@@ -4,113 +4,130 @@ package engine
 // llama.go / qwen2.go / qwen3.go forward, launched on the device stream.
 
 import (
+	"strings"
+
 	"plexbench/hip"
 	"plexbench/kernels"
 )
 
-// forward runs p's blocks on the device: p.x (embedded on the CPU) goes
-// up with the pass's RoPE table, the final residual rows come back into
-// p.x.
+// forward runs p's pass on the device: the tokens (or, for an embedding
+// type with no device lookup, the rows the CPU embedded) and the pass's
+// RoPE table go up, the embedding, the blocks and the output norm run there,
+// and the output-normed rows come back into p.hidden (p.normed). A failed
+// launch stops the pass; the first failure is its error.
 func (st *deviceStack) forward(p *pass) error {
 	hp := st.m.hp
 	e, half := hp.nEmbd, hp.nRot/2
 	s := st.s
-	if err := s.Upload(st.x, 0, kernels.BytesOf(p.x[:p.n*e])); err != nil {
-		return errDevice("upload", err)
+	st.err = nil
+	if st.embd.b.Len() > 0 {
+		st.send("tokens", st.tok, kernels.BytesOf(p.tokens))
+		st.embed(p.n)
+	} else {
+		p.embed()
+		st.send("embedded rows", st.x, kernels.BytesOf(p.x[:p.n*e]))
 	}
 	if half > 0 {
-		if err := s.Upload(st.cos, 0, kernels.BytesOf(p.cos[:p.n*half])); err != nil {
-			return errDevice("upload", err)
-		}
-		if err := s.Upload(st.sin, 0, kernels.BytesOf(p.sin[:p.n*half])); err != nil {
-			return errDevice("upload", err)
-		}
+		st.send("rope table", st.cos, kernels.BytesOf(p.cos[:p.n*half]))
+		st.send("rope table", st.sin, kernels.BytesOf(p.sin[:p.n*half]))
 	}
 	for l := range st.blocks {
 		if p.pos0 == 0 {
 			p.attn.fp.heads += int64(hp.nHead[l]) // for the block counts, as the CPU's attention counts them
 		}
-		if err := st.block(p, l); err != nil {
-			return err
-		}
+		st.block(p, l)
 	}
-	if err := s.Download(kernels.BytesOf(p.x[:p.n*e]), st.x, 0); err != nil {
+	st.rmsNorm(st.xn, st.x, st.outNorm, p.n, e)
+	if st.err != nil {
+		return st.err
+	}
+	if err := s.Download(kernels.BytesOf(p.hidden[:p.n*e]), st.xn, 0); err != nil {
 		return errDevice("download", err)
 	}
 	if err := s.Sync(); err != nil {
 		return errDevice("sync", err)
 	}
+	p.normed = true
 	return nil
+}
+
+// send uploads b into dst unless the pass has failed already.
+func (st *deviceStack) send(what string, dst hip.Buffer, b []byte) {
+	if st.err != nil {
+		return
+	}
+	if err := st.s.Upload(dst, 0, b); err != nil {
+		st.err = errDevice("upload of the "+what, err)
+	}
 }
 
 // block runs block l: attention, then the FFN, each added to x.
-func (st *deviceStack) block(p *pass, l int) error {
+func (st *deviceStack) block(p *pass, l int) {
 	b, hp, n := &st.blocks[l], st.m.hp, p.n
 	heads, kv, hd, e := hp.nHead[l], hp.nHeadKV[l], hp.headDim, hp.nEmbd
-	steps := []func() error{
-		func() error { return st.rmsNorm(st.xn, st.x, b.attnNorm, n, e) },
-		func() error { return st.linear(st.q, b.wq, b.bq, st.xn, n) },
-		func() error { return st.linear(st.k, b.wk, b.bk, st.xn, n) },
-		func() error { return st.linear(st.v, b.wv, b.bv, st.xn, n) },
-		func() error { return st.rmsNorm(st.q, st.q, b.qNorm, n*heads, hd) },
-		func() error { return st.rmsNorm(st.k, st.k, b.kNorm, n*kv, hd) },
-		func() error { return st.rope(st.q, n, heads) },
-		func() error { return st.rope(st.k, n, kv) },
-		func() error { return st.store(st.k, b.k, n, kv, p.pos0) },
-		func() error { return st.store(st.v, b.v, n, kv, p.pos0) },
-		func() error { return st.attention(b, n, heads, kv, p.pos0) },
-		func() error { return st.linear(st.tmp, b.wo, b.bo, st.att, n) },
-		func() error { return st.add(st.x, st.tmp, n*e) },
-		func() error { return st.rmsNorm(st.xn, st.x, b.ffnNorm, n, e) },
-		func() error { return st.linear(st.gate, b.gate, b.bGate, st.xn, n) },
-		func() error { return st.linear(st.up, b.up, b.bUp, st.xn, n) },
-		func() error { return st.swiglu(n * b.gate.rows) },
-		func() error { return st.linear(st.tmp, b.down, b.bDown, st.gate, n) },
-		func() error { return st.add(st.x, st.tmp, n*e) },
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return err
-		}
-	}
-	return nil
+	st.rmsNorm(st.xn, st.x, b.attnNorm, n, e)
+	st.linear(st.q, b.wq, b.bq, st.xn, n)
+	st.linear(st.k, b.wk, b.bk, st.xn, n)
+	st.linear(st.v, b.wv, b.bv, st.xn, n)
+	st.rmsNorm(st.q, st.q, b.qNorm, n*heads, hd)
+	st.rmsNorm(st.k, st.k, b.kNorm, n*kv, hd)
+	st.rope(st.q, n, heads)
+	st.rope(st.k, n, kv)
+	st.store(st.k, b.k, n, kv, p.pos0)
+	st.store(st.v, b.v, n, kv, p.pos0)
+	st.attention(b, n, heads, kv, p.pos0)
+	st.linear(st.tmp, b.wo, b.bo, st.att, n)
+	st.add(st.x, st.tmp, n*e)
+	st.rmsNorm(st.xn, st.x, b.ffnNorm, n, e)
+	st.linear(st.gate, b.gate, b.bGate, st.xn, n)
+	st.linear(st.up, b.up, b.bUp, st.xn, n)
+	st.swiglu(n * b.gate.rows)
+	st.linear(st.tmp, b.down, b.bDown, st.gate, n)
+	st.add(st.x, st.tmp, n*e)
 }
 
-// launch queues kernel name; a failure names it.
-func (st *deviceStack) launch(name string, grid, block hip.Dim3, shared int) error {
-	if err := st.s.Launch(st.fn[name], grid, block, shared, &st.args); err != nil {
-		return errDevice(name, err)
+// launch queues kernel name unless the pass has failed already; a
+// failure names the kernel and stops the pass.
+func (st *deviceStack) launch(name string, grid, block hip.Dim3, shared int) {
+	if st.err != nil {
+		return
 	}
-	return nil
+	if err := st.s.Launch(st.fn[name], grid, block, shared, &st.args); err != nil {
+		st.err = errDevice(name, err)
+	}
+}
+
+// embed expands the pass's n token rows of token_embd into x.
+func (st *deviceStack) embed(n int) {
+	e := st.m.hp.nEmbd
+	st.args.Reset()
+	st.args.Ptr(st.embd.b, 0).Ptr(st.tok, 0).Ptr(st.x, 0).I32(int32(e))
+	st.launch("get_rows_"+strings.ToLower(st.embd.typ.String()), hip.Dim3{X: (e + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
 }
 
 // rmsNorm normalizes rows rows of n floats of in into out with w (nothing
 // for an absent w: the optional head norms).
-func (st *deviceStack) rmsNorm(out, in, w hip.Buffer, rows, n int) error {
+func (st *deviceStack) rmsNorm(out, in, w hip.Buffer, rows, n int) {
 	if w.Len() == 0 {
-		return nil
+		return
 	}
 	st.args.Reset()
 	st.args.Ptr(in, 0).Ptr(w, 0).Ptr(out, 0).I32(int32(n)).F32(st.m.hp.eps)
-	return st.launch("rms_norm_f32", hip.Dim3{X: rows}, hip.Dim3{X: 256}, 0)
+	st.launch("rms_norm_f32", hip.Dim3{X: rows}, hip.Dim3{X: 256}, 0)
 }
 
 // linear computes out = W·in (+ bias) for n rows of in.
-func (st *deviceStack) linear(out hip.Buffer, w devMatrix, bias, in hip.Buffer, n int) error {
+func (st *deviceStack) linear(out hip.Buffer, w devMatrix, bias, in hip.Buffer, n int) {
 	a := &st.args
 	switch w.typ {
 	case kernels.Q8_0:
 		nb := n * w.cols / 32
 		a.Reset()
 		a.Ptr(in, 0).Ptr(st.xq, 0).U64(uint64(nb))
-		if err := st.launch("quantize_q8_0", hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0); err != nil {
-			return err
-		}
+		st.launch("quantize_q8_0", hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0)
 		a.Reset()
 		a.Ptr(w.b, 0).Ptr(st.xq, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-		if err := st.launch("mm_q8_0", hip.Dim3{X: w.rows, Y: n}, hip.Dim3{X: st.d.Warp}, 0); err != nil {
-			return err
-		}
+		st.launch("mm_q8_0", hip.Dim3{X: w.rows, Y: n}, hip.Dim3{X: st.d.Warp}, 0)
 	default:
 		a.Reset()
 		a.Ptr(w.b, 0).Ptr(in, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
@@ -118,23 +135,21 @@ func (st *deviceStack) linear(out hip.Buffer, w devMatrix, bias, in hip.Buffer, 
 		if w.typ == kernels.F16 {
 			name = "matmul_f16"
 		}
-		if err := st.launch(name, hip.Dim3{X: (w.rows + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16}, 0); err != nil {
-			return err
-		}
+		st.launch(name, hip.Dim3{X: (w.rows + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16}, 0)
 	}
 	if bias.Len() == 0 {
-		return nil
+		return
 	}
 	a.Reset()
 	a.Ptr(out, 0).Ptr(bias, 0).I32(int32(w.rows))
-	return st.launch("add_rows_f32", hip.Dim3{X: (w.rows + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
+	st.launch("add_rows_f32", hip.Dim3{X: (w.rows + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
 }
 
 // rope rotates the first n_rot dims of each of heads heads of n tokens.
-func (st *deviceStack) rope(x hip.Buffer, n, heads int) error {
+func (st *deviceStack) rope(x hip.Buffer, n, heads int) {
 	half := st.m.hp.nRot / 2
 	if half == 0 {
-		return nil
+		return
 	}
 	neox := int32(0)
 	if st.mode == ropeNeox {
@@ -142,11 +157,11 @@ func (st *deviceStack) rope(x hip.Buffer, n, heads int) error {
 	}
 	st.args.Reset()
 	st.args.Ptr(x, 0).Ptr(st.cos, 0).Ptr(st.sin, 0).I32(int32(heads)).I32(int32(st.m.hp.headDim)).I32(int32(half)).I32(neox)
-	return st.launch("rope_f32", hip.Dim3{X: n, Y: heads}, hip.Dim3{X: min(half, 256)}, 0)
+	st.launch("rope_f32", hip.Dim3{X: n, Y: heads}, hip.Dim3{X: min(half, 256)}, 0)
 }
 
 // store writes n tokens' rows of kv heads into cache at pos0.
-func (st *deviceStack) store(src, cache hip.Buffer, n, kv, pos0 int) error {
+func (st *deviceStack) store(src, cache hip.Buffer, n, kv, pos0 int) {
 	hd, capacity := st.m.hp.headDim, st.m.kv.cap
 	name := "kv_store_f32"
 	if st.kvF16 {
@@ -154,11 +169,11 @@ func (st *deviceStack) store(src, cache hip.Buffer, n, kv, pos0 int) error {
 	}
 	st.args.Reset()
 	st.args.Ptr(src, 0).Ptr(cache, 0).I32(int32(kv)).I32(int32(hd)).I32(int32(capacity)).I32(int32(pos0))
-	return st.launch(name, hip.Dim3{X: (hd + 255) / 256, Y: kv, Z: n}, hip.Dim3{X: 256}, 0)
+	st.launch(name, hip.Dim3{X: (hd + 255) / 256, Y: kv, Z: n}, hip.Dim3{X: 256}, 0)
 }
 
 // attention attends n queries of heads heads over the cached keys.
-func (st *deviceStack) attention(b *devBlock, n, heads, kv, pos0 int) error {
+func (st *deviceStack) attention(b *devBlock, n, heads, kv, pos0 int) {
 	hd := st.m.hp.headDim
 	name := "attn_f32"
 	if st.kvF16 {
@@ -167,19 +182,19 @@ func (st *deviceStack) attention(b *devBlock, n, heads, kv, pos0 int) error {
 	st.args.Reset()
 	st.args.Ptr(st.q, 0).Ptr(b.k, 0).Ptr(b.v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
 		I32(int32(st.m.kv.cap)).I32(int32(pos0)).F32(attnScale(hd))
-	return st.launch(name, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
+	st.launch(name, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
 }
 
 // add adds n floats of y into x.
-func (st *deviceStack) add(x, y hip.Buffer, n int) error {
+func (st *deviceStack) add(x, y hip.Buffer, n int) {
 	st.args.Reset()
 	st.args.Ptr(x, 0).Ptr(y, 0).U64(uint64(n))
-	return st.launch("add_f32", hip.Dim3{X: (n + 255) / 256}, hip.Dim3{X: 256}, 0)
+	st.launch("add_f32", hip.Dim3{X: (n + 255) / 256}, hip.Dim3{X: 256}, 0)
 }
 
 // swiglu sets gate = silu(gate)·up over n floats.
-func (st *deviceStack) swiglu(n int) error {
+func (st *deviceStack) swiglu(n int) {
 	st.args.Reset()
 	st.args.Ptr(st.gate, 0).Ptr(st.up, 0).U64(uint64(n))
-	return st.launch("swiglu_f32", hip.Dim3{X: (n + 255) / 256}, hip.Dim3{X: 256}, 0)
+	st.launch("swiglu_f32", hip.Dim3{X: (n + 255) / 256}, hip.Dim3{X: 256}, 0)
 }

@@ -29,6 +29,7 @@ type pass struct {
 	gate   []float32 // (ub, n_ff)
 	up     []float32 // (ub, n_ff)
 	hidden []float32 // (ub, n_embd) output-normed rows handed to emit
+	normed bool      // the device stack wrote all n rows of hidden (outputNorm is a view)
 	cos    []float32 // (ub, n_rot/2) RoPE table of this pass's positions
 	sin    []float32 // (ub, n_rot/2)
 
@@ -137,7 +138,6 @@ func (m *Model) run(ctx context.Context, tokens []int32, pos0 int, after func(p 
 			m.rs.reset() // a new sequence: the GDN layers start from zero
 		}
 		p.ropeTable()
-		p.embed()
 		if err := m.forward(p); err != nil {
 			return err
 		}
@@ -148,11 +148,14 @@ func (m *Model) run(ctx context.Context, tokens []int32, pos0 int, after func(p 
 	return nil
 }
 
-// forward runs the layer stack over p: on the device when it runs there.
+// forward embeds p's tokens and runs the layer stack over them: on the
+// device when it runs there.
 func (m *Model) forward(p *pass) error {
 	if m.dev != nil && m.dev.stack != nil {
 		return m.dev.stack.forward(p)
 	}
+	p.normed = false
+	p.embed()
 	m.layers.forward(p)
 	return nil
 }
@@ -171,9 +174,13 @@ func (m *Model) checkTokens(tokens []int32, pos0 int) error {
 	return nil
 }
 
-// outputNorm writes the output-normed rows [lo, hi) of p.x to p.hidden.
+// outputNorm writes the output-normed rows [lo, hi) of p.x to p.hidden
+// (rows the device normed are already there).
 func (p *pass) outputNorm(lo, hi int) []float32 {
 	e := p.m.hp.nEmbd
+	if p.normed {
+		return p.hidden[lo*e : hi*e]
+	}
 	out := p.hidden[:(hi-lo)*e]
 	p.normRows(out, p.x[lo*e:hi*e], p.m.outNorm, hi-lo)
 	return out

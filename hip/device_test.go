@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"plexbench/kernels"
@@ -449,6 +450,44 @@ func checkAdd(t *testing.T) {
 		}
 	}
 	check(t, "add_f32 + add_rows_f32 (bits differing)", float64(bad), 0)
+}
+
+func TestDeviceEmbed(t *testing.T) { onDevices(t, checkEmbed) }
+
+// checkEmbed looks rows up in tables of each stored type, ids repeating
+// and out of order, against kernels.DequantizeRow bit for bit.
+func checkEmbed(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const rows, n = 37, 288
+	table := randF32(r, rows*n, 1)
+	table[3] = float32(math.Inf(-1)) // guard values pass through
+	ids := []int32{5, 0, 36, 5, 17, 2, 36}
+	idb := make([]byte, 4*len(ids))
+	for i, id := range ids {
+		binary.LittleEndian.PutUint32(idb[4*i:], uint32(id))
+	}
+	for _, typ := range []kernels.Type{kernels.F32, kernels.F16, kernels.Q8_0} {
+		data := make([]byte, rows*typ.RowBytes(n))
+		if err := kernels.Quantize(typ, table, data); err != nil {
+			t.Fatal(err)
+		}
+		w := &kernels.Matrix{Type: typ, Rows: rows, Cols: n, Data: data}
+		f := fn(t, "embed.cu", "get_rows_"+strings.ToLower(typ.String()))
+		bt, bi, bo := upload(t, data), upload(t, idb), output(t, 4*len(ids)*n)
+		var a Args
+		a.Ptr(bt, 0).Ptr(bi, 0).Ptr(bo, 0).I32(n)
+		launch(t, f, Dim3{X: (n + 255) / 256, Y: len(ids)}, Dim3{X: 256}, &a)
+		got, want, bad := bytesF32(download(t, bo, 4*len(ids)*n)), make([]float32, n), 0
+		for i, id := range ids {
+			kernels.DequantizeRow(w, int(id), want)
+			for j := range n {
+				if math.Float32bits(got[i*n+j]) != math.Float32bits(want[j]) {
+					bad++
+				}
+			}
+		}
+		check(t, "get_rows_"+strings.ToLower(typ.String())+" (values differing)", float64(bad), 0)
+	}
 }
 
 func TestDeviceAttention(t *testing.T) { onDevices(t, checkAttention) }

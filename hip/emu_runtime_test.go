@@ -13,7 +13,6 @@ package hip
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,26 +26,13 @@ import (
 )
 
 var emuRT struct {
-	once sync.Once
-	dir  string
-	err  error
 	mu   sync.Mutex
 	devs map[Kind]*testDevice
 }
 
-// emuDir builds the emulated runtime (skipping without a C++ compiler,
-// unless PLEXBENCH_EXPECT_GPU_EMU=1 says one was installed: .ci/run).
-func emuDir(t *testing.T) string {
-	t.Helper()
-	emuRT.once.Do(func() { emuRT.dir, emuRT.err = emubuild.Build("emu") })
-	if errors.Is(emuRT.err, emubuild.ErrNoCompiler) && os.Getenv("PLEXBENCH_EXPECT_GPU_EMU") != "1" {
-		t.Skipf("skipped: %v (the device tests run on the emulated runtime, which needs one)", emuRT.err)
-	}
-	if emuRT.err != nil {
-		t.Fatal(emuRT.err)
-	}
-	return emuRT.dir
-}
+// emuDir builds the emulated runtime (emubuild.ForTest: skipped without a
+// C++ compiler unless CI expects one).
+func emuDir(t *testing.T) string { return emubuild.ForTest(t, "emu") }
 
 // emuEnv points the library search at dir's emulated libraries.
 func emuEnv(dir string) Env {
@@ -101,11 +87,7 @@ func timePick(*testing.T, kernelFn) {} // host threads: no bandwidth worth timin
 // with env set (the emulator reads its variables once per copy).
 func emuFresh(t *testing.T, kind Kind, env map[string]string) (*Runtime, *Device, *Stream) {
 	t.Helper()
-	dir := emuDir(t)
-	fresh := t.TempDir()
-	if err := emubuild.Fresh(dir, fresh); err != nil {
-		t.Fatal(err)
-	}
+	fresh := emubuild.FreshForTest(t, "emu")
 	for k, v := range env {
 		t.Setenv(k, v)
 	}

@@ -195,8 +195,9 @@ func validFrom(b, qb, kb, nq int) int {
 	return min(max(kb*b+b-1-qb*b, 0), nq)
 }
 
-// BytesOf views float32s as their little-endian bytes (every supported
-// target is little-endian).
-func BytesOf(x []float32) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+// BytesOf views a slice of fixed-size numbers as its little-endian bytes
+// (every supported target is little-endian).
+func BytesOf[T float32 | int32 | uint32 | uint16](x []T) []byte {
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), int(unsafe.Sizeof(z))*len(x))
 }

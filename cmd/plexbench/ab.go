@@ -255,34 +255,33 @@ func metricNames() []string {
 }
 
 // metricValue is the figure --fail-if names; have is false when the
-// result lacks it (no KLD, no paired windows), known false for a name
-// metricNames does not list.
-func metricValue(r *results.ABSummary, name string) (v float64, have, known bool) {
+// result lacks it (no KLD, no paired windows).
+func metricValue(r *results.ABSummary, name string) (v float64, have bool) {
 	c, k := &r.Comparison, r.Comparison.KLD
 	switch name {
 	case "mean_kld", "kld_p99", "kld_max", "same_top":
 		if k == nil {
-			return 0, false, true
+			return 0, false
 		}
 		switch name {
 		case "mean_kld":
-			return k.MeanKLD, true, true
+			return k.MeanKLD, true
 		case "kld_p99":
-			return k.P99, true, true
+			return k.P99, true
 		case "kld_max":
-			return k.Max, true, true
+			return k.Max, true
 		}
-		return k.SameTop, true, true
+		return k.SameTop, true
 	case "delta_ppl_percent":
-		return c.DeltaPPLPercent, c.Windows > 0, true
+		return c.DeltaPPLPercent, c.Windows > 0
 	case "abs_delta_ppl_percent":
-		return math.Abs(c.DeltaPPLPercent), c.Windows > 0, true
+		return math.Abs(c.DeltaPPLPercent), c.Windows > 0
 	case "delta_z":
-		return r.DeltaZ, c.Windows > 1, true
+		return r.DeltaZ, c.Windows > 1
 	case "speed_ratio":
-		return c.SpeedRatio, c.SpeedRatio > 0, true
+		return c.SpeedRatio, c.SpeedRatio > 0
 	}
-	return 0, false, false
+	return 0, false // parseCondition knows every name
 }
 
 // parseCondition parses one --fail-if.
@@ -295,7 +294,7 @@ func parseCondition(s string) (condition, error) {
 }
 
 func (c condition) holds(r *results.ABSummary) (bool, error) {
-	x, have, _ := metricValue(r, c.Metric)
+	x, have := metricValue(r, c.Metric)
 	if !have {
 		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.Text, c.Metric)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,18 +22,7 @@ import (
 // compile into a test cache folder.
 func emulatedDevice(t *testing.T, env map[string]string) {
 	t.Helper()
-	dir, err := emubuild.Build("../../hip/emu")
-	if errors.Is(err, emubuild.ErrNoCompiler) && os.Getenv("PLEXBENCH_EXPECT_GPU_EMU") != "1" {
-		t.Skipf("skipped: %v (the device tests run on the emulated runtime, which needs one)", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh := t.TempDir()
-	if err := emubuild.Fresh(dir, fresh); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range emubuild.Env(fresh) {
+	for k, v := range emubuild.Env(emubuild.FreshForTest(t, "../../hip/emu")) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("PLEXBENCH_EMU_WARP", "")
@@ -79,7 +67,8 @@ const q8Spread = 3e-3
 // stories260K file scores the PPL the CPU backend does with the kernels
 // the device's follow (within 1e-4 relative, f32 KV; q8Spread with Q8_0
 // products on the device), the report says what ran where, and the F32
-// file's device run against a CPU-recorded base has a mean KLD below 1e-6.
+// file's device run (wholly on the device: --no-cpu-fallback) against a
+// CPU-recorded base has a mean KLD below 1e-6.
 func TestDeviceScoreMatchesCPU(t *testing.T) {
 	text := shareddata.Path(t, "tinystories/tinystories-16k.txt")
 	all, _ := filepath.Glob(shareddata.Path(t, "models") + "/*.gguf")
@@ -105,7 +94,11 @@ func TestDeviceScoreMatchesCPU(t *testing.T) {
 				if rel := math.Abs(dev.Perplexity/cpu.Perplexity - 1); rel > tol || dev.ScoredTokens != cpu.ScoredTokens {
 					t.Errorf("%s: PPL %v on %s, %v on the CPU (%.2g relative)", filepath.Base(m), dev.Perplexity, backend, cpu.Perplexity, rel)
 				}
-				if c.Backend != backend || c.DeviceArch == "cpu" || len(c.CPUFallbackOps) == 0 || !c.CPUFallbackAllowed {
+				// The files stored in F32, F16 and Q8_0 alone run wholly on
+				// the device; the others keep their layers on the CPU.
+				q := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "stories260K-"), ".gguf")
+				wholly := q == "f32" || q == "f16" || q == "q8_0"
+				if c.Backend != backend || c.DeviceArch == "cpu" || len(c.DeviceOps) == 0 || wholly != (len(c.CPUFallbackOps) == 0) || !c.CPUFallbackAllowed {
 					t.Errorf("%s: config %+v does not say what ran where", filepath.Base(m), c)
 				}
 				t.Logf("%s on the emulated %s device %s: PPL %.6f (CPU %.6f); device ops %v, CPU %v",
@@ -114,7 +107,11 @@ func TestDeviceScoreMatchesCPU(t *testing.T) {
 			f32 := shareddata.Path(t, "models/stories260K-f32.gguf")
 			base := filepath.Join(t.TempDir(), "cpu.kld")
 			deviceScore(t, append([]string{"--model", f32, "--perplexity-kld-base-out", base}, common...)...)
-			k := deviceScore(t, "--model", f32, "--backend", backend, "--perplexity-kld", base, "--kv-cache-dtype", "f32").KLD
+			dev := deviceScore(t, "--model", f32, "--backend", backend, "--no-cpu-fallback", "--perplexity-kld", base, "--kv-cache-dtype", "f32")
+			if c := dev.Config; len(c.CPUFallbackOps) != 0 || c.CPUFallbackAllowed {
+				t.Errorf("--no-cpu-fallback: config %+v", c)
+			}
+			k := dev.KLD
 			if k == nil || !(k.MeanKLD < 1e-6) || k.SameTop != 1 {
 				t.Fatalf("the F32 device run against the CPU base: %+v", k)
 			}
@@ -137,7 +134,7 @@ func TestDeviceFaults(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"strict", nil, []string{"--no-cpu-fallback"}, "--no-cpu-fallback: op embed (f32)"},
+		{"strict", nil, []string{"--no-cpu-fallback", "--model", shareddata.Path(t, "models/stories260K-q4_0.gguf")}, "--no-cpu-fallback: no device kernel in the engine yet for matmul.q4_0 weights"},
 		{"alloc", map[string]string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER": "4096"}, nil, "OUT_OF_MEMORY"},
 		{"compile", map[string]string{"PLEXBENCH_EMU_FAIL_COMPILE": "1"}, []string{"--perplexity-ctx", "32"}, "compil"},
 		{"launch", map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "300"}, nil, "window"},

@@ -1,7 +1,8 @@
 // Package emubuild builds the emulated CUDA and HIP runtimes of hip/emu for
 // tests, with the compile commands of the Makefile's gpu-emu target, into
 // a directory named by a hash of the sources and the compiler, so a test
-// run builds them once and later runs reuse them. Nothing outside tests
+// run builds them once and later runs reuse them; ForTest and
+// FreshForTest are what every device test calls. Nothing outside tests
 // imports it: plexbench reaches the emulation only through the usual
 // library overrides (Env gives them).
 package emubuild
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // ErrNoCompiler: no host C++ compiler ($CXX, c++, g++, clang++) is on PATH.
@@ -145,4 +147,37 @@ func Fresh(dir, to string) error {
 		}
 	}
 	return nil
+}
+
+var built struct {
+	once     sync.Once
+	dir, src string
+	err      error
+}
+
+// ForTest is Build(src) once per test binary. Without a C++ compiler it
+// skips t, unless PLEXBENCH_EXPECT_GPU_EMU=1 says one was installed (CI's
+// .ci/run does), when the missing compiler fails t.
+func ForTest(t testing.TB, src string) string {
+	t.Helper()
+	built.once.Do(func() { built.dir, built.err = Build(src) })
+	if errors.Is(built.err, ErrNoCompiler) && os.Getenv("PLEXBENCH_EXPECT_GPU_EMU") != "1" {
+		t.Skipf("skipped: %v (the device tests run on the emulated runtime, which needs one)", built.err)
+	}
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.dir
+}
+
+// FreshForTest is a fresh copy (Fresh) of ForTest's libraries in a
+// temporary folder of t: a device whose faults and memory size come from
+// the environment t sets before opening it.
+func FreshForTest(t testing.TB, src string) string {
+	t.Helper()
+	dir, fresh := ForTest(t, src), t.TempDir()
+	if err := Fresh(dir, fresh); err != nil {
+		t.Fatal(err)
+	}
+	return fresh
 }

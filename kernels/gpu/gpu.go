@@ -38,6 +38,7 @@ func Manifest() []Kernel {
 		{File: "add.cu", Entries: []string{"add_f32", "add_rows_f32"}, Twin: "the engine's residual and bias adds (f32)", Tolerance: "exact", Exact: true},
 		{File: "attention.cu", Entries: []string{"attn_f32", "attn_f16"}, Twin: "the engine's dense attention (kernels.KernelSet.Softmax over the MatMul of the cached keys and values)", Tolerance: "1e-5·Σ p·|v| (f32 cache), 2e-3 (f16)"},
 		{File: "q8_0.cu", Entries: []string{"quantize_q8_0", "mm_q8_0"}, Twin: "kernels.QuantizeActivation (Q8_0); kernels.KernelSet.MatMul (Q8_0)", Tolerance: "quantize exact; product 1e-5·Σ|d·isum|"},
+		{File: "embed.cu", Entries: []string{"get_rows_f32", "get_rows_f16", "get_rows_q8_0"}, Twin: "kernels.DequantizeRow (the engine's token embedding)", Tolerance: "exact", Exact: true},
 	}
 }
 

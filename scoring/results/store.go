@@ -87,6 +87,15 @@ type Run struct {
 	Base    string // .kld; empty when the run kept none
 }
 
+// runName is the stem a TUI run is kept under: its record name, or an
+// unused stopped-run name.
+func runName(root string, rep *scoring.Report, model string, started time.Time) (string, error) {
+	if rep.Record != nil && !rep.Partial {
+		return rep.Record.Name, nil
+	}
+	return unusedStem(root, runStem(rep, model, started))
+}
+
 // KeepRun keeps a TUI run in root: a record under its record name
 // (replacing an identical earlier run's files), anything else under a
 // stopped-run name; its profile beside it, paths relative to root, and
@@ -96,10 +105,8 @@ func KeepRun(root string, rep *scoring.Report, p profiles.Profile, started time.
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return Run{}, fmt.Errorf("results folder: %w", err)
 	}
-	name, err := "", error(nil)
-	if rep.Record != nil && !rep.Partial {
-		name = rep.Record.Name
-	} else if name, err = unusedStem(root, runStem(rep, p.Model, started)); err != nil {
+	name, err := runName(root, rep, p.Model, started)
+	if err != nil {
 		return Run{}, err
 	}
 	run := Run{Report: filepath.Join(root, name+extReport), Profile: filepath.Join(root, name+extProfile)}
