@@ -8,6 +8,7 @@ package results
 //	MODEL_TEXT_DIGEST.kld       the KLD base it recorded (TUI runs)
 //	MODEL_TEXT_DIGEST.ab.json   the A/B summary, beside B's record
 //	MODEL_TEXT_DIGEST_shardIofN.json  a shard's record
+//	MODEL_TEXT_DIGEST_noise.json      a noise measurement's record (plexbench noise)
 //	MODEL_TEXT_stopped-TIME.json      a stopped or failed run the TUI keeps (never a record)
 //
 // MODEL is the model file's stem, TEXT the text's ("tokens" for a token
@@ -38,6 +39,9 @@ func RecordName(rep *scoring.Report, ri *scoring.RecordInfo) string {
 	name := stem(ri.Model.File, "model") + "_" + textStem(rep) + "_" + ri.Digest
 	if ri.Protocol.Shard != "" {
 		name += "_shard" + strings.ReplaceAll(ri.Protocol.Shard, "/", "of")
+	}
+	if rep.Noise != nil {
+		name += "_noise" // never replaced by a plain run of the same settings
 	}
 	return name
 }

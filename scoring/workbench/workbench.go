@@ -156,11 +156,7 @@ func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
-	if ri, rerr := recordInfo(j.Profile.Name, b.model, &out.Report, started, time.Now()); rerr != nil {
-		out.Report.Warnings = append(out.Report.Warnings, "not kept as a record: "+rerr.Error())
-	} else {
-		out.Report.Record = &ri
-	}
+	describe(j.Profile.Name, b.model, &out.Report, started)
 	return out, nil
 }
 
