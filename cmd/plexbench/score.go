@@ -147,14 +147,7 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 		}
 	}
 	if j.Compare != "" && x.profile == "" {
-		// A comparison inherits the geometry the base was recorded with,
-		// unless the command line asks for one (then it must agree).
-		j.GeometryFromBase = true
-		j.GeometryGiven = map[string]bool{}
-		for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
-			"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
-			j.GeometryGiven[field] = given(fs, flagName)
-		}
+		inheritGeometry(fs, j)
 	}
 	if given(fs, "hellaswag-tasks") && j.HellaSwag == "" {
 		return errors.New("score: --hellaswag-tasks needs --hellaswag FILE")
@@ -164,6 +157,18 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 	}
 	j.Journal, j.Report = true, x.output
 	return nil
+}
+
+// inheritGeometry makes a comparison without a profile take the geometry
+// its base was recorded with, unless the command line asks for one (then
+// it must agree).
+func inheritGeometry(fs *flag.FlagSet, j *workbench.Job) {
+	j.GeometryFromBase = true
+	j.GeometryGiven = map[string]bool{}
+	for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
+		"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
+		j.GeometryGiven[field] = given(fs, flagName)
+	}
 }
 
 // given reports whether the flag was set on the command line.
