@@ -77,33 +77,42 @@ func runCompare(args []string) int {
 	if len(pos) > 0 {
 		return fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
 	}
-	switch *format {
-	case "table", "md", "csv", "json":
-	default:
-		return fail(fmt.Errorf("compare: --format %q: want table, md, csv or json", *format))
+	if err := checkCompareFormat("compare", *format); err != nil {
+		return fail(err)
 	}
 	root := results.Root(*resultsDir)
 	recs, err := results.Records(root, patterns)
 	if err != nil {
 		return fail(fmt.Errorf("compare: %w", err))
 	}
-	out := compareTables(scoring.GroupRecords(recs))
-	switch *format {
-	case "json":
-		data, merr := json.MarshalIndent(out, "", "  ")
-		if merr != nil {
-			return fail(merr)
-		}
-		err = writeJSON(os.Stdout, data)
-	case "csv":
-		err = writeCompareCSV(os.Stdout, out)
-	default:
-		err = writeCompareText(os.Stdout, out, *format == "md")
-	}
-	if err != nil {
+	if err := writeCompare(os.Stdout, compareTables(scoring.GroupRecords(recs)), *format); err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+// writeCompare writes the tables in format: table, md, csv or json.
+func writeCompare(w io.Writer, out compareOutput, format string) error {
+	switch format {
+	case "json":
+		data, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, data)
+	case "csv":
+		return writeCompareCSV(w, out)
+	}
+	return writeCompareText(w, out, format == "md")
+}
+
+// checkCompareFormat refuses a --format writeCompare does not write.
+func checkCompareFormat(cmd, format string) error {
+	switch format {
+	case "table", "md", "csv", "json":
+		return nil
+	}
+	return fmt.Errorf("%s: --format %q: want table, md, csv or json", cmd, format)
 }
 
 func compareTables(groups []scoring.RecordGroup) compareOutput {

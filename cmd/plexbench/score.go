@@ -89,26 +89,39 @@ func runScore(args []string) int {
 // interval, or by the point value when the rule was never met). It says
 // on stderr why the run stopped or that the rule was not met.
 func stopExit(rep *scoring.Report, quiet bool) int {
+	s, line := stopStatus(rep)
+	if s == nil {
+		return 0
+	}
+	if !quiet {
+		fmt.Fprintf(os.Stderr, "plexbench: %s\n", line)
+	}
+	if stopFails(s) {
+		fmt.Fprintf(os.Stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
+		return exitThreshold
+	}
+	return 0
+}
+
+// stopFails reports whether a --stop-when-decided condition failed.
+func stopFails(s *scoring.StopReport) bool { return s != nil && s.Holds != nil && !*s.Holds }
+
+// stopStatus is where a complete run's stopping rule stood at its end,
+// and a line saying so (nil and "" for a run without a rule).
+func stopStatus(rep *scoring.Report) (*scoring.StopReport, string) {
 	s, how := rep.StoppedEarly, "stopped early"
 	if s == nil {
 		s, how = rep.StopRule, "scored every window"
 	}
 	if s == nil {
-		return 0
+		return nil, ""
 	}
-	if !quiet {
-		met := "met"
-		if !s.Met {
-			met = "not met"
-		}
-		fmt.Fprintf(os.Stderr, "plexbench: %s: %d of %d windows, rule %s %s (%s %.6g ± %.3g, anytime-valid 95%%)\n",
-			how, rep.WindowsScored, rep.WindowsTotal, s.Rule, met, s.Statistic, s.Value, s.HalfWidth)
+	met := "met"
+	if !s.Met {
+		met = "not met"
 	}
-	if s.Holds != nil && !*s.Holds {
-		fmt.Fprintf(os.Stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
-		return exitThreshold
-	}
-	return 0
+	return s, fmt.Sprintf("%s: %d of %d windows, rule %s %s (%s %.6g ± %.3g, anytime-valid 95%%)",
+		how, rep.WindowsScored, rep.WindowsTotal, s.Rule, met, s.Statistic, s.Value, s.HalfWidth)
 }
 
 // stopped says on stderr that a stopped run's partial report was written,
