@@ -73,15 +73,35 @@ func Sweep(ctx context.Context, j SweepJob) (SweepOutcome, error) {
 		return SweepOutcome{}, err
 	}
 	s := &sweepRun{ctx: ctx, j: j}
-	if err := s.step(0, s.baseJob()); err != nil {
-		return s.out, err
+	jobs := []Job{s.baseJob()}
+	for _, m := range j.Models {
+		jobs = append(jobs, s.modelJob(m))
 	}
-	for i, m := range j.Models {
-		if err := s.step(i+1, s.modelJob(m)); err != nil {
+	if !j.Resume {
+		if err := noJournals(jobs); err != nil {
+			return s.out, err
+		}
+	}
+	for i, job := range jobs {
+		if err := s.step(i, job); err != nil {
 			return s.out, err
 		}
 	}
 	return s.out, nil
+}
+
+// noJournals refuses to start a sweep over an unfinished one's journals.
+func noJournals(jobs []Job) error {
+	for _, job := range jobs {
+		p, err := journalPath(job)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sweep: %s: an unfinished sweep's journal is there: continue it with --resume, or remove it", p)
+		}
+	}
+	return nil
 }
 
 // checkSweep refuses a sweep that cannot run, before any model loads.
