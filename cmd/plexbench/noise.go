@@ -58,10 +58,7 @@ func runNoise(args []string) int {
 	defer stop()
 	job := workbench.NoiseJob{Profile: p, Base: base}
 	if !*quiet {
-		job.Pass = func(pass, passes int, what string) func(scoring.Event) {
-			fmt.Fprintf(os.Stderr, "plexbench: noise pass %d/%d: %s\n", pass, passes, what)
-			return newProgressPrinter(os.Stderr).event
-		}
+		job.Pass = passProgress("noise")
 	}
 	rep, err := workbench.Noise(ctx, job)
 	if err != nil {
@@ -71,32 +68,36 @@ func runNoise(args []string) int {
 		}
 		return fail(err)
 	}
-	if rep.Record != nil {
-		if *baseOut == "" {
-			rep.KLD.Base = filepath.Base(base) // a temporary base: its name only
-		}
-		path, err := results.WriteRecord(results.Root(*resultsDir), rep)
-		if err != nil {
-			return fail(err)
-		}
-		if !*quiet {
-			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
-		}
-	}
-	if *asJSON {
-		data, err := json.MarshalIndent(rep.Noise, "", "  ")
-		if err == nil {
-			err = writeJSON(os.Stdout, data)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		return 0
-	}
-	if err := writeNoiseTable(os.Stdout, rep); err != nil {
+	if err := noiseOutputs(rep, *baseOut == "", results.Root(*resultsDir), *asJSON, *quiet); err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+// noiseOutputs keeps the measurement's record under root (its base named
+// by its file name when it was temporary) and prints the noise object as
+// JSON or the table.
+func noiseOutputs(rep *scoring.Report, tempBase bool, root string, asJSON, quiet bool) error {
+	if rep.Record != nil {
+		if tempBase {
+			rep.KLD.Base = filepath.Base(rep.KLD.Base) // a temporary base: its name only
+		}
+		path, err := results.WriteRecord(root, rep)
+		if err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		}
+	}
+	if !asJSON {
+		return writeNoiseTable(os.Stdout, rep)
+	}
+	data, err := json.MarshalIndent(rep.Noise, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeJSON(os.Stdout, data)
 }
 
 // writeNoiseTable prints the changes and the floor, for people.
