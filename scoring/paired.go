@@ -40,6 +40,10 @@ type Comparison struct {
 
 	// KLD summarises B against A's base (nil when B ran without one).
 	KLD *KLDSummary `json:"kld,omitempty"`
+	// NoiseFloor is the engine's noise floor measured for A's base
+	// (`plexbench noise`, noise.go), when known: the verdict says when
+	// B's mean KLD is within it.
+	NoiseFloor *float64 `json:"noise_floor,omitempty"`
 }
 
 // Summary is the report's KLD summary; nil for nil.
@@ -230,6 +234,8 @@ func (c Comparison) Verdict() string {
 	noise := !sig
 	var head string
 	switch {
+	case noise && c.KLD != nil && c.NoiseFloor != nil && WithinFloor(c.KLD.MeanKLD, *c.NoiseFloor):
+		head = fmt.Sprintf("B is within the engine's noise (its floor %.3g)", *c.NoiseFloor)
 	case noise && c.KLD != nil && c.KLD.MeanKLD < matchKLD:
 		head = "B matches A"
 	case noise && (c.KLD == nil || c.KLD.MeanKLD < closeKLD):

@@ -144,6 +144,13 @@ func TestVerdict(t *testing.T) {
 			[]string{"B differs from A"}},
 		{Comparison{Windows: 1, DeltaPPLPercent: 0.5, KLD: &KLDSummary{}},
 			[]string{"one window: no spread yet"}},
+		// Within 2× of a measured noise floor, and just above it.
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.0001, DeltaMeanNLLUncertainty: 0.0003, KLD: &KLDSummary{MeanKLD: 4e-4}, NoiseFloor: ptr(2e-4)},
+			[]string{"B is within the engine's noise (its floor 0.0002): mean KLD"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.0001, DeltaMeanNLLUncertainty: 0.0003, KLD: &KLDSummary{MeanKLD: 4.1e-4}, NoiseFloor: ptr(2e-4)},
+			[]string{"B is close to A"}},
+		{Comparison{Windows: 30, DeltaMeanNLL: 0.0001, DeltaMeanNLLUncertainty: 0.0003, KLD: &KLDSummary{}, NoiseFloor: ptr(0.0)},
+			[]string{"B is within the engine's noise (its floor 0)"}},
 	}
 	for _, c := range cases {
 		v := c.c.Verdict()
@@ -233,3 +240,5 @@ func TestCompareAttentionKept(t *testing.T) {
 		t.Errorf("kept A %v B %v, want 1 and 0.375", c.AttentionKeptA, c.AttentionKeptB)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

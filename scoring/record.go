@@ -310,6 +310,18 @@ type RecordGroup struct {
 	Records  []*Report `json:"records"`
 }
 
+// Newest is the group's most recently finished record that has (a floor,
+// a noise object), or nil.
+func (g *RecordGroup) Newest(has func(*Report) bool) *Report {
+	var out *Report
+	for _, r := range g.Records {
+		if has(r) && (out == nil || !r.Record.Finished.Before(out.Record.Finished)) {
+			out = r
+		}
+	}
+	return out
+}
+
 // GroupRecords splits records by protocol digest (never blending two
 // protocols), keeps the newest of records with the same name, and sorts
 // each group. Groups are ordered by their best row's figure.

@@ -65,6 +65,9 @@ type Report struct {
 	// Floor is what `plexbench floor` measured: the model against its own
 	// bases (floor.go).
 	Floor *FloorReport `json:"floor,omitempty"`
+	// Noise is what `plexbench noise` measured: the model under changes
+	// that must not change quality (noise.go).
+	Noise *NoiseReport `json:"noise,omitempty"`
 	// HellaSwag is a --hellaswag run's result (hellaswag.go); such a
 	// report's method is "hellaswag" and its perplexity fields are empty.
 	HellaSwag *HellaSwagReport `json:"hellaswag,omitempty"`

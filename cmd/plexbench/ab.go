@@ -56,7 +56,7 @@ func runAB(args []string) int {
 		if *base != "" {
 			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
 		}
-		res, err = abReports(pos[0], pos[1])
+		res, err = abReports(pos[0], pos[1], results.Root(*resultsDir))
 	default:
 		return fail(errors.New("ab: give two --profile files, or two report files"))
 	}
@@ -170,12 +170,13 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results
 	if givenBase == "" {
 		res.Base = "A's base"
 	}
+	withNoise(&res, &repB, root)
 	return res, results.WriteAB(results.ABPath(pathB), res)
 }
 
 // abReports compares two saved reports: B's KLD is whatever base B was
 // scored against.
-func abReports(pathA, pathB string) (results.ABSummary, error) {
+func abReports(pathA, pathB, root string) (results.ABSummary, error) {
 	var reps [2]scoring.Report
 	for i, p := range []string{pathA, pathB} {
 		r, err := readReport(p)
@@ -197,7 +198,30 @@ func abReports(pathA, pathB string) (results.ABSummary, error) {
 	if reps[1].KLD != nil {
 		res.Base = reps[1].KLD.Base
 	}
+	withNoise(&res, &reps[1], root)
 	return res, nil
+}
+
+// withNoise gives the summary the engine's noise floor measured for B's
+// base: the newest noise record under root in B's record's protocol
+// group (`plexbench noise` with the settings that recorded the base).
+// Without one, or without readable records, the verdict goes without.
+func withNoise(res *results.ABSummary, b *scoring.Report, root string) {
+	if b.Record == nil || b.KLD == nil {
+		return
+	}
+	recs, err := results.Records(root, nil)
+	if err != nil {
+		return
+	}
+	for _, g := range scoring.GroupRecords(recs) {
+		if g.Digest != b.Record.ProtocolDigest {
+			continue
+		}
+		if r := g.Newest(isNoiseRecord); r != nil {
+			res.SetNoiseFloor(r.Noise.Floor, r.Record.Name)
+		}
+	}
 }
 
 // readReport reads a JSON report.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"plexbench/scoring"
 	"plexbench/scoring/results"
@@ -40,7 +39,8 @@ type compareRow struct {
 	MeanDeltaP   *float64 `json:"mean_delta_p,omitempty"`
 	PrefillTokS  float64  `json:"prefill_tokens_per_second"`
 	FloorRun     bool     `json:"floor_run,omitempty"`     // plexbench floor's self-compare
-	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor
+	NoiseRun     bool     `json:"noise_run,omitempty"`     // plexbench noise's largest change
+	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor or noise floor
 }
 
 type compareGroup struct {
@@ -52,6 +52,10 @@ type compareGroup struct {
 	// record that holds it.
 	Floor       *scoring.FloorReport `json:"floor,omitempty"`
 	FloorRecord string               `json:"floor_record,omitempty"`
+	// Noise is the newest noise floor measured for the group's base
+	// (plexbench noise), and the record that holds it.
+	Noise       *scoring.NoiseReport `json:"noise,omitempty"`
+	NoiseRecord string               `json:"noise_record,omitempty"`
 }
 
 type compareOutput struct {
@@ -73,44 +77,53 @@ func runCompare(args []string) int {
 	if len(pos) > 0 {
 		return fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
 	}
-	switch *format {
-	case "table", "md", "csv", "json":
-	default:
-		return fail(fmt.Errorf("compare: --format %q: want table, md, csv or json", *format))
+	if err := checkCompareFormat("compare", *format); err != nil {
+		return fail(err)
 	}
 	root := results.Root(*resultsDir)
 	recs, err := results.Records(root, patterns)
 	if err != nil {
 		return fail(fmt.Errorf("compare: %w", err))
 	}
-	out := compareTables(scoring.GroupRecords(recs))
-	switch *format {
-	case "json":
-		data, merr := json.MarshalIndent(out, "", "  ")
-		if merr != nil {
-			return fail(merr)
-		}
-		err = writeJSON(os.Stdout, data)
-	case "csv":
-		err = writeCompareCSV(os.Stdout, out)
-	default:
-		err = writeCompareText(os.Stdout, out, *format == "md")
-	}
-	if err != nil {
+	if err := writeCompare(os.Stdout, compareTables(scoring.GroupRecords(recs)), *format); err != nil {
 		return fail(err)
 	}
 	return 0
+}
+
+// writeCompare writes the tables in format: table, md, csv or json.
+func writeCompare(w io.Writer, out compareOutput, format string) error {
+	switch format {
+	case "json":
+		data, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, data)
+	case "csv":
+		return writeCompareCSV(w, out)
+	}
+	return writeCompareText(w, out, format == "md")
+}
+
+// checkCompareFormat refuses a --format writeCompare does not write.
+func checkCompareFormat(cmd, format string) error {
+	switch format {
+	case "table", "md", "csv", "json":
+		return nil
+	}
+	return fmt.Errorf("%s: --format %q: want table, md, csv or json", cmd, format)
 }
 
 func compareTables(groups []scoring.RecordGroup) compareOutput {
 	out := compareOutput{Object: "plexbench.compare", Differ: scoring.ProtocolDifferences(groups)}
 	for _, g := range groups {
 		cg := compareGroup{Title: g.Protocol.Title(), Protocol: g.Protocol, Digest: g.Digest}
-		var newest time.Time
-		for _, r := range g.Records {
-			if r.Floor != nil && r.KLD != nil && !r.Record.Finished.Before(newest) {
-				cg.Floor, cg.FloorRecord, newest = r.Floor, r.Record.Name, r.Record.Finished
-			}
+		if r := g.Newest(func(r *scoring.Report) bool { return r.Floor != nil && r.KLD != nil }); r != nil {
+			cg.Floor, cg.FloorRecord = r.Floor, r.Record.Name
+		}
+		if r := g.Newest(isNoiseRecord); r != nil {
+			cg.Noise, cg.NoiseRecord = r.Noise, r.Record.Name
 		}
 		for _, r := range g.Records {
 			row := compareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
@@ -124,8 +137,8 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 				row.MeanKLD, row.MeanKLDCR1 = &k.MeanKLD, &k.MeanKLDUncertaintyCR1
 				row.KLDP99, row.KLDMax = &k.KLDP99, &k.KLDMax
 				row.SameTop, row.SameTopPM, row.MeanDeltaP = &k.SameTop, &k.SameTopUncertainty, &k.MeanDeltaP
-				row.FloorRun = r.Floor != nil
-				row.FloorLimited = cg.Floor != nil && !row.FloorRun && k.MeanKLD <= 2*cg.Floor.Floor
+				row.FloorRun, row.NoiseRun = r.Floor != nil, r.Noise != nil
+				row.FloorLimited = !row.FloorRun && !row.NoiseRun && cg.limited(k.MeanKLD)
 			} else if g.Protocol.Base != "" {
 				row.Reference = true
 			}
@@ -134,6 +147,16 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 		out.Groups = append(out.Groups, cg)
 	}
 	return out
+}
+
+// isNoiseRecord reports whether r is a noise measurement's record.
+func isNoiseRecord(r *scoring.Report) bool { return r.Noise != nil && r.KLD != nil }
+
+// limited reports whether a mean KLD is within FloorFactor× the group's
+// floor or its noise floor.
+func (g *compareGroup) limited(meanKLD float64) bool {
+	return (g.Floor != nil && scoring.WithinFloor(meanKLD, g.Floor.Floor)) ||
+		(g.Noise != nil && scoring.WithinFloor(meanKLD, g.Noise.Floor))
 }
 
 func compareHeader() []string {
@@ -154,6 +177,9 @@ func (r compareRow) cells(i int) []string {
 	model, floor := r.Model, ""
 	if r.FloorRun {
 		model += " (floor)"
+	}
+	if r.NoiseRun {
+		model += " (noise)"
 	}
 	if r.FloorLimited {
 		floor = " ~"
@@ -217,12 +243,17 @@ func writeCompareText(w io.Writer, out compareOutput, md bool) error {
 // floorNotes are the lines under a group's table that say what its floor
 // record measured.
 func floorNotes(g compareGroup) []string {
+	var notes []string
+	if n := g.Noise; n != nil {
+		notes = append(notes, fmt.Sprintf("noise: the base's settings under %d changes that must not change quality: largest mean KLD %.3g (the engine's noise floor); ~ marks results within 2× of it",
+			len(n.Changes), n.Floor))
+	}
 	fl := g.Floor
 	if fl == nil {
-		return nil
+		return notes
 	}
-	notes := []string{fmt.Sprintf("floor: the base's model against its own top-%d base: mean KLD %.3g (measured; 0 for a deterministic engine); ~ marks results within 2× of it",
-		fl.TopK, fl.Floor)}
+	notes = append(notes, fmt.Sprintf("floor: the base's model against its own top-%d base: mean KLD %.3g (measured; 0 for a deterministic engine); ~ marks results within 2× of it",
+		fl.TopK, fl.Floor))
 	if a := fl.Against; a != nil {
 		notes = append(notes, fmt.Sprintf("top-%d coarsening: on %s a top-%d base saw %s of the full-vocabulary KLD (%.3g of %.3g); top-k KLDs are lower bounds",
 			fl.TopK, fl.AgainstModel, fl.TopK, scoring.Percent(a.SeenFraction, 1), a.MeanTopKKLD, a.MeanFullKLD))

@@ -212,3 +212,20 @@ func TestDeviceQwen3(t *testing.T) {
 		t.Logf("qwen3 shapes, 1 layer, %v on the emulated cuda device: PPL %.6f (CPU %.6f)", typ, dev.Perplexity, cpu.Perplexity)
 	}
 }
+
+// TestDeviceNoise: on the emulated CUDA device, `noise` adds the CPU as
+// one more change, and the F32 file's device run against the CPU (the
+// kernels the device's follow) is within the device tests' bound.
+func TestDeviceNoise(t *testing.T) {
+	emulatedDevice(t, nil)
+	n := runNoiseJSON(t, "f32", append(sweepGeometry(t, "64", "4"), "--backend", "cuda", "--kernels", cpuTwin,
+		"--kv-cache-dtype", "f32", "--results", t.TempDir())...)
+	i := slices.IndexFunc(n.Changes, func(c scoring.NoiseChange) bool { return c.Settings == "backend=cpu" })
+	if i < 0 {
+		t.Fatalf("no CPU change: %+v", n.Changes)
+	}
+	if c := n.Changes[i]; c.MeanKLD > 1e-6 || c.MeanKLD > n.Floor {
+		t.Errorf("the device against the CPU: %+v (floor %g)", c, n.Floor)
+	}
+	t.Logf("device vs CPU: mean KLD %.3g, floor %.3g", n.Changes[i].MeanKLD, n.Floor)
+}

@@ -75,10 +75,7 @@ func runFloor(args []string) int {
 	defer stop()
 	job := workbench.FloorJob{Profile: p, TopBase: top, FullBase: full, Against: *against}
 	if !*quiet {
-		job.Pass = func(pass, passes int, what string) func(scoring.Event) {
-			fmt.Fprintf(os.Stderr, "plexbench: floor pass %d/%d: %s\n", pass, passes, what)
-			return newProgressPrinter(os.Stderr).event
-		}
+		job.Pass = passProgress("floor")
 	}
 	rep, err := workbench.Floor(ctx, job)
 	if err != nil {
@@ -107,6 +104,15 @@ func runFloor(args []string) int {
 		return fail(err)
 	}
 	return 0
+}
+
+// passProgress tells a multi-pass measurement's passes on stderr, each
+// with its own progress line.
+func passProgress(name string) func(pass, passes int, what string) func(scoring.Event) {
+	return func(pass, passes int, what string) func(scoring.Event) {
+		fmt.Fprintf(os.Stderr, "plexbench: %s pass %d/%d: %s\n", name, pass, passes, what)
+		return newProgressPrinter(os.Stderr).event
+	}
 }
 
 // printFloor says what was measured, for people.

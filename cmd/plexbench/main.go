@@ -30,6 +30,10 @@ Usage:
   plexbench merge SHARD.json...  combine score --perplexity-shard i/n records into one run's record
   plexbench floor [--model M] [--against C.gguf]
                                  a model against its own bases: what its KLD figures can resolve
+  plexbench noise [--model M] [--json]
+                                 the engine's noise floor: threads, pass plans, kernel families against the default run
+  plexbench sweep --base F16.gguf [score flags] Q8_0.gguf Q6_K.gguf|GLOB... [--resume] [--plot F.svg] [--cards DIR]
+                                 one base, many models against it, one record each, one compare table
   plexbench profile new|show|diff|validate ...
   plexbench inspect MODEL.gguf [--json]
   plexbench tokenize --model M --file TEXT [--ids] [--json]
@@ -68,6 +72,10 @@ func run(args []string) int {
 		return runMerge(rest)
 	case "floor":
 		return runFloor(rest)
+	case "noise":
+		return runNoise(rest)
+	case "sweep":
+		return runSweep(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":

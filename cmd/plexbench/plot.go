@@ -92,22 +92,33 @@ func runPlot(args []string) int {
 	if err != nil {
 		return bad("%s: %v", kind, err)
 	}
-	canvas := plot.Layout(chart, *width, *height)
+	if err := writeChart(path, ft, chart, *width, *height); err != nil {
+		return bad("%v", err)
+	}
+	return 0
+}
+
+// writeChart lays chart out at width×height and writes it to path as ft
+// (svg or png), saying so on stderr unless path is stdout.
+func writeChart(path, ft string, chart *plot.Chart, width, height int) error {
+	canvas := plot.Layout(chart, width, height)
 	var data []byte
+	var err error
 	if ft == "png" {
-		if data, err = plot.PNG(canvas); err != nil {
-			return bad("%v", err)
-		}
+		data, err = plot.PNG(canvas)
 	} else {
 		data = plot.SVG(canvas)
 	}
+	if err != nil {
+		return err
+	}
 	if err := outfile.WriteFile(path, data); err != nil {
-		return bad("--out %v", err)
+		return fmt.Errorf("--out %v", err)
 	}
 	if path != outfile.Stdout {
 		fmt.Fprintf(os.Stderr, "plexbench: wrote %s\n", path)
 	}
-	return 0
+	return nil
 }
 
 // plotFormat is --format, or --out's extension, or svg; a clash is an error.

@@ -85,6 +85,22 @@ func noTemps(t *testing.T, dir string) {
 	}
 }
 
+// withoutTimings is r's JSON with its timings (and its record's) cleared:
+// what two runs of the same thing share.
+func withoutTimings(r scoring.Report) string {
+	r.ElapsedSeconds, r.PrefillTokensPerSecond, r.ProgressHeldSeconds = 0, 0, 0
+	for i := range r.Windows {
+		r.Windows[i].Seconds = 0
+	}
+	if r.Record != nil {
+		rec := *r.Record
+		rec.Started, rec.Finished, rec.WallSeconds = time.Time{}, time.Time{}, 0
+		r.Record = &rec
+	}
+	b, _ := r.JSON()
+	return string(b)
+}
+
 func loadReportFile(t *testing.T, path string) scoring.Report {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -169,20 +185,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 			t.Errorf("window %d: nll_sum %v, uninterrupted %v", i, got.Windows[i].NLLSum, want.Windows[i].NLLSum)
 		}
 	}
-	strip := func(r scoring.Report) string {
-		r.ElapsedSeconds, r.PrefillTokensPerSecond, r.ProgressHeldSeconds = 0, 0, 0
-		for i := range r.Windows {
-			r.Windows[i].Seconds = 0
-		}
-		if r.Record != nil {
-			rec := *r.Record
-			rec.Started, rec.Finished, rec.WallSeconds = time.Time{}, time.Time{}, 0
-			r.Record = &rec
-		}
-		b, _ := r.JSON()
-		return string(b)
-	}
-	if a, b := strip(got), strip(want); a != b {
+	if a, b := withoutTimings(got), withoutTimings(want); a != b {
 		t.Errorf("reports differ beyond timings:\n%s\nvs\n%s", a, b)
 	}
 

@@ -89,26 +89,39 @@ func runScore(args []string) int {
 // interval, or by the point value when the rule was never met). It says
 // on stderr why the run stopped or that the rule was not met.
 func stopExit(rep *scoring.Report, quiet bool) int {
+	s, line := stopStatus(rep)
+	if s == nil {
+		return 0
+	}
+	if !quiet {
+		fmt.Fprintf(os.Stderr, "plexbench: %s\n", line)
+	}
+	if stopFails(s) {
+		fmt.Fprintf(os.Stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
+		return exitThreshold
+	}
+	return 0
+}
+
+// stopFails reports whether a --stop-when-decided condition failed.
+func stopFails(s *scoring.StopReport) bool { return s != nil && s.Holds != nil && !*s.Holds }
+
+// stopStatus is where a complete run's stopping rule stood at its end,
+// and a line saying so (nil and "" for a run without a rule).
+func stopStatus(rep *scoring.Report) (*scoring.StopReport, string) {
 	s, how := rep.StoppedEarly, "stopped early"
 	if s == nil {
 		s, how = rep.StopRule, "scored every window"
 	}
 	if s == nil {
-		return 0
+		return nil, ""
 	}
-	if !quiet {
-		met := "met"
-		if !s.Met {
-			met = "not met"
-		}
-		fmt.Fprintf(os.Stderr, "plexbench: %s: %d of %d windows, rule %s %s (%s %.6g ± %.3g, anytime-valid 95%%)\n",
-			how, rep.WindowsScored, rep.WindowsTotal, s.Rule, met, s.Statistic, s.Value, s.HalfWidth)
+	met := "met"
+	if !s.Met {
+		met = "not met"
 	}
-	if s.Holds != nil && !*s.Holds {
-		fmt.Fprintf(os.Stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
-		return exitThreshold
-	}
-	return 0
+	return s, fmt.Sprintf("%s: %d of %d windows, rule %s %s (%s %.6g ± %.3g, anytime-valid 95%%)",
+		how, rep.WindowsScored, rep.WindowsTotal, s.Rule, met, s.Statistic, s.Value, s.HalfWidth)
 }
 
 // stopped says on stderr that a stopped run's partial report was written,
@@ -147,14 +160,7 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 		}
 	}
 	if j.Compare != "" && x.profile == "" {
-		// A comparison inherits the geometry the base was recorded with,
-		// unless the command line asks for one (then it must agree).
-		j.GeometryFromBase = true
-		j.GeometryGiven = map[string]bool{}
-		for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
-			"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
-			j.GeometryGiven[field] = given(fs, flagName)
-		}
+		inheritGeometry(fs, j)
 	}
 	if given(fs, "hellaswag-tasks") && j.HellaSwag == "" {
 		return errors.New("score: --hellaswag-tasks needs --hellaswag FILE")
@@ -164,6 +170,18 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 	}
 	j.Journal, j.Report = true, x.output
 	return nil
+}
+
+// inheritGeometry makes a comparison without a profile take the geometry
+// its base was recorded with, unless the command line asks for one (then
+// it must agree).
+func inheritGeometry(fs *flag.FlagSet, j *workbench.Job) {
+	j.GeometryFromBase = true
+	j.GeometryGiven = map[string]bool{}
+	for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
+		"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
+		j.GeometryGiven[field] = given(fs, flagName)
+	}
 }
 
 // given reports whether the flag was set on the command line.

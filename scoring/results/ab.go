@@ -41,8 +41,9 @@ type ABSummary struct {
 	Significant bool               `json:"significant"` // |z| > scoring.Sigmas
 	KLDBand     string             `json:"kld_band,omitempty"`
 	Verdict     string             `json:"verdict"`
-	Partial     bool               `json:"partial,omitempty"` // B did not score every window
-	Failed      []string           `json:"failed,omitempty"`  // --fail-if conditions that hold
+	NoiseRecord string             `json:"noise_record,omitempty"` // the record of the noise floor the verdict used
+	Partial     bool               `json:"partial,omitempty"`      // B did not score every window
+	Failed      []string           `json:"failed,omitempty"`       // --fail-if conditions that hold
 }
 
 // NewABSummary is the summary of comparison c between sides a and b, with
@@ -62,6 +63,13 @@ func Pair(a, b *scoring.Report) ABSummary {
 	c := scoring.ComparePaired(a.Windows, b.Windows)
 	c.KLD = b.KLD.Summary()
 	return NewABSummary(c, SideOf("", "", a), SideOf("", "", b))
+}
+
+// SetNoiseFloor gives the comparison the engine's noise floor measured
+// for A's base (by the noise record named record) and redoes the verdict.
+func (s *ABSummary) SetNoiseFloor(floor float64, record string) {
+	s.Comparison.NoiseFloor, s.NoiseRecord = &floor, record
+	s.Verdict = s.Comparison.Verdict()
 }
 
 // WriteAB writes s at path.

@@ -8,7 +8,9 @@ package results
 //	MODEL_TEXT_DIGEST.kld       the KLD base it recorded (TUI runs)
 //	MODEL_TEXT_DIGEST.ab.json   the A/B summary, beside B's record
 //	MODEL_TEXT_DIGEST_shardIofN.json  a shard's record
+//	MODEL_TEXT_DIGEST_noise.json      a noise measurement's record (plexbench noise)
 //	MODEL_TEXT_stopped-TIME.json      a stopped or failed run the TUI keeps (never a record)
+//	MODEL_TEXT.sweep-base.kld         the base a sweep's base model recorded, its journals beside it
 //
 // MODEL is the model file's stem, TEXT the text's ("tokens" for a token
 // file, "vs-BASE" when the tokens came from a base), DIGEST the record's
@@ -39,7 +41,17 @@ func RecordName(rep *scoring.Report, ri *scoring.RecordInfo) string {
 	if ri.Protocol.Shard != "" {
 		name += "_shard" + strings.ReplaceAll(ri.Protocol.Shard, "/", "of")
 	}
+	if rep.Noise != nil {
+		name += "_noise" // never replaced by a plain run of the same settings
+	}
 	return name
+}
+
+// SweepBase is where a sweep keeps the base its base model records when
+// it is given no path: MODEL_TEXT.sweep-base.kld in root (TEXT "demo"
+// for the embedded text).
+func SweepBase(root, model, text string) string {
+	return filepath.Join(root, stem(model, "model")+"_"+stem(text, "demo")+".sweep-base"+extBase)
 }
 
 // runStem is the stem of a run that is not a record (stopped, failed, or

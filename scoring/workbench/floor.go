@@ -19,7 +19,6 @@ package workbench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -49,60 +48,23 @@ func Floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
 		return nil, err
 	}
 	defer b.Close()
-	f := floorRun{ctx: ctx, j: j, b: b, passes: 3}
+	f := floorRun{passes: passes{ctx: ctx, name: "floor", of: 3, tell: j.Pass}, j: j, b: b}
 	if j.Against != "" {
-		f.passes = 4
+		f.of = 4
 	}
 	rep, err := f.measure()
 	if err != nil {
 		return nil, err
 	}
-	if ri, err := recordInfo(j.Profile.Name, b.model, rep, started, time.Now()); err != nil {
-		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
-	} else {
-		rep.Record = &ri
-	}
+	describe(j.Profile.Name, b.model, rep, started)
 	return rep, nil
 }
 
 // floorRun is a floor measurement in progress.
 type floorRun struct {
-	ctx          context.Context
-	j            FloorJob
-	b            *Bench
-	pass, passes int
-}
-
-// run scores one pass of job on the bench (or, for another model, on its
-// own engine); a pass that stops early fails the measurement.
-func (f *floorRun) run(what, model string, job Job) (scoring.Report, error) {
-	f.pass++
-	job.Profile = f.j.Profile
-	if model != "" {
-		job.Profile.Model = model
-	}
-	if job.Compare != "" {
-		job.Profile.Text, job.Profile.Tokens = "", "" // the base carries the tokens
-	}
-	if f.j.Pass != nil {
-		job.Progress = f.j.Pass(f.pass, f.passes, what)
-	}
-	b := f.b
-	if model != "" {
-		var err error
-		if b, err = Open(job.Profile); err != nil {
-			return scoring.Report{}, err
-		}
-		defer b.Close()
-	}
-	out, err := b.run(f.ctx, job)
-	if err == nil && out.Report.Partial {
-		err = errors.New(out.Report.PartialReason)
-	}
-	if err != nil {
-		return out.Report, fmt.Errorf("floor pass %d (%s): %w", f.pass, what, err)
-	}
-	return out.Report, nil
+	passes
+	j FloorJob
+	b *Bench
 }
 
 // measure runs the passes.
@@ -113,7 +75,7 @@ func (f *floorRun) measure() (*scoring.Report, error) {
 		k = scoring.DefaultTopK
 	}
 	full, top := f.j.FullBase, f.j.TopBase
-	ref, err := f.run(fmt.Sprintf("record the top-%d base", k), "", Job{Record: top, RecordFormat: scoring.BaseFormatPlexbench})
+	ref, err := f.run(f.b, fmt.Sprintf("record the top-%d base", k), Job{Record: top, RecordFormat: scoring.BaseFormatPlexbench})
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +86,14 @@ func (f *floorRun) measure() (*scoring.Report, error) {
 		return nil, fmt.Errorf("floor: the full-vocabulary base needs %s in %s, which has %s free: score fewer windows (--perplexity-chunks) or put it elsewhere (--full-base-out)",
 			HumanBytes(need), filepath.Dir(full), HumanBytes(free))
 	}
-	rep, err := f.run(fmt.Sprintf("compare with the top-%d base, record the full-vocabulary base (%s)", k, HumanBytes(need)), "",
+	rep, err := f.run(f.b, fmt.Sprintf("compare with the top-%d base, record the full-vocabulary base (%s)", k, HumanBytes(need)),
 		Job{Compare: top, Record: full, RecordFormat: scoring.BaseFormatLlama})
 	if err != nil {
 		return nil, err
 	}
 	ks := scoring.FloorTopKs(f.b.Info().VocabSize)
 	coarsen := Job{Compare: full, CoarsenTopK: k, CoarsenTopKs: ks}
-	self, err := f.run("compare with the full-vocabulary base", "", coarsen)
+	self, err := f.run(f.b, "compare with the full-vocabulary base", coarsen)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +104,9 @@ func (f *floorRun) measure() (*scoring.Report, error) {
 		fl.Coarsening = append(fl.Coarsening, scoring.FloorCoarsening{TopK: c.TopK, SelfFull: c})
 	}
 	if a := f.j.Against; a != "" {
-		ag, err := f.run("compare "+filepath.Base(a)+" with the full-vocabulary base", a, coarsen)
+		other := p
+		other.Model = a
+		ag, err := f.runOn(other, "compare "+filepath.Base(a)+" with the full-vocabulary base", coarsen)
 		if err != nil {
 			return nil, err
 		}

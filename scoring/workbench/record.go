@@ -24,6 +24,16 @@ import (
 	"plexbench/scoring/results"
 )
 
+// describe gives a finished run's report its record information, or a
+// warning saying why it cannot be kept as a record.
+func describe(profile, path string, rep *scoring.Report, started time.Time) {
+	if ri, err := recordInfo(profile, path, rep, started, time.Now()); err != nil {
+		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
+	} else {
+		rep.Record = &ri
+	}
+}
+
 // recordInfo describes a finished run for its record.
 func recordInfo(profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
 	model, err := recordModel(path)

@@ -57,6 +57,9 @@ type Job struct {
 	Journal bool
 	Resume  bool
 	Report  string
+	// JournalAt, when set, is the journal's path for a run that writes
+	// neither its report nor a base to a file (a sweep's models).
+	JournalAt string
 
 	// HellaSwag, when set, scores this task file as llama-perplexity
 	// --hellaswag does instead of a text (hellaswag.go), HellaSwagTasks
@@ -156,11 +159,7 @@ func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
-	if ri, rerr := recordInfo(j.Profile.Name, b.model, &out.Report, started, time.Now()); rerr != nil {
-		out.Report.Warnings = append(out.Report.Warnings, "not kept as a record: "+rerr.Error())
-	} else {
-		out.Report.Record = &ri
-	}
+	describe(j.Profile.Name, b.model, &out.Report, started)
 	return out, nil
 }
 
@@ -202,6 +201,9 @@ func journalPath(j Job) (string, error) {
 			return "", errors.New(none)
 		}
 		return "", nil
+	}
+	if j.JournalAt != "" {
+		return j.JournalAt, nil
 	}
 	for _, out := range []string{j.Report, j.Record} {
 		if outfile.Atomic(out) {

@@ -1,0 +1,121 @@
+package main
+
+// noise.go owns `plexbench noise`'s flags and output: the measurement (the
+// model under changes that must not change quality, each against the
+// default run's base) is workbench.Noise. The largest change's run is kept
+// as a record carrying the noise object, in the compare group of every
+// run against the same base (keep it with --perplexity-kld-base-out);
+// compare marks results within 2× of its floor and `ab` says when B is
+// within it.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
+)
+
+func runNoise(args []string) int {
+	fs := newFlags("noise", "[--model M.gguf] [--profile P.toml] [flags]")
+	p := profiles.Default()
+	p.BindFlags(fs)
+	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	baseOut := fs.String("perplexity-kld-base-out", "", "keep the default run's base here (default: a temporary file); runs compared with it share the noise record's compare group")
+	asJSON := fs.Bool("json", false, "print the noise object as JSON on stdout instead of the table")
+	resultsDir := fs.String("results", "", resultsUsage("the noise record is written under"))
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("noise: unexpected argument %q", fs.Arg(0)))
+	}
+	p, err := withProfile(fs, p, *profilePath)
+	if err != nil {
+		return fail(err)
+	}
+	if p.StopAtPrecision > 0 || p.StopWhenDecided != "" {
+		fmt.Fprintln(os.Stderr, "plexbench: noise: the stopping rule is off: every change scores every window")
+	}
+	base := *baseOut
+	if base == "" {
+		tmp, err := os.MkdirTemp("", "plexbench-noise-")
+		if err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(tmp)
+		base = filepath.Join(tmp, "default.kld")
+	}
+	ctx, stop := workbench.SignalContext()
+	defer stop()
+	job := workbench.NoiseJob{Profile: p, Base: base}
+	if !*quiet {
+		job.Pass = passProgress("noise")
+	}
+	rep, err := workbench.Noise(ctx, job)
+	if err != nil {
+		if errors.Is(err, scoring.ErrStopped) {
+			fmt.Fprintf(os.Stderr, "plexbench: noise: %v: nothing kept\n", err)
+			return 130
+		}
+		return fail(err)
+	}
+	if err := noiseOutputs(rep, *baseOut == "", results.Root(*resultsDir), *asJSON, *quiet); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+// noiseOutputs keeps the measurement's record under root (its base named
+// by its file name when it was temporary) and prints the noise object as
+// JSON or the table.
+func noiseOutputs(rep *scoring.Report, tempBase bool, root string, asJSON, quiet bool) error {
+	if rep.Record != nil {
+		if tempBase {
+			rep.KLD.Base = filepath.Base(rep.KLD.Base) // a temporary base: its name only
+		}
+		path, err := results.WriteRecord(root, rep)
+		if err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		}
+	}
+	if !asJSON {
+		return writeNoiseTable(os.Stdout, rep)
+	}
+	data, err := json.MarshalIndent(rep.Noise, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeJSON(os.Stdout, data)
+}
+
+// writeNoiseTable prints the changes and the floor, for people.
+func writeNoiseTable(w io.Writer, rep *scoring.Report) error {
+	n := rep.Noise
+	fmt.Fprintf(w, "plexbench noise: %s, %s ctx %d, %d windows (%d tokens), each change against the default run's base\n",
+		filepath.Base(rep.Config.Model.Path), rep.Method, rep.Ctx, rep.WindowsScored, rep.KLD.Tokens)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "change\tmean KLD\tmax KLD\tsame top\tsettings")
+	for _, c := range n.Changes {
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%s\t%s\n", c.Change, c.MeanKLD, c.MaxKLD, scoring.Percent(c.SameTop, 2), c.Settings)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range n.Skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+	_, err := fmt.Fprintf(w, "floor: %.4g (the largest mean KLD; compare marks results within 2× of it, ab says when B is within it)\n", n.Floor)
+	return err
+}

@@ -1,0 +1,242 @@
+package main
+
+// sweep.go owns `plexbench sweep`'s flags and output: the sweep itself
+// (the base model records its base once, every other model is scored
+// against it, one model in memory at a time, each a record, resumable) is
+// workbench.Sweep. At the end it prints the compare table of the sweep's
+// records (with the group's floor and noise records, for the ~ marks) and,
+// when asked, the KLD-vs-bpw chart and a card per model.
+
+import (
+	"cmp"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"plexbench/profiles"
+	"plexbench/scoring"
+	"plexbench/scoring/plot"
+	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
+)
+
+// sweepFlags are sweep's flags beside the profile's settings.
+type sweepFlags struct {
+	base, profile, baseOut, results, plot, cards, format string
+	resume, quiet                                        bool
+}
+
+func runSweep(args []string) int {
+	fs := newFlags("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...")
+	p := profiles.Default()
+	p.BindFlags(fs)
+	var j workbench.Job
+	var x sweepFlags
+	fs.StringVar(&x.base, "base", "", "the base model: it records the base every other model is compared with")
+	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
+	fs.StringVar(&x.baseOut, "perplexity-kld-base-out", "", "keep the base here (default: MODEL_TEXT.sweep-base.kld in the results root); the journals go beside it")
+	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the records")
+	fs.BoolVar(&x.resume, "resume", false, "continue a stopped or killed sweep (same flags): models whose records are there are skipped,\n"+
+		"the interrupted one resumes from its journal")
+	fs.StringVar(&x.results, "results", "", resultsUsage("the sweep's records are written under"))
+	fs.StringVar(&x.plot, "plot", "", "also write the KLD-vs-bits-per-weight chart here (.svg or .png)")
+	fs.StringVar(&x.cards, "cards", "", "also write a Markdown card per model into this folder (RECORD.md)")
+	fs.StringVar(&x.format, "format", "table", "the compare table at the end: table, md, csv or json")
+	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	sj, err := sweepJob(fs, p, x, j, pos)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := workbench.SignalContext()
+	defer stop()
+	out, err := workbench.Sweep(ctx, sj)
+	if errors.Is(err, scoring.ErrStopped) {
+		fmt.Fprintf(os.Stderr, "plexbench: %v: the finished models' records are kept; --resume continues the sweep\n", err)
+		return 130
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := sweepOutputs(x, out); err != nil {
+		return fail(err)
+	}
+	return sweepExit(out)
+}
+
+// sweepJob checks the flags and builds the sweep, before any model loads.
+func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Job, pos []string) (workbench.SweepJob, error) {
+	var sj workbench.SweepJob
+	switch {
+	case x.base == "":
+		return sj, errors.New("sweep: --base MODEL.gguf is required: the model whose base the others are compared with")
+	case x.plot != "":
+		if _, err := plotFormat("", x.plot); err != nil {
+			return sj, fmt.Errorf("sweep: --plot: %w", err)
+		}
+	}
+	if err := checkCompareFormat("sweep", x.format); err != nil {
+		return sj, err
+	}
+	models, err := sweepModels(x.base, pos, x.quiet)
+	if err != nil {
+		return sj, err
+	}
+	if j.Profile, err = withProfile(fs, p, x.profile); err != nil {
+		return sj, err
+	}
+	if x.profile == "" {
+		inheritGeometry(fs, &j) // as `score --perplexity-kld` does
+	}
+	root := results.Root(x.results)
+	base := x.baseOut
+	if base == "" {
+		base = results.SweepBase(root, x.base, cmp.Or(j.Profile.Text, j.Profile.Tokens))
+	}
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return sj, fmt.Errorf("sweep: %w", err)
+	}
+	return workbench.SweepJob{Job: j, BaseModel: x.base, Models: models, Base: base, Root: root,
+		Resume: x.resume, Progress: sweepProgress(x.quiet)}, nil
+}
+
+// sweepModels are the models the arguments name, globs expanded, in
+// order, without repeats and without the base model (said on stderr).
+func sweepModels(base string, args []string, quiet bool) ([]string, error) {
+	var models []string
+	for _, a := range args {
+		m := []string{a}
+		if strings.ContainsAny(a, "*?[") {
+			var err error
+			if m, err = filepath.Glob(a); err != nil || len(m) == 0 {
+				return nil, fmt.Errorf("sweep: %q matches no file", a)
+			}
+		}
+		for _, f := range m {
+			if sameFile(f, base) {
+				if !quiet {
+					fmt.Fprintf(os.Stderr, "plexbench: sweep: %s is the base model: left out of the models\n", f)
+				}
+				continue
+			}
+			if !slices.ContainsFunc(models, func(o string) bool { return sameFile(o, f) }) {
+				models = append(models, f)
+			}
+		}
+	}
+	if len(models) == 0 {
+		return nil, errors.New("sweep: give the models to compare with the base (files or globs)")
+	}
+	return models, nil
+}
+
+// sameFile reports whether a and b are one file (by path when either is
+// missing: the sweep names the missing one).
+func sameFile(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA != nil || errB != nil {
+		return filepath.Clean(a) == filepath.Clean(b)
+	}
+	return os.SameFile(fa, fb)
+}
+
+// sweepProgress says on stderr what the sweep does: a line per model, its
+// run's progress, its record.
+func sweepProgress(quiet bool) func(workbench.SweepEvent) {
+	if quiet {
+		return nil
+	}
+	var pp *progressPrinter
+	return func(e workbench.SweepEvent) {
+		head := fmt.Sprintf("plexbench: sweep %d/%d: %s", e.Index+1, e.Models, filepath.Base(e.Model))
+		switch e.Kind {
+		case workbench.SweepModelStarted:
+			what := "compare with the base"
+			if e.Index == 0 {
+				what = "record the base"
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s\n", head, what)
+			pp = newProgressPrinter(os.Stderr)
+		case workbench.SweepModelRun:
+			pp.event(*e.Run)
+		case workbench.SweepModelDone:
+			if _, line := stopStatus(e.Report); line != "" {
+				fmt.Fprintf(os.Stderr, "%s: %s\n", head, line)
+			}
+			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", e.Record)
+		case workbench.SweepModelSkipped:
+			fmt.Fprintf(os.Stderr, "%s: already recorded (%s): skipped\n", head, e.Record)
+		}
+	}
+}
+
+// sweepOutputs prints the compare table of the sweep's records and
+// writes the cards and the chart asked for.
+func sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
+	if x.cards != "" {
+		if err := os.MkdirAll(x.cards, 0o755); err != nil {
+			return fmt.Errorf("--cards: %w", err)
+		}
+		for i := range out.Reports {
+			r := &out.Reports[i]
+			if err := writeCard(filepath.Join(x.cards, r.Record.Name+".md"), r); err != nil {
+				return err
+			}
+		}
+	}
+	recs := append(slices.Clone(out.Reports), measurements(results.Root(x.results), out.Reports[1:])...)
+	groups := scoring.GroupRecords(recs)
+	if x.plot != "" {
+		ft, _ := plotFormat("", x.plot) // checked before the sweep
+		chart, err := plotChart("kld-bpw", groups, plot.Options{})
+		if err == nil {
+			err = writeChart(x.plot, ft, chart, 960, 600)
+		}
+		if err != nil {
+			return fmt.Errorf("--plot %s: %w", x.plot, err)
+		}
+	}
+	return writeCompare(os.Stdout, compareTables(groups), x.format)
+}
+
+// measurements are the floor and noise records under root in the
+// protocol groups of the compared records, so that the table marks
+// results within their floors. Unreadable records only lose the marks.
+func measurements(root string, compared []scoring.Report) []scoring.Report {
+	recs, err := results.Records(root, nil)
+	if err != nil {
+		return nil
+	}
+	var out []scoring.Report
+	for _, r := range recs {
+		if r.Floor == nil && r.Noise == nil {
+			continue
+		}
+		if slices.ContainsFunc(compared, func(c scoring.Report) bool { return c.Record.ProtocolDigest == r.Record.ProtocolDigest }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sweepExit is exitThreshold when a model's --stop-when-decided condition
+// fails (each named on stderr), else 0.
+func sweepExit(out workbench.SweepOutcome) int {
+	code := 0
+	for i := range out.Reports[1:] {
+		r := &out.Reports[1+i]
+		if s, _ := stopStatus(r); stopFails(s) {
+			fmt.Fprintf(os.Stderr, "plexbench: sweep: %s: --stop-when-decided %s fails\n", r.Record.Model.File, s.Rule)
+			code = exitThreshold
+		}
+	}
+	return code
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"plexbench/kernels/shareddata"
+	"plexbench/scoring"
+	"plexbench/scoring/results"
+)
+
+// sweepGeometry is a short protocol over the shared TinyStories text.
+func sweepGeometry(t *testing.T, ctx, chunks string) []string {
+	return []string{"--perplexity", shareddata.Path(t, "tinystories", "tinystories-16k.txt"),
+		"--perplexity-ctx", ctx, "--perplexity-chunks", chunks, "--threads", "1"}
+}
+
+// rootRecords reads every record under root by name.
+func rootRecords(t *testing.T, root string) map[string]scoring.Report {
+	t.Helper()
+	recs, err := results.Records(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]scoring.Report{}
+	for _, r := range recs {
+		out[r.Record.Name] = r
+	}
+	return out
+}
+
+// sameRecords fails unless got and want hold records of the same names
+// whose reports agree in everything but timings and the folder of their
+// base.
+func sameRecords(t *testing.T, got, want map[string]scoring.Report) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d records, want %d", len(got), len(want))
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("no record %s", name)
+			continue
+		}
+		for _, r := range []*scoring.Report{&g, &w} {
+			r.KLDBaseOut = filepath.Base(r.KLDBaseOut)
+			if r.KLD != nil {
+				k := *r.KLD
+				k.Base = filepath.Base(k.Base)
+				r.KLD = &k
+			}
+		}
+		if a, b := withoutTimings(g), withoutTimings(w); a != b {
+			t.Errorf("record %s differs beyond timings:\n%s\nvs\n%s", name, a, b)
+		}
+	}
+}
+
+// TestSweepMatchesScore: a sweep of four stories260K files (a glob and a
+// path, the base model among them left out) against the f32 base gives
+// the records separate `score` runs give — every number, the record
+// names, the base byte for byte — prints one compare table, a card per
+// model and the chart.
+func TestSweepMatchesScore(t *testing.T) {
+	dir := t.TempDir()
+	geo := sweepGeometry(t, "64", "8")
+	base := filepath.Join(dir, "base.kld")
+	models := filepath.Join(filepath.Dir(stories(t, "f32")), "stories260K-q4_*.gguf")
+	sweepRoot, scoreRoot := filepath.Join(dir, "sweep"), filepath.Join(dir, "score")
+	args := append([]string{"sweep", "--base", stories(t, "f32"), "--perplexity-kld-base-out", base, "--results", sweepRoot,
+		"--cards", filepath.Join(dir, "cards"), "--plot", filepath.Join(dir, "kld.svg"), "--quiet",
+		models, stories(t, "q8_0"), stories(t, "f32")}, geo...)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(stdout, "group "); n != 1 || strings.Count(stdout, "\n") != 7 {
+		t.Errorf("want one table of the base and 4 models, got:\n%s", stdout)
+	}
+	if err := os.Rename(base, base+".sweep"); err != nil {
+		t.Fatal(err)
+	}
+
+	score := func(a ...string) {
+		if code, _, stderr := runCLI(t, append(append([]string{"score", "--quiet", "--results", scoreRoot}, a...), geo...)...); code != 0 {
+			t.Fatalf("score %v: %s", a, stderr)
+		}
+	}
+	score("--model", stories(t, "f32"), "--perplexity-kld-base-out", base)
+	for _, q := range []string{"q4_0", "q4_1", "q4_k_m", "q8_0"} {
+		score("--model", stories(t, q), "--perplexity-kld", base)
+	}
+	want := rootRecords(t, scoreRoot)
+	sameRecords(t, rootRecords(t, sweepRoot), want)
+	a, _ := os.ReadFile(base + ".sweep")
+	b, _ := os.ReadFile(base)
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Errorf("the sweep's base (%d bytes) is not score's (%d bytes)", len(a), len(b))
+	}
+	for name := range want {
+		if _, err := os.Stat(filepath.Join(dir, "cards", name+".md")); err != nil {
+			t.Errorf("card: %v", err)
+		}
+	}
+	if svg, err := os.ReadFile(filepath.Join(dir, "kld.svg")); err != nil || !bytes.Contains(svg, []byte("stories260K-q4_k_m")) {
+		t.Errorf("chart: %v", err)
+	}
+}
+
+// TestSweepResumeAfterSIGKILL kills a sweep with SIGKILL in the middle of
+// its second model, resumes it, and checks that the finished model was
+// skipped (its record untouched), the interrupted one resumed from its
+// journal, and every record is an uninterrupted sweep's.
+func TestSweepResumeAfterSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	args := func(root string) []string {
+		return append([]string{"sweep", "--base", stories(t, "f32"), "--perplexity-kld-base-out", filepath.Join(root, "b.kld"),
+			"--results", root, stories(t, "q8_0"), stories(t, "q4_0"), stories(t, "q4_1")}, sweepGeometry(t, "256", "20")...)
+	}
+	ref, root := filepath.Join(dir, "ref"), filepath.Join(dir, "killed")
+	if code, _, stderr := runCLI(t, append(args(ref), "--quiet")...); code != 0 {
+		t.Fatalf("uninterrupted sweep: %s", stderr)
+	}
+
+	jp := filepath.Join(root, "b.kld.stories260K-q4-0.journal")
+	kill := 1 + rand.IntN(18)
+	child := startChild(t, append(args(root), "--quiet"))
+	if !child.waitJournal(t, jp, kill) {
+		t.Fatalf("the child ended before the second model's window %d", kill)
+	}
+	child.signal(syscall.SIGKILL)
+	n, err := scoring.JournalWindows(jp)
+	if err != nil || n < kill || n >= 20 {
+		t.Fatalf("journal after the kill: %d windows, %v", n, err)
+	}
+	done := rootRecords(t, root)
+	if len(done) != 2 {
+		t.Fatalf("%d records after the kill, want the base model's and q8_0's", len(done))
+	}
+	var q8 string
+	for name := range done {
+		if strings.HasPrefix(name, "stories260K-q8-0") {
+			q8 = filepath.Join(root, name+".json")
+		}
+	}
+	before, err := os.Stat(q8)
+	if err != nil {
+		t.Fatalf("q8_0's record: %v", err)
+	}
+	t.Logf("killed with %d windows of q4_0 journaled", n)
+
+	code, stdout, stderr := runCLI(t, append(args(root), "--quiet")...)
+	if code == 0 || stdout != "" || !strings.Contains(stderr, "--resume") {
+		t.Errorf("a rerun without --resume over the journal: exit %d, %s", code, stderr)
+	}
+	code, stdout, stderr = runCLI(t, append(args(root), "--resume")...)
+	if code != 0 {
+		t.Fatalf("resumed sweep: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"stories260K-q8_0.gguf: already recorded", "resumed: " + strconv.Itoa(n) + " of 20 windows taken from the journal"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if after, err := os.Stat(q8); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("q8_0's record was rewritten (%v)", err)
+	}
+	if strings.Count(stdout, "group ") != 1 {
+		t.Errorf("want one table:\n%s", stdout)
+	}
+	sameRecords(t, rootRecords(t, root), rootRecords(t, ref))
+	noTemps(t, root)
+	if js, _ := filepath.Glob(filepath.Join(root, "*.journal")); len(js) > 0 {
+		t.Errorf("journals left: %v", js)
+	}
+}
+
+// TestSweepBadInput: bad sweeps end before any model loads with one line
+// on stderr naming the problem and nothing on stdout or in the root.
+func TestSweepBadInput(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	other := filepath.Join(dir, "stories260K-q8_0.gguf")
+	if err := os.WriteFile(other, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{stories(t, "q8_0")}, "--base MODEL.gguf is required"},
+		{[]string{"--base", stories(t, "f32")}, "give the models to compare"},
+		{[]string{"--base", stories(t, "f32"), stories(t, "f32")}, "give the models to compare"},
+		{[]string{"--base", stories(t, "f32"), filepath.Join(dir, "*.none")}, "matches no file"},
+		{[]string{"--base", stories(t, "f32"), filepath.Join(dir, "missing.gguf")}, "missing.gguf: no such file"},
+		{[]string{"--base", stories(t, "f32"), stories(t, "q8_0"), other}, "share a file name"},
+		{[]string{"--base", stories(t, "f32"), stories(t, "q8_0"), "--plot", filepath.Join(dir, "k.txt")}, "--plot"},
+		{[]string{"--base", stories(t, "f32"), stories(t, "q8_0"), "--format", "xml"}, `--format "xml"`},
+	} {
+		code, stdout, stderr := runCLI(t, append(append([]string{"sweep", "--results", root}, c.args...), "--quiet")...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code == 0 || stdout != "" || len(lines) != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("sweep %v: exit %d, stdout %q, stderr %q: want one line with %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	if ents, _ := os.ReadDir(root); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return !e.IsDir() }) {
+		t.Errorf("bad sweeps wrote %v", ents)
+	}
+}
