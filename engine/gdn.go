@@ -137,11 +137,7 @@ func (g *gdnLayer) forward(p *pass, l int, s *gdnScratch) {
 	}
 	// 4: β = sigmoid(b); g = softplus(a + dt)·ssm_a, kept as exp(g).
 	for t := range n {
-		for j := range hv {
-			i := t*hv + j
-			beta[i] = sigmoid(beta[i])
-			decay[i] = kernels.ExpfC(softplus(decay[i]+g.dt[j]) * g.a[j])
-		}
+		kernels.GDNGates(beta[t*hv:(t+1)*hv], decay[t*hv:(t+1)*hv], g.dt, g.a)
 	}
 
 	// 5: the causal depthwise conv over [state, mixed], then silu; the
@@ -197,24 +193,10 @@ func (s *gdnScratch) convRange(_, lo, hi int) {
 	sh, g, cd, dc := j.sh, j.g, j.sh.convDim(), j.sh.dConv
 	for t := lo; t < hi; t++ {
 		out := j.act[t*cd : (t+1)*cd]
-		for c := range out {
-			taps := g.conv[c*dc : (c+1)*dc]
-			var sum float32
-			for k, w := range taps {
-				src := t - (dc - 1) + k // row of mixed; < 0: of the state
-				var x float32
-				if src >= 0 {
-					x = j.mixed[src*cd+c]
-				} else {
-					x = j.state[(src+dc-1)*cd+c]
-				}
-				sum += float32(x * w)
-			}
-			out[c] = sum
-		}
+		kernels.ConvRow(out, t, j.mixed, j.state, g.conv, cd, dc)
 		j.p.m.opt.Kernels.SwiGLU(out, s.ones)
 		for h := range 2 * sh.hk {
-			l2Norm(out[h*sh.dk:(h+1)*sh.dk], j.p.m.hp.eps)
+			kernels.L2Norm(out[h*sh.dk:(h+1)*sh.dk], j.p.m.hp.eps)
 		}
 	}
 }
@@ -269,25 +251,4 @@ func (s *gdnScratch) grow(p *pass, sh ssmShape) {
 	for i := range s.heads {
 		s.heads[i] = gdnHeadScratch{decay: make([]float32, ub), beta: make([]float32, ub), u: make([]float32, sh.dv)}
 	}
-}
-
-// l2Norm divides x by max(‖x‖, eps) as ggml's l2_norm: the squares summed
-// in float64, the root in f32, then one multiply by the reciprocal.
-func l2Norm(x []float32, eps float32) {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v * v)
-	}
-	scale := 1 / max(float32(math.Sqrt(float64(float32(sum)))), eps)
-	for i := range x {
-		x[i] *= scale
-	}
-}
-
-// softplus is ggml's: x above 20, else logf(1 + expf(x)).
-func softplus(x float32) float32 {
-	if x > 20 {
-		return x
-	}
-	return float32(math.Log(float64(1 + kernels.ExpfC(x))))
 }

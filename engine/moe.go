@@ -6,11 +6,7 @@ package engine
 // behind a sigmoid gate. The pass's tokens are grouped by expert, so each
 // selected expert's weights are read once per pass, not once per token.
 
-import (
-	"slices"
-
-	"plexbench/kernels"
-)
+import "plexbench/kernels"
 
 // moeFFN is one layer's experts. E experts of width ff_exp; the shared
 // expert has width ff_sh.
@@ -77,7 +73,7 @@ func (f *moeFFN) forward(p *pass, out, xn []float32, s *moeScratch) {
 	for t := range n {
 		row := probs[t*E : (t+1)*E]
 		ks.Softmax(row, E, 1)
-		route(row, s.sel[t*k:(t+1)*k], s.w[t*k:(t+1)*k])
+		kernels.Route(row, s.sel[t*k:(t+1)*k], s.w[t*k:(t+1)*k])
 	}
 
 	// Group the (token, slot) assignments by expert.
@@ -144,37 +140,11 @@ func (f *moeFFN) forward(p *pass, out, xn []float32, s *moeScratch) {
 	ys := s.y[:n*e]
 	p.swiglu(ys, xn, f.shGate, nil, f.shUp, nil, f.shDown, nil)
 	for t := range n {
-		g := sigmoid(gs[t])
+		g := kernels.Sigmoid(gs[t])
 		o := out[t*e : (t+1)*e]
 		for c, v := range ys[t*e : (t+1)*e] {
 			o[c] += v * g
 		}
-	}
-}
-
-// route picks the k most probable experts of one token, in descending
-// probability, and their weights p_i / max(Σ p_sel, 2⁻¹⁴). Ties go to the
-// lower expert id: ggml's top_k sorts with a plain "greater" comparison
-// (std::partial_sort, not stable), so its order among equal probabilities
-// is unspecified; this choice is deterministic, and real-valued router
-// logits practically never tie.
-func route(probs []float32, sel []int32, w []float32) {
-	for i := range sel {
-		best := int32(-1)
-		for x, v := range probs {
-			if (best < 0 || v > probs[best]) && !slices.Contains(sel[:i], int32(x)) {
-				best = int32(x)
-			}
-		}
-		sel[i] = best
-	}
-	var sum float64 // ggml's sum_rows: float64, rounded once
-	for _, x := range sel {
-		sum += float64(probs[x])
-	}
-	den := max(float32(sum), 6.103515625e-5)
-	for i, x := range sel {
-		w[i] = probs[x] / den
 	}
 }
 

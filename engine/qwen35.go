@@ -147,9 +147,6 @@ func (m *qwen35) attention(p *pass, l int, A *gatedAttn) {
 func (p *pass) gateRange(_, lo, hi int) {
 	out, gate := p.args.out[lo:hi], p.args.in[lo:hi]
 	for i := range out {
-		out[i] *= sigmoid(gate[i])
+		out[i] *= kernels.Sigmoid(gate[i])
 	}
 }
-
-// sigmoid is ggml's: 1/(1 + expf(−x)) in f32 (§1.9).
-func sigmoid(x float32) float32 { return 1 / (1 + kernels.ExpfC(-x)) }

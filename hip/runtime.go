@@ -275,6 +275,16 @@ type Buffer struct {
 // Len is the buffer's size in bytes.
 func (b Buffer) Len() int { return b.n }
 
+// View is the n bytes of b from byte off: the same memory, for kernel
+// arguments and copies (never Free a view). A range outside b is a
+// programmer error.
+func (b Buffer) View(off, n int) Buffer {
+	if off < 0 || n < 0 || off+n > b.n {
+		panic(fmt.Sprintf("hip: view [%d,%d) of a %d-byte buffer", off, off+n, b.n))
+	}
+	return Buffer{ptr: b.ptr + uintptr(off), n: n}
+}
+
 // Alloc allocates n bytes of device memory.
 func (d *Device) Alloc(n int) (Buffer, error) {
 	b := Buffer{n: n}

@@ -29,7 +29,7 @@ type Kernel struct {
 func Manifest() []Kernel {
 	return []Kernel{
 		{File: "rmsnorm.cu", Entries: []string{"rms_norm_f32"}, Twin: "kernels.KernelSet.RMSNorm (also the q/k head norms: one row per head)", Tolerance: "1 ulp"},
-		{File: "rope.cu", Entries: []string{"rope_f32"}, Twin: "kernels.KernelSet.RoPE", Tolerance: "exact", Exact: true},
+		{File: "rope.cu", Entries: []string{"rope_f32"}, Twin: "kernels.KernelSet.RoPE (IMROPE: NEOX over the pass's table, whose still pairs are cos 1, sin 0)", Tolerance: "exact", Exact: true},
 		{File: "swiglu.cu", Entries: []string{"swiglu_f32"}, Twin: "kernels.KernelSet.SwiGLU", Tolerance: "1e-6 relative"},
 		{File: "kvstore.cu", Entries: []string{"kv_store_f32", "kv_store_f16", "kv_store_bf16", "kv_store_q8_0"}, Twin: "kernels.KernelSet.QuantizeActivation (the engine's KV store)", Tolerance: "exact", Exact: true},
 		{File: "pick.cu", Entries: []string{"pick_f32"}, Twin: "kernels.Pick", Tolerance: "max/argmax/picked exact; Σexp 3e-7 relative"},
@@ -38,6 +38,13 @@ func Manifest() []Kernel {
 		{File: "add.cu", Entries: []string{"add_f32", "add_rows_f32"}, Twin: "the engine's residual and bias adds (f32)", Tolerance: "exact", Exact: true},
 		{File: "attention.cu", Entries: []string{"attn_f32", "attn_f16"}, Twin: "the engine's dense attention (kernels.KernelSet.Softmax over the MatMul of the cached keys and values)", Tolerance: "1e-5·Σ p·|v| (f32 cache), 2e-3 (f16)"},
 		{File: "q8_0.cu", Entries: []string{"quantize_q8_0", "mm_q8_0"}, Twin: "kernels.QuantizeActivation (Q8_0); kernels.KernelSet.MatMul (Q8_0)", Tolerance: "quantize exact; product 1e-5·Σ|d·isum|"},
+		{File: "gdn.cu", Entries: []string{"gdn_gates", "gdn_split_ba", "gdn_conv", "gdn_conv_state", "gdn_l2norm", "gdn_delta"},
+			Twin:      "kernels.GDNGates, the engine's β|α split and conv state, kernels.ConvRow then SwiGLU(x, 1), kernels.L2Norm, kernels.DeltaRule",
+			Tolerance: "delta, split, state and the conv's sums exact; gates and silu 1e-6 relative; l2norm 1 ulp"},
+		{File: "gated.cu", Entries: []string{"gated_split", "gated_mul"}, Twin: "the engine's gated attention (qwen35.go: the q|gate split, out ·= kernels.Sigmoid(gate))", Tolerance: "split exact; gate 1e-6 relative"},
+		{File: "moe.cu", Entries: []string{"moe_route", "moe_gather", "moe_combine", "moe_shared"},
+			Twin:      "kernels.KernelSet.Softmax (softmaxTwin) then kernels.Route; the engine's MoE gather, combine and shared expert (moe.go)",
+			Tolerance: "route, gather and combine exact; shared 1e-6 relative"},
 		{File: "embed.cu", Entries: []string{"get_rows_f32", "get_rows_f16", "get_rows_q8_0"}, Twin: "kernels.DequantizeRow (the engine's token embedding)", Tolerance: "exact", Exact: true},
 	}
 }

@@ -4,6 +4,8 @@
 // table per position: x0' = fma(x0, c, −(x1·s)), x1' = fma(x0, s, x1·c),
 // the second product rounded alone, as ggml's C compiled with contraction.
 // Tolerance: bit-exact (explicit fmaf; no other arithmetic).
+// IMROPE (qwen35*) is NEOX over the engine's table, whose pairs fed
+// position stream e carry cos 1, sin 0: they come out unchanged.
 //
 // v: (tokens, heads, hd) f32, in place; cs, sn: (tokens, half) f32.
 // Launch: grid = (tokens, heads), block = min(half, 256).
