@@ -2,8 +2,8 @@ package engine
 
 // This file owns what runs where under a GPU backend: the LM head and its
 // pick/topk reductions (devicehead.go) and, for the dense architectures
-// with F32/F16/Q8_0 weights and an f32/f16 KV cache, the layer stack
-// (devicestack.go) run on the device; what does not is listed in the
+// and the hybrids with F32/F16/Q8_0 weights and an f32/f16 KV cache, the
+// layer stack (devicestack.go, devicehybrid.go) run on the device; what does not is listed in the
 // report's cpu_fallback_ops, or, with StrictDevice (--no-cpu-fallback),
 // refused at Load with the first of those ops named.
 
@@ -55,7 +55,7 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%s: the layers: %w", where, err)
 		}
-		s.stack, s.devOps = st, deviceStackOps
+		s.stack, s.devOps = st, st.layers.ops()
 		if embedsOnDevice(m) {
 			s.devOps = append(s.devOps, m.embedOp())
 		}

@@ -8,9 +8,10 @@ package engine
 // embedding (embed.cu, for F32/F16/Q8_0 tables; the CPU embeds the others
 // and their rows go up) to the output norm: a pass's token ids go up, its
 // output-normed rows come back (hidden-sized, never vocabulary-sized) and
-// the head (devicehead.go) takes them up again. Any model this cannot run
-// (another weight or KV type, FlashPrefill, the hybrids) keeps its layers
-// on the CPU.
+// the head (devicehead.go) takes them up again. The blocks themselves are
+// a devLayers: the dense ones here, the hybrids' in devicehybrid.go. Any
+// model this cannot run (another weight or KV type, FlashPrefill) keeps
+// its layers on the CPU.
 
 import (
 	"fmt"
@@ -34,34 +35,34 @@ type denseBlock struct {
 
 // denseStack is implemented by the layer stacks made of dense blocks.
 type denseStack interface {
-	blocks() ([]denseBlock, ropeMode)
+	blocks() []denseBlock
 }
 
-func (m *llama) blocks() ([]denseBlock, ropeMode) {
+func (m *llama) blocks() []denseBlock {
 	bs := make([]denseBlock, len(m.layers))
 	for i, L := range m.layers {
 		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
 			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv, bo: L.bo, bGate: L.bGate, bUp: L.bUp, bDown: L.bDown}
 	}
-	return bs, ropeNorm
+	return bs
 }
 
-func (m *qwen2) blocks() ([]denseBlock, ropeMode) {
+func (m *qwen2) blocks() []denseBlock {
 	bs := make([]denseBlock, len(m.layers))
 	for i, L := range m.layers {
 		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
 			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv}
 	}
-	return bs, ropeNeox
+	return bs
 }
 
-func (m *qwen3) blocks() ([]denseBlock, ropeMode) {
+func (m *qwen3) blocks() []denseBlock {
 	bs := make([]denseBlock, len(m.layers))
 	for i, L := range m.layers {
 		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
 			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv, qNorm: L.qNorm, kNorm: L.kNorm}
 	}
-	return bs, ropeNeox
+	return bs
 }
 
 // devMatrix is a weight on the device.
@@ -80,7 +81,64 @@ type devBlock struct {
 	k, v                              hip.Buffer // the layer's KV cache, (nkv, cap, hd)
 }
 
-// deviceStack runs a dense stack's passes on the device.
+// devLayers is a layer stack on the device: the dense blocks
+// (denseLayers) or the hybrids' (hybridLayers, devicehybrid.go). The
+// device stack owns the pass's buffers and the ops; a devLayers owns its
+// blocks' weights and runs them in order.
+type devLayers interface {
+	// upload puts the blocks' weights, caches and states on st's device.
+	upload(st *deviceStack) error
+	// forward runs the pass's blocks over st.x.
+	forward(st *deviceStack, p *pass)
+	// ops names what runs on the device, for the report.
+	ops() []string
+}
+
+// layersOnDevice is m's layer stack as the device runs it, and the block
+// matrices its linear layers take (nil ones absent); ok is false for a
+// stack with no device path.
+func layersOnDevice(m *Model) (_ devLayers, ws []*kernels.Matrix, ok bool) {
+	switch ls := m.layers.(type) {
+	case denseStack:
+		d := &denseLayers{src: ls.blocks()}
+		for _, b := range d.src {
+			ws = append(ws, b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down)
+		}
+		return d, ws, true
+	case *qwen35:
+		return &hybridLayers{src: ls}, ls.matrices(), true
+	}
+	return nil, nil, false
+}
+
+// denseLayers are llama's, qwen2's and qwen3's blocks on the device.
+type denseLayers struct {
+	src    []denseBlock
+	blocks []devBlock
+}
+
+func (d *denseLayers) ops() []string { return deviceStackOps }
+
+func (d *denseLayers) upload(st *deviceStack) error {
+	d.blocks = make([]devBlock, len(d.src))
+	for l := range d.src {
+		if err := st.upload(l, &d.blocks[l], &d.src[l]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *denseLayers) forward(st *deviceStack, p *pass) {
+	for l := range d.blocks {
+		if p.pos0 == 0 {
+			p.attn.fp.heads += int64(st.m.hp.nHead[l]) // for the block counts, as the CPU's attention counts them
+		}
+		st.block(p, l, &d.blocks[l])
+	}
+}
+
+// deviceStack runs a layer stack's passes on the device.
 type deviceStack struct {
 	m     *Model
 	d     *hip.Device
@@ -93,7 +151,7 @@ type deviceStack struct {
 	args  hip.Args
 	err   error // the pass's first failed launch or upload (launch, send)
 
-	blocks                                       []devBlock
+	layers                                       devLayers
 	x, xn, tmp, q, k, v, att, gate, up, cos, sin hip.Buffer
 	xq                                           hip.Buffer // Q8_0 activations, for Q8_0 weights
 	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
@@ -111,7 +169,7 @@ func embedsOnDevice(m *Model) bool { return slices.Contains(deviceEmbedTypes, m.
 
 // canRunStack says why m's layers cannot run on the device ("" when they can).
 func canRunStack(m *Model) string {
-	ds, ok := m.layers.(denseStack)
+	_, ws, ok := layersOnDevice(m)
 	switch {
 	case !ok:
 		return "the " + m.hp.arch + " layers"
@@ -120,12 +178,9 @@ func canRunStack(m *Model) string {
 	case m.opt.KVType != kernels.F32 && m.opt.KVType != kernels.F16:
 		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
 	}
-	bs, _ := ds.blocks()
-	for _, b := range bs {
-		for _, w := range []*kernels.Matrix{b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down} {
-			if !slices.Contains(deviceHeadTypes, w.Type) {
-				return kernels.MatMulOp(w.Type) + " weights"
-			}
+	for _, w := range ws {
+		if w != nil && !slices.Contains(deviceHeadTypes, w.Type) {
+			return kernels.MatMulOp(w.Type) + " weights"
 		}
 	}
 	return ""
@@ -133,8 +188,9 @@ func canRunStack(m *Model) string {
 
 // newDeviceStack uploads m's blocks to d and allocates a pass's buffers.
 func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
-	bs, mode := m.layers.(denseStack).blocks()
-	st := &deviceStack{m: m, d: d, fn: map[string]*hip.Function{}, mode: mode, kvF16: m.opt.KVType == kernels.F16}
+	layers, _, _ := layersOnDevice(m)
+	mode, _ := archRope(m.hp.arch) // the arch was checked at load
+	st := &deviceStack{m: m, d: d, fn: map[string]*hip.Function{}, mode: mode, kvF16: m.opt.KVType == kernels.F16, layers: layers}
 	defer func() {
 		if err != nil {
 			st.close()
@@ -143,17 +199,14 @@ func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
 	if st.s, err = d.NewStream(); err != nil {
 		return nil, err
 	}
-	if err := st.compile(); err != nil {
+	if err := st.compile(stackKernels); err != nil {
 		return nil, err
 	}
 	if err := st.allocPass(); err != nil {
 		return nil, err
 	}
-	st.blocks = make([]devBlock, len(bs))
-	for l := range bs {
-		if err := st.upload(l, &bs[l]); err != nil {
-			return nil, err
-		}
+	if err := layers.upload(st); err != nil {
+		return nil, err
 	}
 	if st.outNorm, err = st.vector(m.outNorm); err != nil {
 		return nil, err
@@ -174,9 +227,10 @@ var stackKernels = map[string][]string{
 	"embed.cu": {"get_rows_f32", "get_rows_f16", "get_rows_q8_0"},
 }
 
-func (st *deviceStack) compile() error {
+// compile builds the kernels of files (file → entry points) into st.fn.
+func (st *deviceStack) compile(files map[string][]string) error {
 	for _, file := range slices.Sorted(func(yield func(string) bool) {
-		for f := range stackKernels {
+		for f := range files {
 			if !yield(f) {
 				return
 			}
@@ -191,7 +245,7 @@ func (st *deviceStack) compile() error {
 			return err
 		}
 		st.mods = append(st.mods, mod)
-		for _, name := range stackKernels[file] {
+		for _, name := range files[file] {
 			if st.fn[name], err = mod.Function(name); err != nil {
 				return err
 			}
@@ -219,7 +273,7 @@ func (st *deviceStack) allocPass() error {
 		{&st.x, len(p.x)}, {&st.xn, len(p.xn)}, {&st.tmp, len(p.tmp)}, {&st.q, len(p.q)}, {&st.k, len(p.k)},
 		{&st.v, len(p.v)}, {&st.att, len(p.att)}, {&st.gate, len(p.gate)}, {&st.up, len(p.up)},
 		{&st.cos, len(p.cos)}, {&st.sin, len(p.sin)}, {&st.tok, ub},
-		{&st.xq, ub * max(hp.nEmbd, len(p.gate)/ub, len(p.att)/ub) / 32 * 34},
+		{&st.xq, ub * max(hp.nEmbd, len(p.gate)/ub, len(p.att)/ub, hp.ssm.valueDim(), hp.moe.ffExp) / 32 * 34},
 	} {
 		var err error
 		if *b.b, err = st.alloc(4 * b.n); err != nil {
@@ -250,36 +304,59 @@ func (st *deviceStack) matrix(w *kernels.Matrix) (devMatrix, error) {
 	return devMatrix{typ: w.Type, rows: w.Rows, cols: w.Cols, b: b}, st.s.Upload(b, 0, w.Data)
 }
 
-// upload puts block l's weights and its KV cache on the device.
-func (st *deviceStack) upload(l int, b *denseBlock) error {
-	db := &st.blocks[l]
-	for _, v := range []struct {
+// upload puts dense block l's weights and its KV cache on the device.
+func (st *deviceStack) upload(l int, db *devBlock, b *denseBlock) error {
+	err := st.uploadAll([]vecUp{{&db.attnNorm, b.attnNorm}, {&db.ffnNorm, b.ffnNorm}, {&db.qNorm, b.qNorm}, {&db.kNorm, b.kNorm},
+		{&db.bq, b.bq}, {&db.bk, b.bk}, {&db.bv, b.bv}, {&db.bo, b.bo}, {&db.bGate, b.bGate}, {&db.bUp, b.bUp}, {&db.bDown, b.bDown}},
+		[]matUp{{&db.wq, b.wq}, {&db.wk, b.wk}, {&db.wv, b.wv}, {&db.wo, b.wo}, {&db.gate, b.gate}, {&db.up, b.up}, {&db.down, b.down}})
+	if err != nil {
+		return err
+	}
+	db.k, db.v, err = st.kvCache(l)
+	return err
+}
+
+// vecUp and matUp pair a device slot with the host data it takes.
+type (
+	vecUp struct {
 		dst *hip.Buffer
 		src []float32
-	}{{&db.attnNorm, b.attnNorm}, {&db.ffnNorm, b.ffnNorm}, {&db.qNorm, b.qNorm}, {&db.kNorm, b.kNorm},
-		{&db.bq, b.bq}, {&db.bk, b.bk}, {&db.bv, b.bv}, {&db.bo, b.bo}, {&db.bGate, b.bGate}, {&db.bUp, b.bUp}, {&db.bDown, b.bDown}} {
+	}
+	matUp struct {
+		dst *devMatrix
+		src *kernels.Matrix
+	}
+)
+
+// uploadAll uploads every vector and matrix (a nil one stays zero).
+func (st *deviceStack) uploadAll(vs []vecUp, ms []matUp) error {
+	for _, v := range vs {
 		var err error
 		if *v.dst, err = st.vector(v.src); err != nil {
 			return err
 		}
 	}
-	for _, w := range []struct {
-		dst *devMatrix
-		src *kernels.Matrix
-	}{{&db.wq, b.wq}, {&db.wk, b.wk}, {&db.wv, b.wv}, {&db.wo, b.wo}, {&db.gate, b.gate}, {&db.up, b.up}, {&db.down, b.down}} {
+	for _, w := range ms {
+		if w.src == nil {
+			continue
+		}
 		var err error
 		if *w.dst, err = st.matrix(w.src); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// kvCache allocates layer l's K and V caches, (nkv, cap, hd) each.
+func (st *deviceStack) kvCache(l int) (k, v hip.Buffer, err error) {
 	kv := st.m.kv
 	n := st.m.hp.nHeadKV[l] * kv.cap * kv.hd * kv.typ.RowBytes(1)
-	var err error
-	if db.k, err = st.alloc(n); err != nil {
-		return err
+	if k, err = st.alloc(n); err != nil {
+		return k, v, err
 	}
-	db.v, err = st.alloc(n)
-	return err
+	v, err = st.alloc(n)
+	return k, v, err
 }
 
 // close frees the stack's device memory and modules.

@@ -31,12 +31,7 @@ func (st *deviceStack) forward(p *pass) error {
 		st.send("rope table", st.cos, kernels.BytesOf(p.cos[:p.n*half]))
 		st.send("rope table", st.sin, kernels.BytesOf(p.sin[:p.n*half]))
 	}
-	for l := range st.blocks {
-		if p.pos0 == 0 {
-			p.attn.fp.heads += int64(hp.nHead[l]) // for the block counts, as the CPU's attention counts them
-		}
-		st.block(p, l)
-	}
+	st.layers.forward(st, p)
 	st.rmsNorm(st.xn, st.x, st.outNorm, p.n, e)
 	if st.err != nil {
 		return st.err
@@ -61,9 +56,9 @@ func (st *deviceStack) send(what string, dst hip.Buffer, b []byte) {
 	}
 }
 
-// block runs block l: attention, then the FFN, each added to x.
-func (st *deviceStack) block(p *pass, l int) {
-	b, hp, n := &st.blocks[l], st.m.hp, p.n
+// block runs dense block l: attention, then the FFN, each added to x.
+func (st *deviceStack) block(p *pass, l int, b *devBlock) {
+	hp, n := st.m.hp, p.n
 	heads, kv, hd, e := hp.nHead[l], hp.nHeadKV[l], hp.headDim, hp.nEmbd
 	st.rmsNorm(st.xn, st.x, b.attnNorm, n, e)
 	st.linear(st.q, b.wq, b.bq, st.xn, n)
@@ -75,15 +70,27 @@ func (st *deviceStack) block(p *pass, l int) {
 	st.rope(st.k, n, kv)
 	st.store(st.k, b.k, n, kv, p.pos0)
 	st.store(st.v, b.v, n, kv, p.pos0)
-	st.attention(b, n, heads, kv, p.pos0)
+	st.attention(b.k, b.v, n, heads, kv, p.pos0)
 	st.linear(st.tmp, b.wo, b.bo, st.att, n)
 	st.add(st.x, st.tmp, n*e)
 	st.rmsNorm(st.xn, st.x, b.ffnNorm, n, e)
-	st.linear(st.gate, b.gate, b.bGate, st.xn, n)
-	st.linear(st.up, b.up, b.bUp, st.xn, n)
-	st.swiglu(n * b.gate.rows)
-	st.linear(st.tmp, b.down, b.bDown, st.gate, n)
+	st.ffn(st.tmp, devFFN{b.gate, b.up, b.down, b.bGate, b.bUp, b.bDown}, n)
 	st.add(st.x, st.tmp, n*e)
+}
+
+// devFFN is a SwiGLU FFN's weights on the device (biases may be zero).
+type devFFN struct {
+	gate, up, down    devMatrix
+	bGate, bUp, bDown hip.Buffer
+}
+
+// ffn writes the SwiGLU FFN of the pass's normed rows st.xn to out,
+// through st.gate and st.up.
+func (st *deviceStack) ffn(out hip.Buffer, f devFFN, n int) {
+	st.linear(st.gate, f.gate, f.bGate, st.xn, n)
+	st.linear(st.up, f.up, f.bUp, st.xn, n)
+	st.swiglu(st.gate, st.up, n*f.gate.rows)
+	st.linear(out, f.down, f.bDown, st.gate, n)
 }
 
 // launch queues kernel name unless the pass has failed already; a
@@ -172,15 +179,15 @@ func (st *deviceStack) store(src, cache hip.Buffer, n, kv, pos0 int) {
 	st.launch(name, hip.Dim3{X: (hd + 255) / 256, Y: kv, Z: n}, hip.Dim3{X: 256}, 0)
 }
 
-// attention attends n queries of heads heads over the cached keys.
-func (st *deviceStack) attention(b *devBlock, n, heads, kv, pos0 int) {
+// attention attends n queries of heads heads over the cached keys k, v.
+func (st *deviceStack) attention(k, v hip.Buffer, n, heads, kv, pos0 int) {
 	hd := st.m.hp.headDim
 	name := "attn_f32"
 	if st.kvF16 {
 		name = "attn_f16"
 	}
 	st.args.Reset()
-	st.args.Ptr(st.q, 0).Ptr(b.k, 0).Ptr(b.v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
+	st.args.Ptr(st.q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
 		I32(int32(st.m.kv.cap)).I32(int32(pos0)).F32(attnScale(hd))
 	st.launch(name, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
 }
@@ -192,9 +199,9 @@ func (st *deviceStack) add(x, y hip.Buffer, n int) {
 	st.launch("add_f32", hip.Dim3{X: (n + 255) / 256}, hip.Dim3{X: 256}, 0)
 }
 
-// swiglu sets gate = silu(gate)·up over n floats.
-func (st *deviceStack) swiglu(n int) {
+// swiglu sets g = silu(g)·u over n floats.
+func (st *deviceStack) swiglu(g, u hip.Buffer, n int) {
 	st.args.Reset()
-	st.args.Ptr(st.gate, 0).Ptr(st.up, 0).U64(uint64(n))
+	st.args.Ptr(g, 0).Ptr(u, 0).U64(uint64(n))
 	st.launch("swiglu_f32", hip.Dim3{X: (n + 255) / 256}, hip.Dim3{X: 256}, 0)
 }
