@@ -117,7 +117,7 @@ func TestDeviceHybridResume(t *testing.T) {
 
 	out := filepath.Join(dir, "report.json")
 	args = append(args, "--perplexity-output", out)
-	emulatedDevice(t, map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "1500"})
+	emulatedDevice(t, map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "1100"})
 	code, stdout, stderr := runCLI(t, args...)
 	if code == 0 || stdout != "" || !strings.Contains(stderr, "window") || strings.Contains(stderr, "window 0 ") ||
 		strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
