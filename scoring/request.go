@@ -67,8 +67,11 @@ type Request struct {
 	Resume  bool   `json:"-"`
 
 	// Stop, when active, ends the run between windows once its rule is met
-	// (seqstop.go).
-	Stop StopRule `json:"-"`
+	// (seqstop.go); KeepGoing, when set and true at that moment, lets the
+	// run go on to its last window instead (the report's stop_rule says
+	// where the rule was met: a live view's "keep going").
+	Stop      StopRule    `json:"-"`
+	KeepGoing func() bool `json:"-"`
 
 	// TextPath names where Text came from, for messages and the report.
 	TextPath string `json:"-"`

@@ -211,7 +211,7 @@ func (r *runner) loop() (reason string, err error) {
 	r.loopStart = time.Now()
 	r.event(Event{Kind: EventStarted, Resumed: r.resumed, BaseOutBytesPerToken: r.recordBytes()})
 	for _, w := range r.plan.Windows[r.resumed:] {
-		if r.stop != nil && r.stop.met != nil {
+		if r.stop != nil && r.stop.met != nil && (r.req.KeepGoing == nil || !r.req.KeepGoing()) {
 			break
 		}
 		if !r.req.Shard.has(w.Index) {

@@ -159,7 +159,12 @@ type fakeRunner struct {
 
 func (r fakeRunner) Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
 	p := j.Profile
-	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress}
+	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress, KeepGoing: j.KeepGoing}
+	stop, err := workbench.StopRule(p)
+	if err != nil {
+		return workbench.Outcome{}, err
+	}
+	req.Stop = stop
 	noise := 0.0
 	if p.KVCacheDType != "f32" {
 		noise = 0.02

@@ -286,6 +286,12 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		return m.quit()
+	case key.Matches(msg, k.Keep):
+		if m.view == viewAB {
+			m.ab.a, m.ab.b = m.ab.a.toggleKeep(), m.ab.b.toggleKeep()
+		} else {
+			m.run = m.run.toggleKeep()
+		}
 	case key.Matches(msg, k.Pause):
 		if m.view == viewAB {
 			m.ab = m.ab.togglePause()
@@ -419,7 +425,7 @@ func (m Model) View() tea.View {
 	if m.flash != "" {
 		footer = append(footer, m.styles.Warn.Render(m.flash))
 	}
-	var km help.KeyMap = runHelp{k: m.keys, running: m.active()}
+	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule()}
 	switch {
 	case m.showHelp:
 		km = closeHelp{k: m.keys}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -278,24 +276,6 @@ func writeReport(path string, rep *scoring.Report) error {
 	return outfile.WriteFile(path, data)
 }
 
-// stopProgress is the progress line's part for a precision rule: the
-// interval's half-width as a fraction of the value against the target,
-// and the windows it still needs at the current variance.
-func stopProgress(s *scoring.StopProgress) string {
-	if s == nil || s.Precision == 0 {
-		return ""
-	}
-	rel := math.Inf(1)
-	if s.Value != 0 {
-		rel = s.HalfWidth / math.Abs(s.Value)
-	}
-	left := "?"
-	if s.WindowsLeft >= 0 {
-		left = strconv.Itoa(s.WindowsLeft)
-	}
-	return fmt.Sprintf("  stop: ±%.1f%% of %s (target %.1f%%), ~%s windows left", 100*rel, s.Statistic, 100*s.Precision, left)
-}
-
 // progressPrinter renders run events on stderr: one rewritten status line
 // on a terminal, a line every few seconds otherwise.
 type progressPrinter struct {
@@ -336,7 +316,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if k := e.KLD; k != nil {
 			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
 		}
-		line += stopProgress(e.Stop)
+		if stop := e.StopSummary(); stop != "" {
+			line += "  stop: " + stop
+		}
 		p.status(line, e.WindowsDone == e.WindowsTotal)
 	case scoring.EventFinished:
 		status := p.finished(e)

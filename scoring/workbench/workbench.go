@@ -69,6 +69,9 @@ type Job struct {
 
 	// Progress receives the run's events on the scoring goroutine.
 	Progress func(scoring.Event)
+	// KeepGoing, when set and true once the profile's stopping rule is
+	// met, lets the run go on to its last window (scoring.Request).
+	KeepGoing func() bool
 }
 
 // Outcome is what a run gives back.
