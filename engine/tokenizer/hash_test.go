@@ -60,10 +60,10 @@ func TestHash(t *testing.T) {
 			s[270] -= 0.5
 			return s
 		})},
-		"add_bos":          {spm, with(spm, "tokenizer.ggml.add_bos_token", false)},
-		"add_eos":          {spm, with(spm, "tokenizer.ggml.add_eos_token", true)},
-		"add_space_prefix": {spm, with(spm, "tokenizer.ggml.add_space_prefix", false)},
-		"the bos id":       {spm, with(spm, "tokenizer.ggml.bos_token_id", uint32(2))},
+		"add_bos":           {spm, with(spm, "tokenizer.ggml.add_bos_token", false)},
+		"add_eos":           {spm, with(spm, "tokenizer.ggml.add_eos_token", true)},
+		"add_space_prefix":  {spm, with(spm, "tokenizer.ggml.add_space_prefix", false)},
+		"the bos id":        {spm, with(spm, "tokenizer.ggml.bos_token_id", uint32(2))},
 		"the pre-tokenizer": {bpe, with(bpe, "tokenizer.ggml.pre", "qwen2")},
 		"a merge dropped": {bpe, edit(bpe, "tokenizer.ggml.merges", func(v any) any {
 			return slices.Clone(v.([]string))[1:]
