@@ -541,3 +541,20 @@ func (r *runner) replay(w Window, jw *journalWindow) error {
 	r.finishWindow(w, jw.Seconds, jw.Blocks)
 	return nil
 }
+
+// JournalBase is the base the journal at path compares against, as its
+// header names it: the base's size and its trailing checksum (hex; zeros
+// for a llama.cpp base, which has none). ok is false when the journal's
+// run compares against no base.
+func JournalBase(path string) (size int64, checksum string, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", false, fmt.Errorf("run journal: %w", err)
+	}
+	defer f.Close()
+	id, _, err := readJournalHeader(bufio.NewReader(f), path)
+	if err != nil || id.KLDBase == nil {
+		return 0, "", false, err
+	}
+	return id.KLDBase.Size, id.KLDBase.Checksum, true, nil
+}

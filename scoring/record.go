@@ -75,6 +75,9 @@ type RecordModel struct {
 	Architecture  string         `json:"architecture"`
 	EffectiveBPW  float64        `json:"effective_bpw"` // tensor bits over tensor elements
 	TypeHistogram map[string]int `json:"type_histogram"`
+	// TokenizerSHA256 pins the tokenizer the run used (ModelInfo's);
+	// absent in records written before it.
+	TokenizerSHA256 string `json:"tokenizer_sha256,omitempty"`
 }
 
 // Machine is where the run ran.

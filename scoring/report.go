@@ -47,9 +47,13 @@ type Report struct {
 	KLD                    *KLDReport     `json:"kld,omitempty"`
 	Windows                []WindowReport `json:"windows,omitempty"`
 	TokenIDs               []int32        `json:"token_ids,omitempty"`
-	Partial                bool           `json:"partial,omitempty"`
-	PartialReason          string         `json:"partial_reason,omitempty"`
-	Warnings               []string       `json:"warnings,omitempty"`
+	// TokenizerMismatch says how the base the run named differs from it in
+	// tokenizer or tokens, when the run was allowed to go on without it:
+	// it is then compared by bits per byte only (parity.go).
+	TokenizerMismatch string   `json:"tokenizer_mismatch,omitempty"`
+	Partial           bool     `json:"partial,omitempty"`
+	PartialReason     string   `json:"partial_reason,omitempty"`
+	Warnings          []string `json:"warnings,omitempty"`
 	// StoppedEarly is set when a stopping rule (seqstop.go) ended the run
 	// before its last window: the report is complete over the windows
 	// scored. StopRule is where a run's rule stood at its last window.

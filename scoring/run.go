@@ -52,6 +52,10 @@ type runner struct {
 	kld    *KLDStats  // set when comparing
 	stop   *stopper   // the stopping rule; nil for none
 
+	// mismatch says how the base named differs in tokenizer, when the
+	// request allowed it and the run goes on without the base.
+	mismatch string
+
 	nll       NLLStats
 	textBytes int64 // of the scored windows' targets
 	windows   []WindowReport
@@ -97,7 +101,14 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 			r.close()
 		}
 	}()
-	if r.base, err = openSource(&req, info.VocabSize); err != nil {
+	if r.base, err = openSource(&req, info.VocabSize); err != nil && !r.allowMismatch(err) {
+		return nil, err
+	}
+	text, err := requestTokens(&req, eng)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkParity(text); err != nil {
 		return nil, err
 	}
 	file := sourceFile(r.base)
@@ -105,7 +116,7 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 	if err != nil {
 		return nil, err
 	}
-	if r.tokens, err = tokensFor(&req, eng, file, info); err != nil {
+	if r.tokens, err = tokensFor(&req, text, file, info); err != nil {
 		return nil, err
 	}
 	if r.bytes = eng.TokenBytes(r.tokens); len(r.bytes) != len(r.tokens) {
@@ -378,6 +389,10 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	}
 	sum := TokenIDsSHA256(r.tokens)
 	rep.TokenIDsSHA256 = hex.EncodeToString(sum[:])
+	if r.mismatch != "" {
+		rep.TokenizerMismatch = r.mismatch
+		rep.Warnings = append(rep.Warnings, "compared by bits per byte only, not against the base: "+r.mismatch)
+	}
 	if req.IncludeTokenIDs {
 		rep.TokenIDs = r.tokens
 	}

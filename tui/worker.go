@@ -63,6 +63,9 @@ type runSpec struct {
 	profile    profiles.Profile
 	base       string // compare against this KLD base; empty: none
 	recordBase bool   // keep a base of this run beside its report
+	// partner is the other side when this run is an A/B's A: the pair is
+	// refused before A scores when their tokenizers differ.
+	partner    *profiles.Profile
 	resultsDir string
 	now        func() time.Time
 }
@@ -100,7 +103,7 @@ func (j *job) run(r Runner, spec runSpec) tea.Cmd {
 		if spec.now != nil {
 			start = spec.now()
 		}
-		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, KeepGoing: j.keep.Load}
+		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, Partner: spec.partner, KeepGoing: j.keep.Load}
 		if spec.recordBase {
 			pending, err := results.PendingBase(spec.resultsDir, start)
 			if err != nil {

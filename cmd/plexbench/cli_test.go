@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"truncated llama.cpp base", []string{"score", "--perplexity-kld", write("cut.kld", string(lb[:len(lb)-1000]))}, "cut.kld: llama.cpp base: 3901028 bytes, the header (ctx 64, vocabulary 512, 121 chunks) promises 3902028: truncated"},
 		{"llama.cpp base of another vocab", []string{"score", "--perplexity-kld", vocab100}, "vocab100.kld: the llama.cpp base has a vocabulary of 100 entries, this model 512"},
-		{"llama.cpp base of other tokens", []string{"score", "--perplexity-kld", llamaBase, "--perplexity", write("other.txt", "Once upon a time there was a fox.")}, "stories260K-f32-tinystories16k-ctx64.kld: token ids differ"},
+		{"llama.cpp base of other tokens", []string{"score", "--perplexity-kld", llamaBase, "--perplexity", write("other.txt", "Once upon a time there was a fox.")}, "stories260K-f32-tinystories16k-ctx64.kld: token ids differ: this run ("},
 		{"llama.cpp base of sliding", []string{"score", "--perplexity-method", "sliding", "--perplexity-kld-base-out", filepath.Join(dir, "s.kld"), "--kld-format", "llama"}, "chunks only"},
 		{"empty text", []string{"score", "--perplexity", write("empty.txt", "")}, "empty"},
 		{"short text", []string{"score", "--perplexity", write("short.txt", "Once upon a time.\n")}, "needs at least 1024"},

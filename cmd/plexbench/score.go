@@ -35,6 +35,7 @@ func runScore(args []string) int {
 	fs.StringVar(&j.RecordFormat, "kld-format", scoring.BaseFormatPlexbench,
 		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
 	fs.StringVar(&j.Compare, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
+	fs.BoolVar(&j.AllowTokenizerMismatch, "allow-tokenizer-mismatch", false, "when the base's tokenizer or token stream differs from this model's, score the text without it (compare by bits per byte only) instead of refusing")
 	fs.IntVar(&j.CoarsenTopK, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
 		"give on the same tokens (kld.top_k_coarsened; such a run keeps no journal)")
 	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")

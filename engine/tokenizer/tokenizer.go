@@ -58,6 +58,8 @@ type Tokenizer struct {
 	preType      preType
 	ignoreMerges bool
 	bpe          *bpeModel
+
+	hash string // Hash
 }
 
 // VocabSize is the number of tokens.

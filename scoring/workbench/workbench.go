@@ -67,6 +67,15 @@ type Job struct {
 	HellaSwag      string
 	HellaSwagTasks int
 
+	// AllowTokenizerMismatch: a base (Compare) whose tokenizer or token
+	// stream differs from this model's is not refused; the text is scored
+	// without it and the two compare by bits per byte only.
+	AllowTokenizerMismatch bool
+	// Partner, for the first run of an A/B, is the other side: the pair is
+	// refused before this run scores when their tokenizers or token
+	// streams differ (CheckTokenizers), unless AllowTokenizerMismatch.
+	Partner *profiles.Profile
+
 	// Progress receives the run's events on the scoring goroutine.
 	Progress func(scoring.Event)
 	// KeepGoing, when set and true once the profile's stopping rule is
@@ -103,6 +112,11 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 			return Outcome{}, err
 		}
 		if _, err := hellaswagTasks(j); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if j.Partner != nil && !j.AllowTokenizerMismatch {
+		if err := CheckTokenizers(j.Profile, *j.Partner); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -171,6 +185,9 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 	req, err := request(j)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if j.Compare != "" {
+		req.BaseDecode = baseDecoder(j.Compare, b.eng.Info().TokenizerSHA256)
 	}
 	var out Outcome
 	if req.Journal, err = journalPath(j); err != nil {
