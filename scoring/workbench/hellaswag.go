@@ -58,8 +58,8 @@ func (b *Bench) runHellaSwag(ctx context.Context, j Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	req := scoring.HellaSwagRequest{Tasks: tasks, Count: j.HellaSwagTasks, Ctx: j.Profile.Ctx,
-		Path: j.HellaSwag, Progress: j.Progress}
+	req := scoring.HellaSwagRequest{Tasks: tasks, ChoiceOptions: scoring.ChoiceOptions{Count: j.HellaSwagTasks, Ctx: j.Profile.Ctx,
+		Path: j.HellaSwag, Progress: j.Progress}}
 	rep, err := scoring.RunHellaSwag(ctx, b.eng, req)
 	if err == nil || errors.Is(err, scoring.ErrStopped) {
 		rep.Warnings = append(rep.Warnings, "not kept as a record: HellaSwag runs are not records yet")
