@@ -54,9 +54,9 @@ type WinograndeRequest struct {
 // unread is that line's number (from 1), 0 when nothing was left unread.
 // Fields are split at the first four commas outside double quotes; a
 // sentence in quotes loses them, choices and the answer keep what they
-// hold (the answer is read as an int, what follows ignored). A first line
-// that is not a task (a header) is skipped, as llama.cpp skips it; any
-// other line that is not a task is an error naming it.
+// hold (the answer is read as an int, what follows ignored). Empty lines
+// and a first line that is not a task (a header) are skipped, as llama.cpp
+// skips them; any other line that is not a task is an error naming it.
 func ParseWinogrande(text string) (tasks []WinograndeTask, unread int, err error) {
 	lines := strings.Split(text, "\n")
 	if last := lines[len(lines)-1]; last != "" {
@@ -65,7 +65,7 @@ func ParseWinogrande(text string) (tasks []WinograndeTask, unread int, err error
 	lines = lines[:len(lines)-1]
 	for i, line := range lines {
 		t, err := parseWinograndeLine(line)
-		if err != nil && i == 0 {
+		if err != nil && (i == 0 || line == "") {
 			continue
 		}
 		if err != nil {
