@@ -467,3 +467,46 @@ func correctCount(results []ChoiceResult) int {
 	}
 	return n
 }
+
+// ChoiceSummary is a multiple-choice report's figures, whichever its mode:
+// Uncertainty is Winogrande's and multiple choice's ±, CI95Low/High
+// HellaSwag's Wilson interval.
+type ChoiceSummary struct {
+	Method         string
+	TasksInFile    int
+	TaskFileSHA256 string
+	Tasks          int
+	Accuracy       float64
+	Uncertainty    float64
+	CI95Low        float64
+	CI95High       float64
+	Results        []ChoiceResult
+}
+
+// Choice is r's multiple-choice figures; nil for a perplexity report.
+func (r *Report) Choice() *ChoiceSummary {
+	switch {
+	case r.HellaSwag != nil:
+		h := r.HellaSwag
+		return &ChoiceSummary{Method: MethodHellaSwag, TasksInFile: h.TasksInFile, TaskFileSHA256: h.TaskFileSHA256,
+			Tasks: h.Tasks, Accuracy: h.Accuracy, CI95Low: h.CI95Low, CI95High: h.CI95High, Results: h.Results}
+	case r.Winogrande != nil:
+		return r.Winogrande.summary(MethodWinogrande)
+	case r.MultipleChoice != nil:
+		return r.MultipleChoice.summary(MethodMultipleChoice)
+	}
+	return nil
+}
+
+func (c *ChoiceReport) summary(method string) *ChoiceSummary {
+	return &ChoiceSummary{Method: method, TasksInFile: c.TasksInFile, TaskFileSHA256: c.TaskFileSHA256,
+		Tasks: c.Tasks, Accuracy: c.Accuracy, Uncertainty: c.Uncertainty, Results: c.Results}
+}
+
+// Figure is the accuracy with its ± or interval, as a table shows it.
+func (c *ChoiceSummary) Figure() string {
+	if c.Method == MethodHellaSwag {
+		return fmt.Sprintf("%.4f%% [%.4f%%, %.4f%%]", c.Accuracy, c.CI95Low, c.CI95High)
+	}
+	return fmt.Sprintf("%.4f ± %.4f%%", c.Accuracy, c.Uncertainty)
+}
