@@ -184,8 +184,11 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 		if given(fs, c.mode+"-tasks") && c.file == "" {
 			return fmt.Errorf("score: --%s-tasks needs --%s FILE", c.mode, c.mode)
 		}
-		if c.count < 0 || (c.mode == "hellaswag" && c.count < 1) {
+		if c.mode == "hellaswag" && c.count < 1 {
 			return fmt.Errorf("score: --%s-tasks %d: want at least 1", c.mode, c.count)
+		}
+		if c.count < 0 {
+			return fmt.Errorf("score: --%s-tasks %d: want 0 (all) or more", c.mode, c.count)
 		}
 	}
 	j.Journal, j.Report = true, x.output

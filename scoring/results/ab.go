@@ -5,6 +5,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"plexbench/scoring"
 	"plexbench/scoring/outfile"
@@ -42,7 +43,10 @@ type ABSummary struct {
 	KLDBand     string             `json:"kld_band,omitempty"`
 	Verdict     string             `json:"verdict"`
 	Partial     bool               `json:"partial,omitempty"` // B did not score every window
-	Failed      []string           `json:"failed,omitempty"`  // --fail-if conditions that hold
+	// Choice is two multiple-choice runs' comparison (PairChoices); the
+	// perplexity fields are then empty.
+	Choice *scoring.ChoiceComparison `json:"choice,omitempty"`
+	Failed []string                  `json:"failed,omitempty"` // --fail-if conditions that hold
 }
 
 // NewABSummary is the summary of comparison c between sides a and b, with
@@ -72,4 +76,19 @@ func WriteAB(path string, s ABSummary) error {
 		return err
 	}
 	return outfile.WriteFile(path, append(data, '\n'))
+}
+
+// PairChoices compares two finished multiple-choice reports over the same
+// tasks (scoring.CompareChoices).
+func PairChoices(a, b *scoring.Report) (ABSummary, error) {
+	ca, cb := a.Choice(), b.Choice()
+	if ca == nil || cb == nil {
+		return ABSummary{}, fmt.Errorf("%w: a multiple-choice report against a perplexity report", scoring.ErrDifferentTasks)
+	}
+	c, err := scoring.CompareChoices(ca, cb)
+	if err != nil {
+		return ABSummary{}, err
+	}
+	s := ABSummary{Object: ABObject, A: SideOf("", "", a), B: SideOf("", "", b), Choice: &c, Verdict: c.Verdict(), Significant: c.Significant}
+	return s, nil
 }
