@@ -8,7 +8,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -444,5 +446,52 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 				t.Errorf("ab of other tasks: exit %d, stderr %q", code, stderr)
 			}
 		}
+	}
+}
+
+// TestChoiceMatchesLlamaPerplexity compares, task by task, the running
+// accuracy and choice llama-perplexity --winogrande and --multiple-choice
+// print with ours on the same files, tasks and model, and their final
+// lines digit for digit. It skips without a llama-perplexity binary.
+func TestChoiceMatchesLlamaPerplexity(t *testing.T) {
+	bin := llamaPerplexity(t)
+	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	wg, mc := winograndeFile(t, 150), multipleChoiceFile(t, 150)
+	run := func(args ...string) string {
+		out, err := exec.Command(bin, append([]string{"-m", model, "-c", "512"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("llama-perplexity %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := run("-f", wg, "--winogrande", "--winogrande-tasks", "120")
+	lines := regexp.MustCompile(`(?m)^(\d+)\t(\S+)\t.*  ([12])  [12]$`).FindAllStringSubmatch(out, -1)
+	w := scoreChoice(t, "--model", model, "--winogrande", wg, "--winogrande-tasks", "120").Winogrande
+	correct := 0
+	for i, res := range w.Results {
+		if res.Chosen == res.Gold {
+			correct++
+		}
+		if i >= len(lines) || lines[i][2] != fmt.Sprintf("%.4f", 100.0*float64(correct)/float64(i+1)) || lines[i][3] != fmt.Sprint(res.Chosen+1) {
+			t.Fatalf("task %d (file task %d, scores %v): llama-perplexity printed %q\n%s", i+1, res.Task, res.Scores, lines[min(i, len(lines)-1)], out)
+		}
+	}
+	if want := fmt.Sprintf("Final Winogrande score(120 tasks): %.4f +/- %.4f", w.Accuracy, w.Uncertainty); !strings.Contains(out, want) {
+		t.Errorf("llama-perplexity's final line is not %q:\n%s", want, out)
+	}
+	out = run("-bf", mc, "--multiple-choice", "--multiple-choice-tasks", "110", "-np", "8")
+	m := scoreChoice(t, "--model", model, "--multiple-choice", mc, "--multiple-choice-tasks", "110").MultipleChoice
+	running := regexp.MustCompile(`(?m)^\d+\t(\d+\.\d{8})$`).FindAllStringSubmatch(out, -1)
+	correct = 0
+	for i, res := range m.Results {
+		if res.Chosen == res.Gold {
+			correct++
+		}
+		if i >= len(running) || running[i][1] != fmt.Sprintf("%.8f", 100.0*float64(correct)/float64(i+1)) {
+			t.Fatalf("task %d (file task %d): llama-perplexity printed %v\n%s", i+1, res.Task, running[min(i, len(running)-1)], out)
+		}
+	}
+	if want := fmt.Sprintf("Final result: %.4f +/- %.4f", m.Accuracy, m.Uncertainty); !strings.Contains(out, want) {
+		t.Errorf("llama-perplexity's final line is not %q:\n%s", want, out)
 	}
 }

@@ -262,12 +262,10 @@ func TestScoreHellaSwagBadFile(t *testing.T) {
 	}
 }
 
-// TestHellaSwagMatchesLlamaPerplexity compares, task by task, the running
-// acc_norm and interval llama-perplexity --hellaswag prints with ours on
-// the same file, tasks and model, digit for digit. It needs a
-// llama-perplexity binary ($LLAMA_PERPLEXITY, or a source build in
-// /tmp/llama-src) and skips without one.
-func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
+// llamaPerplexity is a llama-perplexity binary ($LLAMA_PERPLEXITY, or a
+// source build in /tmp/llama-src); the test skips without one.
+func llamaPerplexity(t *testing.T) string {
+	t.Helper()
 	bin := os.Getenv("LLAMA_PERPLEXITY")
 	if bin == "" {
 		bin = "/tmp/llama-src/build-native/bin/llama-perplexity"
@@ -275,6 +273,16 @@ func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("no llama-perplexity binary (%s; set LLAMA_PERPLEXITY): the comparison with llama.cpp is skipped", bin)
 	}
+	return bin
+}
+
+// TestHellaSwagMatchesLlamaPerplexity compares, task by task, the running
+// acc_norm and interval llama-perplexity --hellaswag prints with ours on
+// the same file, tasks and model, digit for digit. It needs a
+// llama-perplexity binary ($LLAMA_PERPLEXITY, or a source build in
+// /tmp/llama-src) and skips without one.
+func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
+	bin := llamaPerplexity(t)
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := hellaswagFile(t, 60)
 	out, err := exec.Command(bin, "-m", model, "-f", file, "--hellaswag", "--hellaswag-tasks", "50", "-c", "512").CombinedOutput()
