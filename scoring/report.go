@@ -75,6 +75,11 @@ type Report struct {
 	// HellaSwag is a --hellaswag run's result (hellaswag.go); such a
 	// report's method is "hellaswag" and its perplexity fields are empty.
 	HellaSwag *HellaSwagReport `json:"hellaswag,omitempty"`
+	// Winogrande and MultipleChoice are a --winogrande or a
+	// --multiple-choice run's (winogrande.go, multichoice.go), with their
+	// methods.
+	Winogrande     *ChoiceReport `json:"winogrande,omitempty"`
+	MultipleChoice *ChoiceReport `json:"multiple_choice,omitempty"`
 }
 
 // ShardSpec is the report's shard ("" for none).

@@ -226,10 +226,21 @@ func abReports(pathA, pathB, root string, allow bool) (results.ABSummary, error)
 		if err != nil {
 			return results.ABSummary{}, err
 		}
-		if len(r.Windows) == 0 {
-			return results.ABSummary{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", p)
-		}
 		reps[i] = r
+	}
+	if reps[0].Choice() != nil || reps[1].Choice() != nil {
+		res, err := results.PairChoices(&reps[0], &reps[1])
+		if err != nil {
+			return res, fmt.Errorf("%s and %s: %w", pathA, pathB, err)
+		}
+		res.A.Name, res.A.Report = strings.TrimSuffix(filepath.Base(pathA), ".json"), pathA
+		res.B.Name, res.B.Report = strings.TrimSuffix(filepath.Base(pathB), ".json"), pathB
+		return res, nil
+	}
+	for i, r := range reps {
+		if len(r.Windows) == 0 {
+			return results.ABSummary{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", []string{pathA, pathB}[i])
+		}
 	}
 	var res results.ABSummary
 	switch ha, hb := reps[0].Config.Model.TokenizerSHA256, reps[1].Config.Model.TokenizerSHA256; {
@@ -290,6 +301,10 @@ func readReport(path string) (scoring.Report, error) {
 }
 
 func writeABText(w io.Writer, r *results.ABSummary) {
+	if c := r.Choice; c != nil {
+		writeABChoice(w, r, c)
+		return
+	}
 	for _, s := range []struct {
 		label string
 		side  results.ABSide
@@ -323,13 +338,22 @@ func writeABText(w io.Writer, r *results.ABSummary) {
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }
 
+// writeABChoice is the text of two multiple-choice runs' comparison.
+func writeABChoice(w io.Writer, r *results.ABSummary, c *scoring.ChoiceComparison) {
+	fmt.Fprintf(w, "A %-20s %s accuracy %.4f%%\n", r.A.Name, c.Method, c.AccuracyA)
+	fmt.Fprintf(w, "B %-20s %s accuracy %.4f%%\n", r.B.Name, c.Method, c.AccuracyB)
+	fmt.Fprintf(w, "Δacc B−A   %s points, paired over %d tasks: only A right %d, only B right %d, McNemar exact p = %.4g\n",
+		scoring.PMSigned(c.DeltaAccuracy, c.DeltaAccuracyUncertainty), c.Tasks, c.OnlyA, c.OnlyB, c.McNemarP)
+	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
+}
+
 // A condition is one --fail-if: a figure of the A/B summary, a comparison
 // and a number (scoring.ParseCondition's language).
 type condition struct{ scoring.Condition }
 
 func metricNames() []string {
 	return []string{"mean_kld", "kld_p99", "kld_max", "same_top", "delta_ppl_percent",
-		"abs_delta_ppl_percent", "delta_z", "speed_ratio", "delta_bits_per_byte"}
+		"abs_delta_ppl_percent", "delta_z", "speed_ratio", "delta_bits_per_byte", "delta_accuracy", "mcnemar_p"}
 }
 
 // metricValue is the figure --fail-if names; have is false when the
@@ -337,6 +361,14 @@ func metricNames() []string {
 func metricValue(r *results.ABSummary, name string) (v float64, have bool) {
 	c, k := &r.Comparison, r.Comparison.KLD
 	switch name {
+	case "delta_accuracy", "mcnemar_p":
+		if r.Choice == nil {
+			return 0, false
+		}
+		if name == "mcnemar_p" {
+			return r.Choice.McNemarP, true
+		}
+		return r.Choice.DeltaAccuracy, true
 	case "mean_kld", "kld_p99", "kld_max", "same_top":
 		if k == nil {
 			return 0, false
@@ -379,7 +411,7 @@ func parseCondition(s string) (condition, error) {
 func (c condition) holds(r *results.ABSummary) (bool, error) {
 	x, have := metricValue(r, c.Metric)
 	if !have {
-		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.Text, c.Metric)
+		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, no windows paired, or not multiple-choice runs)", c.Text, c.Metric)
 	}
 	return c.Holds(x), nil
 }

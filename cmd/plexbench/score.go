@@ -49,6 +49,11 @@ func runScore(args []string) int {
 	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
 	fs.StringVar(&j.HellaSwag, "hellaswag", "", "score this HellaSwag task file as llama-perplexity --hellaswag does (acc_norm; the report's hellaswag object)")
 	fs.IntVar(&j.HellaSwagTasks, "hellaswag-tasks", scoring.DefaultHellaSwagTasks, "with --hellaswag: the number of tasks drawn, as llama-perplexity draws them")
+	fs.StringVar(&j.Winogrande, "winogrande", "", "score this Winogrande CSV as llama-perplexity --winogrande does (the report's winogrande object)")
+	fs.IntVar(&j.WinograndeTasks, "winogrande-tasks", 0, "with --winogrande: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
+	fs.StringVar(&j.MultipleChoice, "multiple-choice", "", "score this binary multiple-choice task file as llama-perplexity --multiple-choice does\n"+
+		"(MMLU, ARC, TruthfulQA in its format; the report's multiple_choice object)")
+	fs.IntVar(&j.MultipleChoiceTasks, "multiple-choice-tasks", 0, "with --multiple-choice: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -134,10 +139,25 @@ func stopped(out *workbench.Outcome, j workbench.Job, err error) {
 		kept += "; --resume continues it"
 	}
 	done, total, what := rep.WindowsScored, rep.WindowsTotal, "windows"
-	if h := rep.HellaSwag; h != nil {
-		done, total, what = h.Tasks, min(j.HellaSwagTasks, h.TasksInFile), "tasks"
+	if c := rep.Choice(); c != nil {
+		done, total, what = c.Tasks, c.TasksInFile, "tasks"
+		if n := choiceCount(j, c.Method); n > 0 {
+			total = min(n, total)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
+}
+
+// choiceCount is the task count j asks of the multiple-choice mode method
+// (0: all).
+func choiceCount(j workbench.Job, method string) int {
+	switch method {
+	case scoring.MethodHellaSwag:
+		return j.HellaSwagTasks
+	case scoring.MethodWinogrande:
+		return j.WinograndeTasks
+	}
+	return j.MultipleChoiceTasks
 }
 
 // scoreJob completes j from the flags: the profile (a file under the
@@ -161,11 +181,20 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 	if j.Compare != "" && x.profile == "" {
 		inheritGeometry(fs, j)
 	}
-	if given(fs, "hellaswag-tasks") && j.HellaSwag == "" {
-		return errors.New("score: --hellaswag-tasks needs --hellaswag FILE")
-	}
-	if j.HellaSwagTasks < 1 {
-		return fmt.Errorf("score: --hellaswag-tasks %d: want at least 1", j.HellaSwagTasks)
+	for _, c := range []struct {
+		mode, file string
+		count      int
+	}{{"hellaswag", j.HellaSwag, j.HellaSwagTasks}, {"winogrande", j.Winogrande, j.WinograndeTasks},
+		{"multiple-choice", j.MultipleChoice, j.MultipleChoiceTasks}} {
+		if given(fs, c.mode+"-tasks") && c.file == "" {
+			return fmt.Errorf("score: --%s-tasks needs --%s FILE", c.mode, c.mode)
+		}
+		if c.mode == "hellaswag" && c.count < 1 {
+			return fmt.Errorf("score: --%s-tasks %d: want at least 1", c.mode, c.count)
+		}
+		if c.count < 0 {
+			return fmt.Errorf("score: --%s-tasks %d: want 0 (all) or more", c.mode, c.count)
+		}
 	}
 	j.Journal, j.Report = true, x.output
 	return nil
@@ -292,8 +321,8 @@ func newProgressPrinter(out *os.File) *progressPrinter {
 }
 
 func (p *progressPrinter) event(e scoring.Event) {
-	if e.HellaSwag != nil {
-		p.hellaswag(e)
+	if e.Choice != nil {
+		p.choice(e)
 		return
 	}
 	switch e.Kind {

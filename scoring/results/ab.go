@@ -52,7 +52,10 @@ type ABSummary struct {
 	TokenizerMismatch           string   `json:"tokenizer_mismatch,omitempty"`
 	DeltaBitsPerByte            *float64 `json:"delta_bits_per_byte,omitempty"` // B − A
 	DeltaBitsPerByteUncertainty *float64 `json:"delta_bits_per_byte_uncertainty,omitempty"`
-	Failed                      []string `json:"failed,omitempty"` // --fail-if conditions that hold
+	// Choice is two multiple-choice runs' comparison (PairChoices); the
+	// perplexity fields are then empty.
+	Choice *scoring.ChoiceComparison `json:"choice,omitempty"`
+	Failed []string                  `json:"failed,omitempty"` // --fail-if conditions that hold
 }
 
 // NewABSummary is the summary of comparison c between sides a and b, with
@@ -114,4 +117,19 @@ func WriteAB(path string, s ABSummary) error {
 		return err
 	}
 	return outfile.WriteFile(path, append(data, '\n'))
+}
+
+// PairChoices compares two finished multiple-choice reports over the same
+// tasks (scoring.CompareChoices).
+func PairChoices(a, b *scoring.Report) (ABSummary, error) {
+	ca, cb := a.Choice(), b.Choice()
+	if ca == nil || cb == nil {
+		return ABSummary{}, fmt.Errorf("%w: a multiple-choice report against a perplexity report", scoring.ErrDifferentTasks)
+	}
+	c, err := scoring.CompareChoices(ca, cb)
+	if err != nil {
+		return ABSummary{}, err
+	}
+	s := ABSummary{Object: ABObject, A: SideOf("", "", a), B: SideOf("", "", b), Choice: &c, Verdict: c.Verdict(), Significant: c.Significant}
+	return s, nil
 }

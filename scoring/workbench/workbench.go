@@ -61,11 +61,17 @@ type Job struct {
 	// neither its report nor a base to a file (a sweep's models).
 	JournalAt string
 
-	// HellaSwag, when set, scores this task file as llama-perplexity
-	// --hellaswag does instead of a text (hellaswag.go), HellaSwagTasks
-	// of its tasks (0: llama.cpp's default, 400).
-	HellaSwag      string
-	HellaSwagTasks int
+	// HellaSwag, Winogrande or MultipleChoice, when one is set, scores
+	// that task file as llama-perplexity --hellaswag, --winogrande or
+	// --multiple-choice does instead of a text (choice.go), the Tasks
+	// count of its tasks (0: llama.cpp's default: 400 for HellaSwag, else
+	// all of them).
+	HellaSwag           string
+	HellaSwagTasks      int
+	Winogrande          string
+	WinograndeTasks     int
+	MultipleChoice      string
+	MultipleChoiceTasks int
 
 	// AllowTokenizerMismatch: a base (Compare) whose tokenizer or token
 	// stream differs from this model's is not refused; the text is scored
@@ -107,13 +113,8 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 	if _, err := StopRule(j.Profile); err != nil {
 		return Outcome{}, err
 	}
-	if j.HellaSwag != "" {
-		if err := hellaswagConflicts(j); err != nil {
-			return Outcome{}, err
-		}
-		if _, err := hellaswagTasks(j); err != nil {
-			return Outcome{}, err
-		}
+	if err := checkChoice(j); err != nil {
+		return Outcome{}, err
 	}
 	if j.Partner != nil && !j.AllowTokenizerMismatch {
 		if err := CheckTokenizers(j.Profile, *j.Partner); err != nil {
@@ -168,11 +169,12 @@ func (b *Bench) Close() error {
 // report carries its record information; a run whose record cannot be
 // described still returns its report, with a warning saying why.
 func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
-	if j.HellaSwag != "" {
-		return b.runHellaSwag(ctx, j)
-	}
 	started := time.Now()
-	out, err := b.run(ctx, j)
+	run := b.run
+	if len(j.choices()) > 0 {
+		run = b.runChoice
+	}
+	out, err := run(ctx, j)
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
@@ -206,8 +208,8 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 func journalPath(j Job) (string, error) {
 	var none string
 	switch {
-	case j.HellaSwag != "":
-		none = "--resume: a --hellaswag run keeps no journal; rerun it"
+	case len(j.choices()) > 0:
+		none = "--resume: a " + j.choices()[0].flag + " run keeps no journal; rerun it"
 	case j.CoarsenTopK > 0 || len(j.CoarsenTopKs) > 0:
 		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
 	case j.Shard.N > 1:
