@@ -47,6 +47,9 @@ func (m *Model) TokenBytes(tokens []int32) []int32 { return m.tok.PieceBytes(tok
 // Decode renders ids as text (tokenizer.Decode).
 func (m *Model) Decode(ids []int32) string { return m.tok.Decode(ids) }
 
+// Piece is a token's text as it renders mid-text (tokenizer.Piece).
+func (m *Model) Piece(id int32) string { return m.tok.Piece(id) }
+
 // Generate decodes greedily: the prompt (BOS added when the vocab asks,
 // special tokens parsed, as llama-simple does) is prefilled from an empty
 // KV cache, then up to n tokens are appended one pass each, stopping early

@@ -66,6 +66,9 @@ func (f *fakeEngine) TokenBytes(tokens []int32) []int32 {
 	return n
 }
 
+// Piece is one letter, the byte TokenBytes gives every id.
+func (f *fakeEngine) Piece(id int32) string { return string(rune('a' + id%26)) }
+
 func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(int, []float32, int) error) error {
 	if f.step != nil {
 		<-f.step
