@@ -66,6 +66,9 @@ type Report struct {
 	Sums   *RunSums `json:"sums,omitempty"`
 	// Record is set on reports kept as records (record.go).
 	Record *RecordInfo `json:"record,omitempty"`
+	// Trace is the run's per-token trace (trace.go): records keep it in a
+	// sidecar, not in the JSON.
+	Trace *TokenTrace `json:"-"`
 	// Floor is what `plexbench floor` measured: the model against its own
 	// bases (floor.go).
 	Floor *FloorReport `json:"floor,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -59,6 +60,7 @@ type runner struct {
 	nll       NLLStats
 	textBytes int64 // of the scored windows' targets
 	windows   []WindowReport
+	traced    []TraceWindow // the scored windows' token traces
 
 	journal *journal
 	jw      journalWindow // the window in flight's journal record
@@ -78,6 +80,7 @@ type runner struct {
 	// The window in flight.
 	w     Window
 	wNLL  NLLStats
+	wTop  []TokenScore // its tokens' trace
 	input []int32
 	rows  rowStage
 	reqs  []RowRequest // per head slot: [target, the base's top-k ids, the whole vocabulary]
@@ -248,9 +251,10 @@ func (r *runner) loop() (reason string, err error) {
 // staged for the head HeadRows at a time.
 func (r *runner) window(w Window) error {
 	t0 := time.Now()
-	r.w, r.wNLL = w, NLLStats{}
+	r.w, r.wNLL, r.wTop = w, NLLStats{}, r.wTop[:0]
 	r.rows.reset(w.FirstRow, w.LastRow())
-	r.jw = journalWindow{Index: w.Index, NLL: r.jw.NLL[:0], Cmp: r.jw.Cmp[:0], IDs: r.jw.IDs[:0], LP: r.jw.LP[:0]}
+	r.jw = journalWindow{Index: w.Index, NLL: r.jw.NLL[:0], Cmp: r.jw.Cmp[:0], IDs: r.jw.IDs[:0], LP: r.jw.LP[:0],
+		Top: r.jw.Top[:0], TopP: r.jw.TopP[:0]}
 	r.input = w.Input(r.tokens, r.input)
 	// The window in flight always finishes: cancellation is honoured
 	// between windows, so a partial report never holds half a window.
@@ -331,13 +335,19 @@ func (r *runner) score(i, pos, baseTopK int) error {
 			return err
 		}
 	}
-	if r.base == nil {
-		return nil
+	var c *TokenComparison
+	if r.base != nil {
+		cmp := r.base.compare(i, &row)
+		r.kld.Add(r.w.Index, cmp)
+		c = &cmp
 	}
-	c := r.base.compare(i, &row)
-	r.kld.Add(r.w.Index, c)
+	ts := tokenScore(nll, res, c)
+	r.wTop = append(r.wTop, ts)
 	if jw != nil {
-		jw.Cmp = append(jw.Cmp, c)
+		jw.Top, jw.TopP = append(jw.Top, ts.RunTop), append(jw.TopP, ts.RunTopP)
+		if c != nil {
+			jw.Cmp = append(jw.Cmp, *c)
+		}
 	}
 	return nil
 }
@@ -375,6 +385,8 @@ func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowR
 		r.stop.add(&wr)
 	}
 	r.windows = append(r.windows, wr)
+	r.traced = append(r.traced, TraceWindow{Index: w.Index, Begin: w.Begin, FirstTarget: w.FirstTarget,
+		Tokens: slices.Clone(r.wTop)})
 	return wr
 }
 
@@ -424,6 +436,10 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	}
 	if r.kld != nil {
 		r.kldReport(&rep)
+	}
+	var terr error
+	if rep.Trace, terr = newTrace(r.tokens, r.bytes, plan, r.traced, r.base != nil, r.eng.Piece); terr != nil {
+		rep.Warnings = append(rep.Warnings, "no token trace: "+terr.Error())
 	}
 	rep.sanitize()
 	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason, StoppedEarly: rep.StoppedEarly})
