@@ -31,6 +31,8 @@ Usage:
   plexbench bases [DIR...] | bases verify FILE | bases gc [--dry-run] [DIR...]   [--json]
                                  the KLD bases under the results root: protocol, model, top-k, windows,
                                  size, which records refer to each; check one whole; remove unreferenced ones
+  plexbench worst RECORD.json [-n 20] [--by kld|nll|delta_p] [--windows] [--json]
+                                 a record's worst tokens (or windows) with their text
   plexbench floor [--model M] [--against C.gguf]
                                  a model against its own bases: what its KLD figures can resolve
   plexbench noise [--model M] [--json]
@@ -73,6 +75,8 @@ func run(args []string) int {
 		return runCard(rest)
 	case "merge":
 		return runMerge(rest)
+	case "worst":
+		return runWorst(rest)
 	case "floor":
 		return runFloor(rest)
 	case "noise":

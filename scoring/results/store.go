@@ -45,7 +45,8 @@ const maxReport = 256 << 20
 
 // WriteRecord writes rep, which must carry its Record, as root/NAME.json,
 // creating root; an identical rerun replaces its own record and nothing
-// else. It writes through outfile.WriteFile (temp file, sync, rename).
+// else. It writes through outfile.WriteFile (temp file, sync, rename), the
+// token trace beside it first (TracePath).
 func WriteRecord(root string, rep *scoring.Report) (string, error) {
 	if rep.Record == nil || rep.Record.Name == "" {
 		return "", fmt.Errorf("record: the report has no record information")
@@ -61,6 +62,9 @@ func WriteRecord(root string, rep *scoring.Report) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(root, rep.Record.Name+extReport)
+	if err := writeTrace(path, rep); err != nil { // first: a record is never without its trace
+		return "", err
+	}
 	return path, outfile.WriteFile(path, data)
 }
 
@@ -123,6 +127,9 @@ func KeepRun(root string, rep *scoring.Report, p profiles.Profile, started time.
 	}
 	data, err := rep.JSON()
 	if err != nil {
+		return Run{}, err
+	}
+	if err := writeTrace(run.Report, rep); err != nil {
 		return Run{}, err
 	}
 	if err := outfile.WriteFile(run.Report, data); err != nil {
