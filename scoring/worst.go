@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -163,21 +164,28 @@ func windowKey(by string, ss []TokenScore, hasBase bool) (float64, bool) {
 func (t *TokenTrace) worstToken(w, j int) WorstToken {
 	tw, s := t.Windows[w], t.Windows[w].Tokens[j]
 	i := tw.FirstTarget + j
-	x := WorstToken{Window: tw.Index, Position: i - tw.Begin, NLL: float64(s.NLL), Token: t.Text(i),
+	x := WorstToken{Window: tw.Index, Position: i - tw.Begin, NLL: short(s.NLL), Token: t.Text(i),
 		RunTop: t.Pieces[s.RunTop], TextBefore: t.before(i, ExcerptRunes), TextAfter: t.after(i+1, ExcerptRunes),
-		Index: i, TokenID: t.Tokens[i], P: math.Exp(-float64(s.NLL)), RunTopID: s.RunTop, RunTopP: float64(s.RunTopP)}
+		Index: i, TokenID: t.Tokens[i], P: math.Exp(-float64(s.NLL)), RunTopID: s.RunTop, RunTopP: short(s.RunTopP)}
 	if !t.HasBase {
 		return x
 	}
-	if k := float64(s.KLD); math.IsInf(k, 0) || math.IsNaN(k) {
+	if k := short(s.KLD); math.IsInf(k, 0) || math.IsNaN(k) {
 		x.KLDInfinite = true
 	} else {
 		x.KLD = &k
 	}
-	dp, bn, bp, btp := deltaP(s), float64(s.BaseNLL), math.Exp(-float64(s.BaseNLL)), float64(s.BaseP)
+	dp, bn, bp, btp := deltaP(s), short(s.BaseNLL), math.Exp(-float64(s.BaseNLL)), short(s.BaseP)
 	top, id := t.Pieces[s.BaseTop], s.BaseTop
 	x.DeltaP, x.BaseNLL, x.BaseP, x.BaseTopP, x.BaseTop, x.BaseTopID = &dp, &bn, &bp, &btp, &top, &id
 	return x
+}
+
+// short is an f32 value as the float64 of its shortest decimal, so JSON
+// shows the digits it holds and no more.
+func short(x float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(x), 'g', -1, 32), 64)
+	return v
 }
 
 // worstWindow is the listing of window w.
@@ -201,7 +209,9 @@ func (t *TokenTrace) worstWindow(w int) WorstWindow {
 // characters, from whole tokens.
 func (t *TokenTrace) before(i, n int) string {
 	var b []byte
-	for j := i - 1; j >= 0 && utf8.RuneCount(b) <= n; j-- {
+	// A few characters more than n: a character cut across tokens counts
+	// one per byte until all of it is in.
+	for j := i - 1; j >= 0 && utf8.RuneCount(b) <= n+utf8.UTFMax; j-- {
 		b = append([]byte(t.Text(j)), b...)
 	}
 	for utf8.RuneCount(b) > n || (len(b) > 0 && !utf8.RuneStart(b[0])) {
@@ -214,7 +224,7 @@ func (t *TokenTrace) before(i, n int) string {
 // after is up to n characters of the text from token i on.
 func (t *TokenTrace) after(i, n int) string {
 	var b []byte
-	for j := i; j < len(t.Tokens) && utf8.RuneCount(b) <= n; j++ {
+	for j := i; j < len(t.Tokens) && utf8.RuneCount(b) <= n+utf8.UTFMax; j++ {
 		b = append(b, t.Text(j)...)
 	}
 	for utf8.RuneCount(b) > n || (len(b) > 0 && !utf8.FullRune(b[lastRuneStart(b):])) {
