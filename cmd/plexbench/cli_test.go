@@ -524,15 +524,24 @@ func TestShardsAndMerge(t *testing.T) {
 		r, _ := readReport(f)
 		recs = append(recs, filepath.Join(root, r.Record.Name+".json"))
 	}
+	full, _ := readReport(filepath.Join(dir, "full.json"))
+	fullTrace, err := os.ReadFile(results.TracePath(filepath.Join(root, full.Record.Name+".json")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, stderr := runCLI(t, append([]string{"merge"}, recs...)...)
 	if code != 0 {
 		t.Fatalf("merge: %s", stderr)
+	}
+	// The merged record replaces the unsharded run's, and its token trace
+	// is byte for byte the unsharded run's.
+	if merged, _ := os.ReadFile(results.TracePath(filepath.Join(root, full.Record.Name+".json"))); string(merged) != string(fullTrace) {
+		t.Errorf("merged token trace (%d bytes) differs from the unsharded run's (%d)", len(merged), len(fullTrace))
 	}
 	var merged scoring.Report
 	if err := json.Unmarshal([]byte(stdout), &merged); err != nil {
 		t.Fatal(err)
 	}
-	full, _ := readReport(filepath.Join(dir, "full.json"))
 	if merged.Record.Name != full.Record.Name || merged.WindowsScored != 14 || merged.Shards != 0 ||
 		math.Abs(merged.Perplexity-full.Perplexity) > 1e-12*full.Perplexity ||
 		math.Abs(merged.KLD.MeanKLD-full.KLD.MeanKLD) > 1e-12*full.KLD.MeanKLD ||
