@@ -24,6 +24,18 @@ const (
 	WorstByDeltaP = "delta_p" // the change in the true token's probability, most negative first
 )
 
+// WorstN is how many tokens and windows a listing shows unless asked.
+const WorstN = 20
+
+// DefaultWorstBy is what a listing of t ranks by unless asked: the KLD,
+// or without a base the NLL.
+func DefaultWorstBy(t *TokenTrace) string {
+	if t.HasBase {
+		return WorstByKLD
+	}
+	return WorstByNLL
+}
+
 // ExcerptRunes is how many characters of text a listing shows either
 // side of a token, and twice that of a window's opening.
 const ExcerptRunes = 40

@@ -66,8 +66,16 @@ func (f *fakeEngine) TokenBytes(tokens []int32) []int32 {
 	return n
 }
 
-// Piece is one letter, the byte TokenBytes gives every id.
-func (f *fakeEngine) Piece(id int32) string { return string(rune('a' + id%26)) }
+// Piece inverts Tokenize on fakeText's bytes (lower-case letters, space
+// and '.', distinct mod 48): one byte, as TokenBytes says; other ids '?'.
+func (f *fakeEngine) Piece(id int32) string {
+	for _, b := range []byte("abcdefghijklmnopqrstuvwxyz .") {
+		if int32(b)%int32(f.v) == id {
+			return string(b)
+		}
+	}
+	return "?"
+}
 
 func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(int, []float32, int) error) error {
 	if f.step != nil {

@@ -18,6 +18,9 @@ type keyMap struct {
 	Open     key.Binding
 	SetBase  key.Binding
 	Back     key.Binding
+
+	Worst  key.Binding
+	Toggle key.Binding
 }
 
 func defaultKeys() keyMap {
@@ -35,6 +38,8 @@ func defaultKeys() keyMap {
 		Open:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
 		SetBase: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "new run against its base")),
 		Back:    key.NewBinding(key.WithKeys("esc", "q", "h"), key.WithHelp("esc", "back")),
+		Worst:   key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "worst tokens")),
+		Toggle:  key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tokens/windows")),
 	}
 }
 
@@ -53,7 +58,7 @@ func (h runHelp) ShortHelp() []key.Binding {
 	if h.running {
 		return []key.Binding{h.k.Stop, h.k.Pause, h.k.Save, h.k.History, h.k.Help}
 	}
-	return []key.Binding{h.k.Quit, h.k.Save, h.k.History, h.k.Help}
+	return []key.Binding{h.k.Quit, h.k.Worst, h.k.Save, h.k.History, h.k.Help}
 }
 
 func (h runHelp) FullHelp() [][]key.Binding {
@@ -64,7 +69,21 @@ func (h runHelp) FullHelp() [][]key.Binding {
 			first = append(first, h.k.Keep)
 		}
 	}
+	if !h.running {
+		first = append(first, h.k.Worst)
+	}
 	return [][]key.Binding{first, {h.k.Save, h.k.History, h.k.Help}}
+}
+
+// worstHelp is the help of the worst-tokens view.
+type worstHelp struct{ k keyMap }
+
+func (h worstHelp) ShortHelp() []key.Binding {
+	return []key.Binding{h.k.Up, h.k.Down, h.k.Toggle, h.k.Back}
+}
+
+func (h worstHelp) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{h.k.Up, h.k.Down}, {h.k.Toggle, h.k.Back, h.k.Help}}
 }
 
 // historyHelp is the help of the history view.

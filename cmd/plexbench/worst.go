@@ -16,8 +16,8 @@ import (
 
 func runWorst(args []string) int {
 	fs := newFlags("worst", "RECORD.json [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
-	n := fs.Int("n", 20, "how many tokens (and windows) to list")
-	by := fs.String("by", scoring.WorstByKLD, "rank by kld, nll (the NLL's increase over the base; without a base, the NLL) or delta_p (the drop in the true token's probability)")
+	n := fs.Int("n", scoring.WorstN, "how many tokens (and windows) to list")
+	by := fs.String("by", scoring.WorstByKLD, "rank by kld, nll (the NLL's increase over the base; without a base, the NLL) or delta_p (the drop in the true token's probability); without a base: nll")
 	windows := fs.Bool("windows", false, "list the windows by the mean of the measure, with their opening text")
 	asJSON := fs.Bool("json", false, `print {"tokens": [...], "windows": [...]} (both lists) on stdout`)
 	pos, code := parseInterleaved(fs, args)
@@ -68,7 +68,7 @@ func worstOf(path, by string, n int, byGiven bool) (scoring.WorstList, *scoring.
 		return scoring.WorstList{}, nil, err
 	}
 	if !tr.HasBase && !byGiven {
-		by = scoring.WorstByNLL
+		by = scoring.DefaultWorstBy(tr)
 		fmt.Fprintf(os.Stderr, "plexbench: %s compared against no base: ranked by NLL (no KLD, Δp or base top token)\n", path)
 	}
 	l, err := scoring.Worst(tr, by, n)
