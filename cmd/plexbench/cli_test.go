@@ -373,8 +373,10 @@ func TestCompareRecords(t *testing.T) {
 	model := func(q string) string { return stories(t, q) }
 	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12")
 	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12") // a rerun
-	if ents, _ := os.ReadDir(root); len(ents) != 5 {
-		t.Fatalf("%d records after 6 runs (one a rerun), want 5", len(ents))
+	recs, _ := filepath.Glob(filepath.Join(root, "*.json"))
+	traces, _ := filepath.Glob(filepath.Join(root, "*.trace"))
+	if ents, _ := os.ReadDir(root); len(recs) != 5 || len(traces) != 5 || len(ents) != 10 {
+		t.Fatalf("%d records, %d traces after 6 runs (one a rerun), want 5 of each", len(recs), len(traces))
 	}
 	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
 	if code != 0 {

@@ -192,6 +192,16 @@ func History(root string) ([]Entry, error) {
 	return out, nil
 }
 
+// isSidecar reports whether a file's name is one of a run's files beside
+// its report (names.go), which a glob of records may also match.
+func isSidecar(name string) bool {
+	switch filepath.Ext(name) {
+	case extProfile, extBase, extTrace:
+		return true
+	}
+	return false
+}
+
 // isReportName reports whether a file name in the root can be a run's
 // report: .json, not an A/B summary, not being written.
 func isReportName(name string) bool {
@@ -235,9 +245,9 @@ func loadEntry(path string) (Entry, bool) {
 }
 
 // Records reads the records that patterns (globs in root, or paths; *.json
-// when none) match, skipping files being written (a leading dot) and JSON
-// that is not a complete report; a file that should be a record and is not
-// is an error. No match at all is an error too.
+// when none) match, skipping files being written (a leading dot), runs'
+// sidecars and JSON that is not a complete report; a file that should be a
+// record and is not is an error. No match at all is an error too.
 func Records(root string, patterns []string) ([]scoring.Report, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"*" + extReport}
@@ -258,8 +268,8 @@ func Records(root string, patterns []string) ([]scoring.Report, error) {
 	files = slices.Compact(files)
 	var recs []scoring.Report
 	for _, f := range files {
-		if strings.HasPrefix(filepath.Base(f), ".") {
-			continue // a write in progress
+		if strings.HasPrefix(filepath.Base(f), ".") || isSidecar(f) {
+			continue // a write in progress, or a run's profile, base or trace
 		}
 		r, ok, err := scoring.ReadRecord(f)
 		if err != nil {

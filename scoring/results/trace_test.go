@@ -42,6 +42,10 @@ func TestRecordTrace(t *testing.T) {
 	if TracePath(path) != strings.TrimSuffix(path, ".json")+".trace" {
 		t.Fatalf("trace path %s", TracePath(path))
 	}
+	// A glob that matches the trace too lists the record alone.
+	if recs, err := Records(root, []string{"m-aaaa*"}); err != nil || len(recs) != 1 {
+		t.Errorf("Records over a record and its trace: %d, %v", len(recs), err)
+	}
 	got, err := ReadTrace(path, &rep)
 	if err != nil || !reflect.DeepEqual(got, rep.Trace) {
 		t.Fatalf("trace read back: %v", err)
