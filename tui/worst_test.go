@@ -153,3 +153,21 @@ func TestWorstViewWithoutTrace(t *testing.T) {
 		t.Errorf("w without a trace:\n%s", screen(m))
 	}
 }
+
+// TestWorstViewAB: in the A/B view, w lists B's tokens against A's base.
+func TestWorstViewAB(t *testing.T) {
+	pb, base, rep, path := worstFixture(t)
+	pa, _ := abProfiles()
+	m := newTestModel(t, 260, 2*scoring.WorstN+8, Config{Profiles: []profiles.Profile{pa, pb}})
+	m = step(m, doneMsg{id: 1, rep: scoring.Report{Object: scoring.ReportObject, KLDBaseOut: base}, saved: true})
+	m = step(m, doneMsg{id: 2, rep: rep, saved: true, files: results.Run{Report: path}})
+	m = step(m, tea.KeyPressMsg{Code: 'w', Text: "w"})
+	tokens := cliLines(t, path, rep, false)
+	if got := bodyLines(m, len(tokens)); m.view != viewWorst || strings.Join(got, "\n") != strings.Join(tokens, "\n") {
+		t.Fatalf("A/B: w shows\n%s", screen(m))
+	}
+	m = step(m, tea.KeyPressMsg{Code: tea.KeyEscape})
+	if m.view != viewAB {
+		t.Errorf("esc: view %v", m.view)
+	}
+}
