@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"plexbench/engine/gguf"
 	"plexbench/engine/synth"
 	"plexbench/hip/emubuild"
 	"plexbench/kernels"
@@ -155,7 +156,7 @@ func TestDeviceFaults(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"strict", nil, []string{"--no-cpu-fallback", "--prefill-attention", "flashprefill-v2"}, "--no-cpu-fallback: no device kernel in the engine yet for FlashPrefill attention"},
+		{"strict", nil, []string{"--no-cpu-fallback", "--model", withOutputBias(t, model)}, "--no-cpu-fallback: no device kernel in the engine yet for op head (output bias)"},
 		{"alloc", map[string]string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER": "4096"}, nil, "OUT_OF_MEMORY"},
 		{"compile", map[string]string{"PLEXBENCH_EMU_FAIL_COMPILE": "1"}, []string{"--perplexity-ctx", "32"}, "compil"},
 		{"launch", map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "300"}, nil, "window"},
@@ -196,6 +197,45 @@ func TestDeviceFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withOutputBias copies the llama model at path as a qwen2 one (the keys
+// renamed) with a zero output.bias: a head the device does not run yet,
+// for the refused fallback.
+func withOutputBias(t *testing.T, path string) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KVs {
+		key := kv.Key
+		if rest, ok := strings.CutPrefix(key, "llama."); ok {
+			key = "qwen2." + rest
+		}
+		w.Set(key, kv.Value)
+	}
+	w.Set("general.architecture", "qwen2")
+	vocab := 0
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if ti.Name == "output.weight" {
+			vocab = int(ti.Dims[1])
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, f.TensorData(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.AddTensor("output.bias", kernels.F32, []int64{int64(vocab)}, make([]byte, 4*vocab)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "qwen2-output-bias.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestDeviceQwen3 scores one-layer random models of Qwen3-0.6B's shapes
