@@ -123,12 +123,8 @@ func (st *deviceStack) rmsNorm(out, in, w hip.Buffer, rows, n int) {
 
 // linear computes out = W·in (+ bias) for n rows of in.
 func (st *deviceStack) linear(out hip.Buffer, w devMatrix, bias, in hip.Buffer, n int) {
-	if st.err != nil {
-		return
-	}
-	_ = queueProduct(st.queue, &st.args, st.d.Warp, w, in, st.xq, out, n) // a failure is st.err
-	if bias.Len() == 0 {
-		return
+	if st.err != nil || queueProduct(st.queue, &st.args, st.d.Warp, w, in, st.xq, out, n) != nil || bias.Len() == 0 {
+		return // a failure is st.err
 	}
 	a := &st.args
 	a.Reset()
