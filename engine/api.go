@@ -19,6 +19,9 @@ type ModelInfo struct {
 	HiddenSize   int            `json:"hidden_size"`
 	AddBOS       bool           `json:"add_bos"`
 	BOS          int32          `json:"bos"`
+	// TokenizerSHA256 is the tokenizer's identity (tokenizer.Hash): models
+	// that share it tokenize every text alike. Absent in older reports.
+	TokenizerSHA256 string `json:"tokenizer_sha256,omitempty"`
 }
 
 // RowRequest asks the head reduction of one hidden row for the logits of IDs

@@ -2,10 +2,12 @@ package engine
 
 // This file owns what runs where under a GPU backend: the LM head and its
 // pick/topk reductions (devicehead.go) and, for the dense architectures
-// and the hybrids with F32/F16/Q8_0 weights and an f32/f16 KV cache, the
-// layer stack (devicestack.go, devicehybrid.go) run on the device; what does not is listed in the
-// report's cpu_fallback_ops, or, with StrictDevice (--no-cpu-fallback),
-// refused at Load with the first of those ops named.
+// with weights of the device table's types (devicetypes.go) and any KV
+// cache type, and the hybrids (qwen35, qwen35moe, qwen3next) likewise, the
+// layer stack (devicestack.go, devicehybrid.go) run on the device; what
+// does not is listed in the report's cpu_fallback_ops, or, with
+// StrictDevice (--no-cpu-fallback), refused at Load with the first of
+// those ops named.
 
 import (
 	"fmt"
@@ -75,7 +77,7 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 // headRunsOnDevice reports whether devicehead.go has m's LM head: a
 // product for its type and no output bias.
 func headRunsOnDevice(m *Model) bool {
-	return m.outBias == nil && slices.Contains(deviceHeadTypes, m.output.Type)
+	return m.outBias == nil && onDevice(m.output.Type)
 }
 
 // headOp names the LM head's op.

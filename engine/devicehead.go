@@ -1,23 +1,20 @@
 package engine
 
 // This file owns the LM head on a GPU: with a device in Options, the
-// output matrix is uploaded once as stored (F32, F16 or Q8_0) and each
-// HeadReduce uploads the hidden rows, runs the head's product and the pick
-// and topk reductions there (kernels/gpu: matmul.cu, q8_0.cu, pick.cu,
-// topk.cu, each checked against its CPU twin in hip's tests), and brings
-// back only the per-row results. With tied embeddings the head reads the
+// output matrix is uploaded once as stored (any type of the device table,
+// devicetypes.go) and each HeadReduce uploads the hidden rows, runs the
+// head's product and the pick and topk reductions there (kernels/gpu: the
+// type's product, pick.cu, topk.cu, each checked against its CPU twin in
+// hip's tests), and brings back only the per-row results. With tied embeddings the head reads the
 // stack's copy of token_embd instead of uploading its own.
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 
 	"plexbench/hip"
 	"plexbench/kernels"
-	"plexbench/kernels/gpu"
 )
 
 // deviceTopK is the most top ids topk.cu returns per row (TOPK_K).
@@ -25,13 +22,13 @@ const deviceTopK = 32
 
 // deviceHead is the LM head's device state.
 type deviceHead struct {
-	d                     *hip.Device
-	s                     *hip.Stream
-	mods                  []*hip.Module
-	mm, quant, pick, topk *hip.Function
-	typ                   kernels.Type
-	v, e                  int
-	tied                  bool // w is the stack's token_embd (tied embeddings)
+	d    *hip.Device
+	s    *hip.Stream
+	mods []*hip.Module
+	fn   map[string]*hip.Function // the product's kernels, pick_f32, topk_f32
+	typ  kernels.Type
+	v, e int
+	tied bool // w is the stack's token_embd (tied embeddings)
 
 	w, x, xq, logits hip.Buffer
 	mx, arg, sum     hip.Buffer // (HeadRows) per-row max, argmax, Σexp
@@ -42,14 +39,11 @@ type deviceHead struct {
 	stage, back      []byte // upload and download staging, grown once
 }
 
-// deviceHeadTypes are the output-matrix types with a device product.
-var deviceHeadTypes = []kernels.Type{kernels.F32, kernels.F16, kernels.Q8_0}
-
 // newDeviceHead compiles the head's kernels for d and uploads out, or
 // reads it from tied (out already on the device, owned by the stack) when
 // that is not a zero Buffer.
 func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer) (_ *deviceHead, err error) {
-	if !slices.Contains(deviceHeadTypes, out.Type) {
+	if !onDevice(out.Type) {
 		return nil, fmt.Errorf("%w: the device head has no product for %v output weights", ErrUnsupported, out.Type)
 	}
 	h := &deviceHead{d: d, typ: out.Type, v: out.Rows, e: out.Cols}
@@ -61,38 +55,10 @@ func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer) (_ *devi
 	if h.s, err = d.NewStream(); err != nil {
 		return nil, err
 	}
-	mmFile, mmName := "matmul.cu", "matmul_"+strings.ToLower(out.Type.String())
-	if out.Type == kernels.Q8_0 {
-		mmFile, mmName = "q8_0.cu", "mm_q8_0"
-	}
-	for _, k := range []struct {
-		file, name string
-		fn         **hip.Function
-	}{{mmFile, mmName, &h.mm}, {"pick.cu", "pick_f32", &h.pick}, {"topk.cu", "topk_f32", &h.topk}} {
-		if *k.fn, err = h.function(k.file, k.name); err != nil {
-			return nil, err
-		}
-	}
-	if out.Type == kernels.Q8_0 {
-		if h.quant, err = h.function("q8_0.cu", "quantize_q8_0"); err != nil {
-			return nil, err
-		}
+	if h.fn, h.mods, err = compileEntries(d, append(productEntries(out.Type), "pick_f32", "topk_f32")); err != nil {
+		return nil, err
 	}
 	return h, h.alloc(out.Data, tied)
-}
-
-// function compiles file (once per file) and looks name up in it.
-func (h *deviceHead) function(file, name string) (*hip.Function, error) {
-	src, err := gpu.Source(file)
-	if err != nil {
-		return nil, err
-	}
-	m, err := h.d.Compile(hip.Program{Name: file, Source: src})
-	if err != nil {
-		return nil, err
-	}
-	h.mods = append(h.mods, m)
-	return m.Function(name)
 }
 
 // alloc uploads the weights (unless tied holds them) and allocates the
@@ -107,11 +73,11 @@ func (h *deviceHead) alloc(weights []byte, tied hip.Buffer) error {
 		{&h.mx, 4 * HeadRows}, {&h.arg, 4 * HeadRows}, {&h.sum, 8 * HeadRows},
 		{&h.tids, 4 * HeadRows * deviceTopK}, {&h.tvals, 4 * HeadRows * deviceTopK},
 	}
-	if h.typ == kernels.Q8_0 {
+	if n := actBytes(h.typ, h.e); n > 0 {
 		bufs = append(bufs, struct {
 			b *hip.Buffer
 			n int
-		}{&h.xq, HeadRows * h.e / 32 * 34})
+		}{&h.xq, HeadRows * n})
 	}
 	for _, b := range bufs {
 		var err error
@@ -214,28 +180,13 @@ func (h *deviceHead) upload(hidden []float32, n int, reqs []RowRequest, nids int
 // launch queues the head's product and the two reductions.
 func (h *deviceHead) launch(n, nids, k int) error {
 	a := &h.args
-	if h.typ == kernels.Q8_0 {
-		nb := n * h.e / 32
-		a.Reset()
-		a.Ptr(h.x, 0).Ptr(h.xq, 0).U64(uint64(nb))
-		if err := h.s.Launch(h.quant, hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0, a); err != nil {
-			return err
-		}
-		a.Reset()
-		a.Ptr(h.w, 0).Ptr(h.xq, 0).Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(h.e)).I32(int32(n))
-		if err := h.s.Launch(h.mm, hip.Dim3{X: h.v, Y: n}, hip.Dim3{X: h.d.Warp}, 0, a); err != nil {
-			return err
-		}
-	} else {
-		a.Reset()
-		a.Ptr(h.w, 0).Ptr(h.x, 0).Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(h.e)).I32(int32(n))
-		if err := h.s.Launch(h.mm, hip.Dim3{X: (h.v + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16}, 0, a); err != nil {
-			return err
-		}
+	w := devMatrix{typ: h.typ, rows: h.v, cols: h.e, b: h.w}
+	if err := queueProduct(h.queue, a, h.d.Warp, w, h.x, h.xq, h.logits, n); err != nil {
+		return err
 	}
 	a.Reset()
 	a.Ptr(h.logits, 0).I32(int32(h.v)).Ptr(h.ids, 0).I32(int32(nids)).Ptr(h.mx, 0).Ptr(h.arg, 0).Ptr(h.sum, 0).Ptr(h.picked, 0)
-	if err := h.s.Launch(h.pick, hip.Dim3{X: n}, hip.Dim3{X: 256}, 0, a); err != nil {
+	if err := h.queue("pick_f32", hip.Dim3{X: n}, hip.Dim3{X: 256}); err != nil {
 		return err
 	}
 	if k == 0 {
@@ -243,7 +194,15 @@ func (h *deviceHead) launch(n, nids, k int) error {
 	}
 	a.Reset()
 	a.Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(k)).Ptr(h.tids, 0).Ptr(h.tvals, 0)
-	return h.s.Launch(h.topk, hip.Dim3{X: n}, hip.Dim3{X: 128}, 0, a)
+	return h.queue("topk_f32", hip.Dim3{X: n}, hip.Dim3{X: 128})
+}
+
+// queue launches kernel name with the head's args.
+func (h *deviceHead) queue(name string, grid, block hip.Dim3) error {
+	if err := h.s.Launch(h.fn[name], grid, block, 0, &h.args); err != nil {
+		return errDevice(name, err)
+	}
+	return nil
 }
 
 // download brings back the per-row results into out, through one staging

@@ -2,25 +2,26 @@ package engine
 
 // This file owns the layer stack on a GPU for the dense-attention
 // architectures (llama, qwen2, qwen3): every block weight uploaded once as
-// stored (F32, F16 or Q8_0), the KV cache on the device (f32 or f16), and
-// each pass's blocks run there with the kernels of kernels/gpu (rmsnorm,
-// matmul / q8_0, add, rope, kvstore, attention, swiglu), from the token
-// embedding (embed.cu, for F32/F16/Q8_0 tables; the CPU embeds the others
-// and their rows go up) to the output norm: a pass's token ids go up, its
+// stored (any type of the device table, devicetypes.go), the KV cache on
+// the device (f32, f16, bf16 or q8_0), and each pass's blocks run there
+// with the kernels of kernels/gpu (rmsnorm, the weight types' products,
+// add, rope, kvstore, attention, swiglu), from the token embedding
+// (embed.cu; for a token_embd type outside the table the CPU embeds and
+// the rows go up) to the output norm: a pass's token ids go up, its
 // output-normed rows come back (hidden-sized, never vocabulary-sized) and
 // the head (devicehead.go) takes them up again. The blocks themselves are
 // a devLayers: the dense ones here, the hybrids' in devicehybrid.go. Any
-// model this cannot run (another weight or KV type, FlashPrefill) keeps
-// its layers on the CPU.
+// model this cannot run (a weight type outside the table, FlashPrefill)
+// keeps its layers on the CPU.
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"plexbench/hip"
 	"plexbench/kernels"
-	"plexbench/kernels/gpu"
 )
 
 // denseBlock is one pre-norm block of GQA attention and a SwiGLU FFN, as
@@ -146,14 +147,15 @@ type deviceStack struct {
 	mods  []*hip.Module
 	fn    map[string]*hip.Function
 	mode  ropeMode
-	kvF16 bool
+	kv    string       // the KV cache type's name: kv_store_<kv>, attn_<kv>
 	bufs  []hip.Buffer // everything allocated, for close
 	args  hip.Args
-	err   error // the pass's first failed launch or upload (launch, send)
+	err   error    // the pass's first failed launch or upload (launch, send)
+	queue launcher // st.queueNamed, bound once
 
 	layers                                       devLayers
 	x, xn, tmp, q, k, v, att, gate, up, cos, sin hip.Buffer
-	xq                                           hip.Buffer // Q8_0 activations, for Q8_0 weights
+	xq                                           hip.Buffer // quantized activations (the products'; a q8_0 cache's queries)
 	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
 	embd                                         devMatrix  // token_embd; zero when the CPU embeds
 }
@@ -161,11 +163,11 @@ type deviceStack struct {
 // deviceStackOps are the ops a device stack runs.
 var deviceStackOps = []string{"attention", "matmul", "rmsnorm", "rope", "swiglu", "kv_store", "add"}
 
-// deviceEmbedTypes are the token_embd types embed.cu looks rows up in.
-var deviceEmbedTypes = deviceHeadTypes
-
 // embedsOnDevice reports whether m's token embedding runs on the device.
-func embedsOnDevice(m *Model) bool { return slices.Contains(deviceEmbedTypes, m.tokEmbd.Type) }
+func embedsOnDevice(m *Model) bool { return onDevice(m.tokEmbd.Type) }
+
+// deviceKVTypes are the KV cache types kvstore.cu and attention.cu have.
+var deviceKVTypes = []kernels.Type{kernels.F32, kernels.F16, kernels.BF16, kernels.Q8_0}
 
 // canRunStack says why m's layers cannot run on the device ("" when they can).
 func canRunStack(m *Model) string {
@@ -175,22 +177,28 @@ func canRunStack(m *Model) string {
 		return "the " + m.hp.arch + " layers"
 	case m.opt.FlashPrefill != nil:
 		return "FlashPrefill attention"
-	case m.opt.KVType != kernels.F32 && m.opt.KVType != kernels.F16:
+	case !slices.Contains(deviceKVTypes, m.opt.KVType):
 		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
 	}
 	for _, w := range ws {
-		if w != nil && !slices.Contains(deviceHeadTypes, w.Type) {
+		if w != nil && !onDevice(w.Type) {
 			return kernels.MatMulOp(w.Type) + " weights"
 		}
 	}
 	return ""
 }
 
+// matrices are the block's weight matrices.
+func (b *denseBlock) matrices() []*kernels.Matrix {
+	return []*kernels.Matrix{b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down}
+}
+
 // newDeviceStack uploads m's blocks to d and allocates a pass's buffers.
 func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
-	layers, _, _ := layersOnDevice(m)
+	layers, ws, _ := layersOnDevice(m)
 	mode, _ := archRope(m.hp.arch) // the arch was checked at load
-	st := &deviceStack{m: m, d: d, fn: map[string]*hip.Function{}, mode: mode, kvF16: m.opt.KVType == kernels.F16, layers: layers}
+	st := &deviceStack{m: m, d: d, mode: mode, kv: strings.ToLower(m.opt.KVType.String()), layers: layers}
+	st.queue = st.queueNamed
 	defer func() {
 		if err != nil {
 			st.close()
@@ -202,7 +210,7 @@ func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
 	if err := st.compile(stackKernels); err != nil {
 		return nil, err
 	}
-	if err := st.allocPass(); err != nil {
+	if err := st.allocPass(ws); err != nil {
 		return nil, err
 	}
 	if err := layers.upload(st); err != nil {
@@ -219,39 +227,29 @@ func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
 	return st, st.s.Sync()
 }
 
-// stackKernels are the kernels a device stack launches, by file.
+// stackKernels are the kernels a device stack launches besides the weight
+// types' (deviceTypeEntries), by file.
 var stackKernels = map[string][]string{
-	"rmsnorm.cu": {"rms_norm_f32"}, "matmul.cu": {"matmul_f32", "matmul_f16"}, "q8_0.cu": {"quantize_q8_0", "mm_q8_0"},
-	"add.cu": {"add_f32", "add_rows_f32"}, "rope.cu": {"rope_f32"}, "kvstore.cu": {"kv_store_f32", "kv_store_f16"},
-	"attention.cu": {"attn_f32", "attn_f16"}, "swiglu.cu": {"swiglu_f32"},
-	"embed.cu": {"get_rows_f32", "get_rows_f16", "get_rows_q8_0"},
+	"rmsnorm.cu": {"rms_norm_f32"}, "add.cu": {"add_f32", "add_rows_f32"}, "rope.cu": {"rope_f32"},
+	"kvstore.cu":   {"kv_store_f32", "kv_store_f16", "kv_store_bf16", "kv_store_q8_0"},
+	"attention.cu": {"attn_f32", "attn_f16", "attn_bf16", "attn_q8_0"}, "swiglu.cu": {"swiglu_f32"},
 }
 
-// compile builds the kernels of files (file → entry points) into st.fn.
+// compile builds the entry points of files (file → entries) into st.fn,
+// and on the first call every weight type's, so that any matrix of the
+// table multiplies (a q8_0 cache's queries take quantize_q8_0).
 func (st *deviceStack) compile(files map[string][]string) error {
-	for _, file := range slices.Sorted(func(yield func(string) bool) {
-		for f := range files {
-			if !yield(f) {
-				return
-			}
-		}
-	}) {
-		src, err := gpu.Source(file)
-		if err != nil {
-			return err
-		}
-		mod, err := st.d.Compile(hip.Program{Name: file, Source: src})
-		if err != nil {
-			return err
-		}
-		st.mods = append(st.mods, mod)
-		for _, name := range files[file] {
-			if st.fn[name], err = mod.Function(name); err != nil {
-				return err
-			}
-		}
+	var names []string
+	if st.fn == nil {
+		st.fn, names = map[string]*hip.Function{}, deviceTypeEntries()
 	}
-	return nil
+	for _, file := range slices.Sorted(maps.Keys(files)) {
+		names = append(names, files[file]...)
+	}
+	fn, mods, err := compileEntries(st.d, names)
+	st.mods = append(st.mods, mods...)
+	maps.Copy(st.fn, fn)
+	return err
 }
 
 // alloc allocates n bytes, remembered for close.
@@ -263,9 +261,11 @@ func (st *deviceStack) alloc(n int) (hip.Buffer, error) {
 	return b, err
 }
 
-// allocPass allocates one pass's activations (as newPass sizes them).
-func (st *deviceStack) allocPass() error {
-	p, hp, ub := st.m.p, st.m.hp, st.m.ub
+// allocPass allocates one pass's activations (as newPass sizes them) and
+// the quantized activations of the largest product of ws (or of the
+// queries, for a q8_0 cache).
+func (st *deviceStack) allocPass(ws []*kernels.Matrix) error {
+	p, ub := st.m.p, st.m.ub
 	for _, b := range []struct {
 		b *hip.Buffer
 		n int
@@ -273,14 +273,24 @@ func (st *deviceStack) allocPass() error {
 		{&st.x, len(p.x)}, {&st.xn, len(p.xn)}, {&st.tmp, len(p.tmp)}, {&st.q, len(p.q)}, {&st.k, len(p.k)},
 		{&st.v, len(p.v)}, {&st.att, len(p.att)}, {&st.gate, len(p.gate)}, {&st.up, len(p.up)},
 		{&st.cos, len(p.cos)}, {&st.sin, len(p.sin)}, {&st.tok, ub},
-		{&st.xq, ub * max(hp.nEmbd, len(p.gate)/ub, len(p.att)/ub, hp.ssm.valueDim(), hp.moe.ffExp) / 32 * 34},
 	} {
 		var err error
 		if *b.b, err = st.alloc(4 * b.n); err != nil {
 			return err
 		}
 	}
-	return nil
+	xq := 0
+	if st.m.opt.KVType == kernels.Q8_0 {
+		xq = kernels.Q8_0.RowBytes(len(p.q) / ub)
+	}
+	for _, w := range ws {
+		if w != nil {
+			xq = max(xq, actBytes(w.Type, w.Cols))
+		}
+	}
+	var err error
+	st.xq, err = st.alloc(ub * xq)
+	return err
 }
 
 // vector uploads v ("" Buffer for nil).
@@ -351,7 +361,7 @@ func (st *deviceStack) uploadAll(vs []vecUp, ms []matUp) error {
 // kvCache allocates layer l's K and V caches, (nkv, cap, hd) each.
 func (st *deviceStack) kvCache(l int) (k, v hip.Buffer, err error) {
 	kv := st.m.kv
-	n := st.m.hp.nHeadKV[l] * kv.cap * kv.hd * kv.typ.RowBytes(1)
+	n := st.m.hp.nHeadKV[l] * kv.cap * kv.rb
 	if k, err = st.alloc(n); err != nil {
 		return k, v, err
 	}

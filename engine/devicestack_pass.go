@@ -4,8 +4,6 @@ package engine
 // llama.go / qwen2.go / qwen3.go forward, launched on the device stream.
 
 import (
-	"strings"
-
 	"plexbench/hip"
 	"plexbench/kernels"
 )
@@ -104,12 +102,19 @@ func (st *deviceStack) launch(name string, grid, block hip.Dim3, shared int) {
 	}
 }
 
+// queueNamed is launch as a launcher: the pass's error so far.
+func (st *deviceStack) queueNamed(name string, grid, block hip.Dim3) error {
+	st.launch(name, grid, block, 0)
+	return st.err
+}
+
 // embed expands the pass's n token rows of token_embd into x.
 func (st *deviceStack) embed(n int) {
 	e := st.m.hp.nEmbd
+	dt, _ := deviceTypeOf(st.embd.typ)
 	st.args.Reset()
 	st.args.Ptr(st.embd.b, 0).Ptr(st.tok, 0).Ptr(st.x, 0).I32(int32(e))
-	st.launch("get_rows_"+strings.ToLower(st.embd.typ.String()), hip.Dim3{X: (e + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
+	st.launch(dt.rows, hip.Dim3{X: (e + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
 }
 
 // rmsNorm normalizes rows rows of n floats of in into out with w (nothing
@@ -125,28 +130,10 @@ func (st *deviceStack) rmsNorm(out, in, w hip.Buffer, rows, n int) {
 
 // linear computes out = W·in (+ bias) for n rows of in.
 func (st *deviceStack) linear(out hip.Buffer, w devMatrix, bias, in hip.Buffer, n int) {
+	if st.err != nil || queueProduct(st.queue, &st.args, st.d.Warp, w, in, st.xq, out, n) != nil || bias.Len() == 0 {
+		return // a failure is st.err
+	}
 	a := &st.args
-	switch w.typ {
-	case kernels.Q8_0:
-		nb := n * w.cols / 32
-		a.Reset()
-		a.Ptr(in, 0).Ptr(st.xq, 0).U64(uint64(nb))
-		st.launch("quantize_q8_0", hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0)
-		a.Reset()
-		a.Ptr(w.b, 0).Ptr(st.xq, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-		st.launch("mm_q8_0", hip.Dim3{X: w.rows, Y: n}, hip.Dim3{X: st.d.Warp}, 0)
-	default:
-		a.Reset()
-		a.Ptr(w.b, 0).Ptr(in, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-		name := "matmul_f32"
-		if w.typ == kernels.F16 {
-			name = "matmul_f16"
-		}
-		st.launch(name, hip.Dim3{X: (w.rows + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16}, 0)
-	}
-	if bias.Len() == 0 {
-		return
-	}
 	a.Reset()
 	a.Ptr(out, 0).Ptr(bias, 0).I32(int32(w.rows))
 	st.launch("add_rows_f32", hip.Dim3{X: (w.rows + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
@@ -170,26 +157,32 @@ func (st *deviceStack) rope(x hip.Buffer, n, heads int) {
 // store writes n tokens' rows of kv heads into cache at pos0.
 func (st *deviceStack) store(src, cache hip.Buffer, n, kv, pos0 int) {
 	hd, capacity := st.m.hp.headDim, st.m.kv.cap
-	name := "kv_store_f32"
-	if st.kvF16 {
-		name = "kv_store_f16"
-	}
 	st.args.Reset()
 	st.args.Ptr(src, 0).Ptr(cache, 0).I32(int32(kv)).I32(int32(hd)).I32(int32(capacity)).I32(int32(pos0))
-	st.launch(name, hip.Dim3{X: (hd + 255) / 256, Y: kv, Z: n}, hip.Dim3{X: 256}, 0)
+	grid, block := hip.Dim3{X: (hd + 255) / 256, Y: kv, Z: n}, hip.Dim3{X: 256}
+	if st.m.opt.KVType == kernels.Q8_0 { // one thread per block of 32
+		grid, block = hip.Dim3{X: (hd/32 + 63) / 64, Y: kv, Z: n}, hip.Dim3{X: 64}
+	}
+	st.launch("kv_store_"+st.kv, grid, block, 0)
 }
 
-// attention attends n queries of heads heads over the cached keys k, v.
+// attention attends n queries of heads heads over the cached keys k, v;
+// a q8_0 cache takes the queries quantized to Q8_0 (into xq), as the
+// CPU's K·Q converts them to the cache type.
 func (st *deviceStack) attention(k, v hip.Buffer, n, heads, kv, pos0 int) {
 	hd := st.m.hp.headDim
-	name := "attn_f32"
-	if st.kvF16 {
-		name = "attn_f16"
+	q := st.q
+	if st.m.opt.KVType == kernels.Q8_0 {
+		nb := n * heads * hd / 32
+		st.args.Reset()
+		st.args.Ptr(st.q, 0).Ptr(st.xq, 0).U64(uint64(nb))
+		st.launch("quantize_q8_0", hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0)
+		q = st.xq
 	}
 	st.args.Reset()
-	st.args.Ptr(st.q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
+	st.args.Ptr(q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
 		I32(int32(st.m.kv.cap)).I32(int32(pos0)).F32(attnScale(hd))
-	st.launch(name, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
+	st.launch("attn_"+st.kv, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
 }
 
 // add adds n floats of y into x.

@@ -9,23 +9,46 @@ import (
 	"slices"
 	"strings"
 
+	"plexbench/engine/gguf"
+	"plexbench/engine/tokenizer"
 	"plexbench/kernels"
 )
 
 // Tokenize tokenizes a whole text as llama-perplexity does: BOS when the
 // vocab asks for it, special tokens never parsed out of the text. Vocabs
 // that append EOS are refused, as llama-perplexity refuses them.
-func (m *Model) Tokenize(text string) ([]int32, error) {
-	if m.tok.AddEOS() {
+func (m *Model) Tokenize(text string) ([]int32, error) { return TokenizeText(m.tok, m.path, text) }
+
+// TokenizeText tokenizes text with tok as Model.Tokenize does; path names
+// the model in errors.
+func TokenizeText(tok *tokenizer.Tokenizer, path, text string) ([]int32, error) {
+	if tok.AddEOS() {
 		return nil, fmt.Errorf("%w: %s: the vocabulary appends EOS (tokenizer.ggml.add_eos_token), which llama-perplexity does not support",
-			ErrUnsupported, m.path)
+			ErrUnsupported, path)
 	}
-	return m.tok.Encode(text, true, false), nil
+	return tok.Encode(text, true, false), nil
+}
+
+// LoadTokenizer reads the tokenizer of the GGUF model at path, without
+// loading its weights.
+func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return tokenizer.FromGGUF(f)
 }
 
 // TokenBytes is, per token, the bytes it adds to the detokenized text
 // (tokenizer.PieceBytes): what a run's bits per byte divides by.
 func (m *Model) TokenBytes(tokens []int32) []int32 { return m.tok.PieceBytes(tokens) }
+
+// Decode renders ids as text (tokenizer.Decode).
+func (m *Model) Decode(ids []int32) string { return m.tok.Decode(ids) }
+
+// Piece is a token's text as it renders mid-text (tokenizer.Piece).
+func (m *Model) Piece(id int32) string { return m.tok.Piece(id) }
 
 // Generate decodes greedily: the prompt (BOS added when the vocab asks,
 // special tokens parsed, as llama-simple does) is prefilled from an empty

@@ -179,6 +179,8 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		HiddenSize:   hp.nEmbd,
 		AddBOS:       m.tok.AddBOS(),
 		BOS:          m.tok.BOS(),
+
+		TokenizerSHA256: m.tok.Hash(),
 	}
 	if m.kv, err = newKVCache(hp, opt.KVType, opt.KVLen); err != nil {
 		return nil, err

@@ -389,55 +389,9 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 			return readLlamaBase(r, size, name)
 		}
 	}
-	var hdr [baseFixedHeader]byte
-	if size < baseFixedHeader+sha256.Size {
-		return nil, bad("%d bytes is too short for a base file", size)
-	}
-	if _, err := r.ReadAt(hdr[:], 0); err != nil {
-		return nil, bad("reading header: %v", err)
-	}
-	if string(hdr[:8]) != baseMagic {
-		return nil, bad("neither a plexbench nor a llama.cpp KLD base (magic %q)", hdr[:8])
-	}
-	le := binary.LittleEndian
-	h := BaseHeader{Version: int(le.Uint32(hdr[8:]))}
-	if h.Version != BaseVersion {
-		return nil, bad("format version %d, this build reads %d", h.Version, BaseVersion)
-	}
-	switch le.Uint32(hdr[12:]) {
-	case 1:
-		h.Method = MethodChunks
-	case 2:
-		h.Method = MethodSliding
-	default:
-		return nil, bad("unknown method code %d", le.Uint32(hdr[12:]))
-	}
-	ctx, stride, limit, k := le.Uint32(hdr[16:]), le.Uint32(hdr[20:]), le.Uint32(hdr[24:]), le.Uint32(hdr[28:])
-	ntok, nwin, nscored := le.Uint64(hdr[32:]), le.Uint64(hdr[40:]), le.Uint64(hdr[48:])
-	msize, mlen := le.Uint64(hdr[88:]), le.Uint32(hdr[96:])
-	switch {
-	case ctx < 1 || ctx > baseMaxCtx:
-		return nil, bad("ctx %d out of range", ctx)
-	case stride < 1 || stride > ctx:
-		return nil, bad("stride %d out of range 1..ctx (%d)", stride, ctx)
-	case limit > math.MaxInt32:
-		return nil, bad("chunk limit %d out of range", limit)
-	case k < 1 || k > MaxTopK:
-		return nil, bad("top_k %d out of range 1..%d", k, MaxTopK)
-	case ntok > math.MaxInt32 || nscored > ntok || nwin > ntok:
-		return nil, bad("counts out of range: %d tokens, %d windows, %d scored", ntok, nwin, nscored)
-	case msize > math.MaxInt64:
-		return nil, bad("model size %d out of range", msize)
-	case mlen > baseMaxMeta:
-		return nil, bad("metadata length %d exceeds %d", mlen, baseMaxMeta)
-	}
-	h.Ctx, h.Stride, h.ChunkLimit, h.TopK = int(ctx), int(stride), int(limit), int(k)
-	h.Tokens, h.Windows, h.Scored = int(ntok), int(nwin), int(nscored)
-	h.ModelSize = int64(msize)
-	copy(h.TokenIDsSHA256[:], hdr[56:88])
-	if want := baseSize(int(mlen), &h); size != want {
-		return nil, bad("%d bytes, the header promises %d (%d tokens, %d records of %d bytes): truncated or corrupt",
-			size, want, h.Tokens, h.Scored, BaseRecordBytes(h.TopK))
+	h, mlen, err := parseBaseHeader(r, size, name)
+	if err != nil {
+		return nil, err
 	}
 
 	// The size now matches the header, so what follows is bounded by the
@@ -455,14 +409,8 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 		return nil, bad("checksum mismatch: the file is corrupt or was modified")
 	}
 
-	meta := make([]byte, mlen)
-	if _, err := r.ReadAt(meta, baseFixedHeader); err != nil {
-		return nil, bad("reading metadata: %v", err)
-	}
-	if mlen > 0 {
-		if err := json.Unmarshal(meta, &h.Meta); err != nil {
-			return nil, bad("metadata: %v", err)
-		}
+	if err := readBaseMeta(r, mlen, name, &h); err != nil {
+		return nil, err
 	}
 	off := int64(baseFixedHeader) + int64(mlen)
 	br := bufio.NewReaderSize(io.NewSectionReader(r, off, body-off), 1<<20)
@@ -475,6 +423,81 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	}
 	return &BaseReader{Name: name, Format: BaseFormatPlexbench, Header: h, Tokens: tokens, r: br,
 		rec: make([]byte, BaseRecordBytes(h.TopK)), size: size, checksum: want}, nil
+}
+
+// parseBaseHeader reads and checks a plexbench base's fixed header held
+// by r: its fields, and the file size they promise against size. It
+// returns the header (without its meta) and the meta's length.
+func parseBaseHeader(r io.ReaderAt, size int64, name string) (BaseHeader, uint32, error) {
+	bad := func(format string, args ...any) (BaseHeader, uint32, error) {
+		return BaseHeader{}, 0, fmt.Errorf("%w %s: %s", ErrBadBase, name, fmt.Sprintf(format, args...))
+	}
+	var hdr [baseFixedHeader]byte
+	if size < baseFixedHeader+sha256.Size {
+		return bad("%d bytes is too short for a base file", size)
+	}
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
+		return bad("reading header: %v", err)
+	}
+	if string(hdr[:8]) != baseMagic {
+		return bad("neither a plexbench nor a llama.cpp KLD base (magic %q)", hdr[:8])
+	}
+	le := binary.LittleEndian
+	h := BaseHeader{Version: int(le.Uint32(hdr[8:]))}
+	if h.Version != BaseVersion {
+		return bad("format version %d, this build reads %d", h.Version, BaseVersion)
+	}
+	switch le.Uint32(hdr[12:]) {
+	case 1:
+		h.Method = MethodChunks
+	case 2:
+		h.Method = MethodSliding
+	default:
+		return bad("unknown method code %d", le.Uint32(hdr[12:]))
+	}
+	ctx, stride, limit, k := le.Uint32(hdr[16:]), le.Uint32(hdr[20:]), le.Uint32(hdr[24:]), le.Uint32(hdr[28:])
+	ntok, nwin, nscored := le.Uint64(hdr[32:]), le.Uint64(hdr[40:]), le.Uint64(hdr[48:])
+	msize, mlen := le.Uint64(hdr[88:]), le.Uint32(hdr[96:])
+	switch {
+	case ctx < 1 || ctx > baseMaxCtx:
+		return bad("ctx %d out of range", ctx)
+	case stride < 1 || stride > ctx:
+		return bad("stride %d out of range 1..ctx (%d)", stride, ctx)
+	case limit > math.MaxInt32:
+		return bad("chunk limit %d out of range", limit)
+	case k < 1 || k > MaxTopK:
+		return bad("top_k %d out of range 1..%d", k, MaxTopK)
+	case ntok > math.MaxInt32 || nscored > ntok || nwin > ntok:
+		return bad("counts out of range: %d tokens, %d windows, %d scored", ntok, nwin, nscored)
+	case msize > math.MaxInt64:
+		return bad("model size %d out of range", msize)
+	case mlen > baseMaxMeta:
+		return bad("metadata length %d exceeds %d", mlen, baseMaxMeta)
+	}
+	h.Ctx, h.Stride, h.ChunkLimit, h.TopK = int(ctx), int(stride), int(limit), int(k)
+	h.Tokens, h.Windows, h.Scored = int(ntok), int(nwin), int(nscored)
+	h.ModelSize = int64(msize)
+	copy(h.TokenIDsSHA256[:], hdr[56:88])
+	if want := baseSize(int(mlen), &h); size != want {
+		return bad("%d bytes, the header promises %d (%d tokens, %d records of %d bytes): truncated or corrupt",
+			size, want, h.Tokens, h.Scored, BaseRecordBytes(h.TopK))
+	}
+	return h, mlen, nil
+}
+
+// readBaseMeta reads the meta JSON (mlen bytes after the fixed header)
+// into h.Meta.
+func readBaseMeta(r io.ReaderAt, mlen uint32, name string, h *BaseHeader) error {
+	meta := make([]byte, mlen)
+	if _, err := r.ReadAt(meta, baseFixedHeader); err != nil {
+		return fmt.Errorf("%w %s: reading metadata: %v", ErrBadBase, name, err)
+	}
+	if mlen > 0 {
+		if err := json.Unmarshal(meta, &h.Meta); err != nil {
+			return fmt.Errorf("%w %s: metadata: %v", ErrBadBase, name, err)
+		}
+	}
+	return nil
 }
 
 // Remaining is the number of records not yet read.

@@ -65,8 +65,8 @@ func openSource(req *Request, vocab int) (baseSource, error) {
 	}
 	if v := b.Header.Meta.VocabSize; vocab > 0 && v != vocab {
 		b.Close()
-		return nil, fmt.Errorf("%w: %s: the llama.cpp base has a vocabulary of %d entries, this model %d",
-			ErrBaseMismatch, b.Name, v, vocab)
+		return nil, fmt.Errorf("%w: %s: the llama.cpp base has a vocabulary of %d entries, this model %d: %w",
+			ErrBaseMismatch, b.Name, v, vocab, tokenMismatch("another tokenizer's; compare by bits per byte only (--allow-tokenizer-mismatch)"))
 	}
 	s := &llamaSource{readerSource: readerSource{b}, rows: make([]LlamaRow, HeadRows)}
 	if req.coarsening() {

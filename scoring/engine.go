@@ -34,6 +34,10 @@ type Engine interface {
 	// start left out, so that a run of tokens covers that many bytes of the
 	// text it came from.
 	TokenBytes(tokens []int32) []int32
+	// Piece is a token's text as it renders after a normal token ("" for
+	// control tokens): a token i of a text adds the last TokenBytes[i]
+	// bytes of it. Records keep the pieces of the ids they list (trace.go).
+	Piece(id int32) string
 	// Prefill runs tokens from an empty KV cache through the pass plan and,
 	// after each pass, calls emit with the final hidden rows (already through
 	// the output norm) of the pass's positions >= from: pos is the position

@@ -83,8 +83,9 @@ type Event struct {
 	// Stop is the stopping rule's interval (WindowDone, with a rule only).
 	Stop *StopProgress `json:"stop,omitempty"`
 
-	// HellaSwag is a HellaSwag run's running acc_norm; nil otherwise.
-	HellaSwag *HellaSwagProgress `json:"hellaswag,omitempty"`
+	// Choice is a multiple-choice run's running accuracy (choice.go); nil
+	// otherwise. Method says which mode.
+	Choice *ChoiceProgress `json:"choice,omitempty"`
 
 	// Started only: the windows taken from a resumed run's journal
 	// (WindowsDone counts them too).

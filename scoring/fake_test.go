@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"plexbench/kernels"
 )
@@ -99,6 +100,15 @@ func (f *fakeEngine) TokenBytes(tokens []int32) []int32 {
 		}
 	}
 	return n
+}
+
+// Piece is 1 + id mod 3 copies of a letter, as many bytes as TokenBytes
+// gives the id; BOS renders as nothing.
+func (f *fakeEngine) Piece(id int32) string {
+	if f.addBOS && id == f.bos {
+		return ""
+	}
+	return strings.Repeat(string(rune('a'+id%26)), int(1+id%3))
 }
 
 // hiddenRows returns the hidden rows of every position of tokens.

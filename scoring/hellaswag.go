@@ -32,31 +32,21 @@ type HellaSwagTask struct {
 // HellaSwagReport is the report's hellaswag object. Percentages are
 // percent, as llama-perplexity prints them.
 type HellaSwagReport struct {
-	TasksInFile int     `json:"tasks_in_file"`
-	Tasks       int     `json:"tasks"`     // tasks scored
-	Accuracy    float64 `json:"accuracy"`  // acc_norm, percent
-	CI95Low     float64 `json:"ci95_low"`  // Wilson score interval, percent
-	CI95High    float64 `json:"ci95_high"` // (llama-perplexity's last line)
-	// Results are the tasks in the order scored.
-	Results []HellaSwagResult `json:"results"`
+	TasksInFile    int     `json:"tasks_in_file"`
+	TaskFileSHA256 string  `json:"task_file_sha256,omitempty"`
+	Tasks          int     `json:"tasks"`     // tasks scored
+	Accuracy       float64 `json:"accuracy"`  // acc_norm, percent
+	CI95Low        float64 `json:"ci95_low"`  // Wilson score interval, percent
+	CI95High       float64 `json:"ci95_high"` // (llama-perplexity's last line)
+	// Results are the tasks in the order scored; each ending's score is its
+	// mean log-probability per token.
+	Results []ChoiceResult `json:"results"`
 }
 
-// HellaSwagResult is one scored task.
-type HellaSwagResult struct {
-	Task   int `json:"task"` // index in the file, from 0
-	Gold   int `json:"gold"`
-	Chosen int `json:"chosen"` // the ending of largest score (the first on ties)
-	// Scores are each ending's mean log-probability per token.
-	Scores [4]float64 `json:"scores"`
-}
-
-// HellaSwagProgress is a HellaSwag run's running figures in an Event.
-type HellaSwagProgress struct {
-	TasksDone  int     `json:"tasks_done"`
-	TasksTotal int     `json:"tasks_total"`
-	Accuracy   float64 `json:"accuracy"` // percent
-	CI95Low    float64 `json:"ci95_low"`
-	CI95High   float64 `json:"ci95_high"`
+// fmtBadTask is an error for a task that cannot be scored as llama.cpp
+// would score it.
+func fmtBadTask(idx int, format string, args ...any) error {
+	return fmt.Errorf("%w: task %d: %s", ErrBadTaskFile, idx, fmt.Sprintf(format, args...))
 }
 
 // ParseHellaSwag reads a HellaSwag file's text (as scored: one trailing
@@ -125,32 +115,11 @@ func HellaSwagRunning(correct, n int) (acc, lo, hi float64) {
 	return f * 100.0, (f + z*0.5 - cnf) / (1.0 + z) * 100.0, (f + z*0.5 + cnf) / (1.0 + z) * 100.0
 }
 
-// endingLogProb is one ending token's log-probability in llama-perplexity's
-// float arithmetic: the ending's first token through its softmax (a float
-// probability, then the log of that float), the others as a float
-// logit − max − log(Σexp).
-func endingLogProb(logit, max float32, sumExp float64, first bool) float64 {
-	if first {
-		p := float32(float64(expf(logit-max)) / sumExp)
-		return float64(float32(math.Log(float64(p))))
-	}
-	return float64(logit - max - float32(math.Log(float64(float32(sumExp)))))
-}
-
 // hellaswagReport is the hellaswag object of the results so far.
-func hellaswagReport(inFile int, results []HellaSwagResult) *HellaSwagReport {
+func hellaswagReport(inFile int, results []ChoiceResult) *HellaSwagReport {
 	h := &HellaSwagReport{TasksInFile: inFile, Tasks: len(results), Results: results}
-	if h.Results == nil {
-		h.Results = []HellaSwagResult{}
-	}
 	if len(results) > 0 {
-		correct := 0
-		for _, r := range results {
-			if r.Chosen == r.Gold {
-				correct++
-			}
-		}
-		h.Accuracy, h.CI95Low, h.CI95High = HellaSwagRunning(correct, len(results))
+		h.Accuracy, h.CI95Low, h.CI95High = HellaSwagRunning(correctCount(results), len(results))
 	}
 	return h
 }

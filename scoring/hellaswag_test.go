@@ -40,8 +40,8 @@ func TestRunHellaSwagMatchesBrute(t *testing.T) {
 	f := newFake(97, 16, 11, 0)
 	f.addBOS, f.ubatch = true, 3
 	var events []Event
-	rep, err := RunHellaSwag(context.Background(), f, HellaSwagRequest{Tasks: tasks, Count: 12, Ctx: 400,
-		Progress: func(e Event) { events = append(events, e) }})
+	rep, err := RunHellaSwag(context.Background(), f, HellaSwagRequest{Tasks: tasks, ChoiceOptions: ChoiceOptions{Count: 12, Ctx: 400,
+		Progress: func(e Event) { events = append(events, e) }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestRunHellaSwagMatchesBrute(t *testing.T) {
 		if res.Task != order[i] || res.Gold != tk.Gold {
 			t.Fatalf("result %d: task %d gold %d, want task %d gold %d", i, res.Task, res.Gold, order[i], tk.Gold)
 		}
-		var seq [4][]int32
+		seq := make([][]int32, 4)
 		for s, e := range tk.Endings {
 			seq[s], _ = f.Tokenize(tk.Context + " " + e)
 		}
@@ -81,8 +81,8 @@ func TestRunHellaSwagMatchesBrute(t *testing.T) {
 	if h.Accuracy != acc || h.CI95Low != lo || h.CI95High != hi || !(lo <= acc && acc <= hi) {
 		t.Errorf("accuracy %v [%v, %v], want %v [%v, %v]", h.Accuracy, h.CI95Low, h.CI95High, acc, lo, hi)
 	}
-	if len(events) != 14 || events[13].Kind != EventFinished || events[12].HellaSwag.Accuracy != acc {
-		t.Errorf("%d events, the last task's accuracy %+v", len(events), events[len(events)-2].HellaSwag)
+	if len(events) != 14 || events[13].Kind != EventFinished || events[12].Choice.Accuracy != acc {
+		t.Errorf("%d events, the last task's accuracy %+v", len(events), events[len(events)-2].Choice)
 	}
 }
 
@@ -115,7 +115,7 @@ func TestRunHellaSwagErrors(t *testing.T) {
 	tasks, _ := ParseHellaSwag(text)
 	f := newFake(97, 8, 1, 0)
 	f.addBOS = true
-	_, err := RunHellaSwag(context.Background(), f, HellaSwagRequest{Tasks: tasks, Ctx: 20, Path: "hs.txt"})
+	_, err := RunHellaSwag(context.Background(), f, HellaSwagRequest{Tasks: tasks, ChoiceOptions: ChoiceOptions{Ctx: 20, Path: "hs.txt"}})
 	if err == nil || !strings.Contains(err.Error(), "hs.txt: task") || !strings.Contains(err.Error(), "does not fit in the context window") {
 		t.Errorf("small ctx: %v", err)
 	}

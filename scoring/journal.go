@@ -9,15 +9,16 @@ package scoring
 // Layout (little-endian):
 //
 //	8      magic "PLXJRNL\x00"
-//	4      u32 version (3)
+//	4      u32 version (4)
 //	4      u32 identity length H (<= 1 MiB)
 //	H      identity JSON: model file, text, protocol, base, engine config
 //	4      u32 CRC-32C of the identity
 //	then one record per window, in window order:
 //	4      u32 payload length L
 //	L      u32 window index, u32 scored n, f64 seconds,
-//	       n × f64 NLL,
-//	       comparing: n × (f64 NLL, f64 base NLL, f64 KLD, f64 Δp, f64 base top mass, u8 same-top|top5<<1)
+//	       n × f64 NLL, n × (i32 run's top id, f32 its probability),
+//	       comparing: n × (f64 NLL, f64 base NLL, f64 KLD, f64 Δp, f64 base top mass,
+//	         i32 base's top id, f64 its probability, u8 same-top|top5<<1)
 //	         (the comparison's own NLL: against a llama.cpp base it is llama.cpp's f32 one),
 //	       recording a base with top-k K: n × K × (i32 id, f32 log-prob)
 //	4      u32 CRC-32C of the payload
@@ -46,7 +47,7 @@ import (
 
 const (
 	journalMagic     = "PLXJRNL\x00"
-	journalVersion   = 3
+	journalVersion   = 4
 	journalMaxHeader = 1 << 20
 	modelHeadBytes   = 1 << 20 // hashed from the model file's start
 )
@@ -186,16 +187,18 @@ type journalWindow struct {
 	Seconds float64
 	Blocks  AttentionBlocks // the window's attention blocks kept / computed
 	NLL     []float64
+	Top     []int32   // the run's top id per token
+	TopP    []float32 // its probability (TokenScore.RunTopP)
 	Cmp     []TokenComparison
 	IDs     []int32   // Scored × k
 	LP      []float32 // Scored × k
 }
 
 // cmpRecord is the bytes of one token's comparison in a record.
-const cmpRecord = 5*8 + 1
+const cmpRecord = 6*8 + 4 + 1
 
 func (j *journal) payloadSize(scored int) int {
-	n := 32 + 8*scored
+	n := 32 + 16*scored
 	if j.kld {
 		n += cmpRecord * scored
 	}
@@ -366,13 +369,20 @@ func (j *journal) read(r io.Reader, w Window, jw *journalWindow) bool {
 		jw.NLL[i] = math.Float64frombits(le.Uint64(p[8*i:]))
 	}
 	p = p[8*n:]
+	jw.Top = slices.Grow(jw.Top[:0], n)[:n]
+	jw.TopP = slices.Grow(jw.TopP[:0], n)[:n]
+	for i := range n {
+		jw.Top[i] = int32(le.Uint32(p[8*i:]))
+		jw.TopP[i] = math.Float32frombits(le.Uint32(p[8*i+4:]))
+	}
+	p = p[8*n:]
 	if j.kld {
 		jw.Cmp = slices.Grow(jw.Cmp[:0], n)[:n]
 		for i := range n {
 			q := p[cmpRecord*i:]
 			f := func(k int) float64 { return math.Float64frombits(le.Uint64(q[8*k:])) }
 			jw.Cmp[i] = TokenComparison{NLL: f(0), BaseNLL: f(1), KLD: f(2), DeltaP: f(3), BaseTopMass: f(4),
-				SameTop: q[40]&1 != 0, Top5: q[40]&2 != 0}
+				BaseTopP: f(5), BaseTop: int32(le.Uint32(q[48:])), SameTop: q[52]&1 != 0, Top5: q[52]&2 != 0}
 		}
 		p = p[cmpRecord*n:]
 	}
@@ -415,11 +425,16 @@ func (j *journal) encode(w Window, jw *journalWindow) ([]byte, error) {
 	for _, x := range jw.NLL {
 		b = le.AppendUint64(b, math.Float64bits(x))
 	}
+	for i, id := range jw.Top {
+		b = le.AppendUint32(b, uint32(id))
+		b = le.AppendUint32(b, math.Float32bits(jw.TopP[i]))
+	}
 	if j.kld {
 		for _, c := range jw.Cmp {
-			for _, x := range []float64{c.NLL, c.BaseNLL, c.KLD, c.DeltaP, c.BaseTopMass} {
+			for _, x := range []float64{c.NLL, c.BaseNLL, c.KLD, c.DeltaP, c.BaseTopMass, c.BaseTopP} {
 				b = le.AppendUint64(b, math.Float64bits(x))
 			}
+			b = le.AppendUint32(b, uint32(c.BaseTop))
 			var fl byte
 			if c.SameTop {
 				fl |= 1
@@ -522,9 +537,14 @@ func (r *runner) openJournal() (int, error) {
 // replay adds a window taken from the journal as if it had just been
 // scored: its tokens' NLLs and comparisons, and its base rows.
 func (r *runner) replay(w Window, jw *journalWindow) error {
-	r.wNLL = NLLStats{}
+	r.wNLL, r.wTop = NLLStats{}, r.wTop[:0]
 	for i, nll := range jw.NLL {
 		r.wNLL.Add(nll)
+		var c *TokenComparison
+		if r.kld != nil {
+			c = &jw.Cmp[i]
+		}
+		r.wTop = append(r.wTop, traceTop(nll, jw.Top[i], jw.TopP[i], c))
 		if r.record != nil {
 			k := r.record.topK()
 			if err := r.record.replay(nll, jw.IDs[i*k:(i+1)*k], jw.LP[i*k:(i+1)*k]); err != nil {
@@ -540,4 +560,21 @@ func (r *runner) replay(w Window, jw *journalWindow) error {
 	}
 	r.finishWindow(w, jw.Seconds, jw.Blocks)
 	return nil
+}
+
+// JournalBase is the base the journal at path compares against, as its
+// header names it: the base's size and its trailing checksum (hex; zeros
+// for a llama.cpp base, which has none). ok is false when the journal's
+// run compares against no base.
+func JournalBase(path string) (size int64, checksum string, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, "", false, fmt.Errorf("run journal: %w", err)
+	}
+	defer f.Close()
+	id, _, err := readJournalHeader(bufio.NewReader(f), path)
+	if err != nil || id.KLDBase == nil {
+		return 0, "", false, err
+	}
+	return id.KLDBase.Size, id.KLDBase.Checksum, true, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -119,6 +120,9 @@ func TestJournalResume(t *testing.T) {
 			}
 			if a, b := untimed(t, got), untimed(t, c.want); a != b {
 				t.Errorf("resumed report differs:\n%s\nwant\n%s", a, b)
+			}
+			if got.Trace == nil || got.Trace.Scored() != got.ScoredTokens || !reflect.DeepEqual(got.Trace, c.want.Trace) {
+				t.Errorf("resumed token trace differs from the uninterrupted one")
 			}
 			if c.name == "record" {
 				a, _ := os.ReadFile(ref)

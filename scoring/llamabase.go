@@ -180,6 +180,9 @@ func CompareFull(target int32, logits []float32, mx float32, argMax int32, sumEx
 			c.Top5 = true
 		}
 	}
+	if ntop > 0 {
+		c.BaseTop, c.BaseTopP = int32(top[0]), math.Exp(float64(row.LogProb(top[0])))
+	}
 	return c
 }
 

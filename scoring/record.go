@@ -65,6 +65,10 @@ type Protocol struct {
 	// Shard is "i/n" for a shard's record: shards are never grouped with
 	// each other or with whole runs.
 	Shard string `json:"shard,omitempty"`
+	// TaskFileSHA256 and Tasks are a multiple-choice run's: its task file's
+	// content and how many tasks it scored (the draw follows from both).
+	TaskFileSHA256 string `json:"task_file_sha256,omitempty"`
+	Tasks          int    `json:"tasks,omitempty"`
 }
 
 // RecordModel identifies the model file and its size in bits.
@@ -75,6 +79,9 @@ type RecordModel struct {
 	Architecture  string         `json:"architecture"`
 	EffectiveBPW  float64        `json:"effective_bpw"` // tensor bits over tensor elements
 	TypeHistogram map[string]int `json:"type_histogram"`
+	// TokenizerSHA256 pins the tokenizer the run used (ModelInfo's);
+	// absent in records written before it.
+	TokenizerSHA256 string `json:"tokenizer_sha256,omitempty"`
 }
 
 // Machine is where the run ran.
@@ -107,6 +114,9 @@ func (p Protocol) Digest() string {
 // Title says what runs of the protocol share, for a table's or a chart's
 // heading: method, ctx (stride), chunk limit, text, token ids, base.
 func (p Protocol) Title() string {
+	if p.TaskFileSHA256 != "" {
+		return fmt.Sprintf("%s, %d tasks of %s (file sha256 %.12s…)", p.Method, p.Tasks, p.Text, p.TaskFileSHA256)
+	}
 	s := fmt.Sprintf("%s, ctx %d", p.Method, p.Ctx)
 	if p.Method == MethodSliding {
 		s += fmt.Sprintf(", stride %d", p.Stride)
@@ -136,6 +146,10 @@ func (p Protocol) Title() string {
 // takes the base's tokens and no limit, so the run that wrote it and the
 // runs compared with it share one protocol.
 func ProtocolOf(r *Report, base BaseID) Protocol {
+	if c := r.Choice(); c != nil {
+		// The context window only decides whether a task fits.
+		return Protocol{Method: c.Method, Text: filepath.Base(r.Text), TaskFileSHA256: c.TaskFileSHA256, Tasks: c.Tasks}
+	}
 	p := Protocol{Method: r.Method, Ctx: r.Ctx, Stride: r.Stride, ChunkLimit: r.ChunkLimit,
 		TokenIDsSHA256: r.TokenIDsSHA256, Base: base.Identity}
 	if base.Format == BaseFormatLlama {
@@ -303,7 +317,8 @@ func IdentifyBase(path string) (BaseID, error) {
 
 // RecordGroup is the records of one protocol, best first: a run that
 // recorded the group's base first (its reference), then by mean KLD, or
-// by perplexity when the group has no base.
+// by perplexity when the group has no base, by accuracy (highest first)
+// in a multiple-choice group.
 type RecordGroup struct {
 	Protocol Protocol  `json:"protocol"`
 	Digest   string    `json:"protocol_digest"`
@@ -357,6 +372,8 @@ func GroupRecords(recs []Report) []RecordGroup {
 	}
 	key := func(r *Report) float64 {
 		switch {
+		case r.Choice() != nil:
+			return -r.Choice().Accuracy
 		case r.KLD != nil:
 			return r.KLD.MeanKLD
 		case r.Record.Protocol.Base != "":
@@ -414,6 +431,8 @@ func ProtocolDifferences(groups []RecordGroup) []string {
 		{"tokens", func(p Protocol) string { return p.TokenIDsSHA256 }},
 		{"base", func(p Protocol) string { return p.Base }},
 		{"top-k", func(p Protocol) string { return fmt.Sprint(p.TopK) }},
+		{"task file", func(p Protocol) string { return p.TaskFileSHA256 }},
+		{"tasks", func(p Protocol) string { return fmt.Sprint(p.Tasks) }},
 	}
 	var out []string
 	for _, f := range fields {

@@ -47,9 +47,13 @@ type Report struct {
 	KLD                    *KLDReport     `json:"kld,omitempty"`
 	Windows                []WindowReport `json:"windows,omitempty"`
 	TokenIDs               []int32        `json:"token_ids,omitempty"`
-	Partial                bool           `json:"partial,omitempty"`
-	PartialReason          string         `json:"partial_reason,omitempty"`
-	Warnings               []string       `json:"warnings,omitempty"`
+	// TokenizerMismatch says how the base the run named differs from it in
+	// tokenizer or tokens, when the run was allowed to go on without it:
+	// it is then compared by bits per byte only (parity.go).
+	TokenizerMismatch string   `json:"tokenizer_mismatch,omitempty"`
+	Partial           bool     `json:"partial,omitempty"`
+	PartialReason     string   `json:"partial_reason,omitempty"`
+	Warnings          []string `json:"warnings,omitempty"`
 	// StoppedEarly is set when a stopping rule (seqstop.go) ended the run
 	// before its last window: the report is complete over the windows
 	// scored. StopRule is where a run's rule stood at its last window.
@@ -62,6 +66,9 @@ type Report struct {
 	Sums   *RunSums `json:"sums,omitempty"`
 	// Record is set on reports kept as records (record.go).
 	Record *RecordInfo `json:"record,omitempty"`
+	// Trace is the run's per-token trace (trace.go): records keep it in a
+	// sidecar, not in the JSON.
+	Trace *TokenTrace `json:"-"`
 	// Floor is what `plexbench floor` measured: the model against its own
 	// bases (floor.go).
 	Floor *FloorReport `json:"floor,omitempty"`
@@ -71,6 +78,11 @@ type Report struct {
 	// HellaSwag is a --hellaswag run's result (hellaswag.go); such a
 	// report's method is "hellaswag" and its perplexity fields are empty.
 	HellaSwag *HellaSwagReport `json:"hellaswag,omitempty"`
+	// Winogrande and MultipleChoice are a --winogrande or a
+	// --multiple-choice run's (winogrande.go, multichoice.go), with their
+	// methods.
+	Winogrande     *ChoiceReport `json:"winogrande,omitempty"`
+	MultipleChoice *ChoiceReport `json:"multiple_choice,omitempty"`
 }
 
 // ShardSpec is the report's shard ("" for none).

@@ -66,9 +66,21 @@ type Request struct {
 	Journal string `json:"-"`
 	Resume  bool   `json:"-"`
 
+	// AllowTokenizerMismatch: when the base's tokenizer or token stream
+	// differs from this run's (TokenParity), score the text without the
+	// base, in its geometry, instead of refusing: the two then compare by
+	// bits per byte only, and the report says so (tokenizer_mismatch).
+	AllowTokenizerMismatch bool `json:"-"`
+	// BaseDecode, when set, renders the base's token ids as text (the
+	// tokenizer of the model that recorded it) for a mismatch's message.
+	BaseDecode func([]int32) string `json:"-"`
+
 	// Stop, when active, ends the run between windows once its rule is met
-	// (seqstop.go).
-	Stop StopRule `json:"-"`
+	// (seqstop.go); KeepGoing, when set and true at that moment, lets the
+	// run go on to its last window instead (the report's stop_rule says
+	// where the rule was met: a live view's "keep going").
+	Stop      StopRule    `json:"-"`
+	KeepGoing func() bool `json:"-"`
 
 	// TextPath names where Text came from, for messages and the report.
 	TextPath string `json:"-"`
@@ -81,6 +93,23 @@ var ErrBadRequest = errors.New("bad perplexity request")
 
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// takeGeometry fills the request's unset method, ctx, stride and chunk
+// limit from h.
+func (r *Request) takeGeometry(h *BaseHeader) {
+	if r.Method == "" {
+		r.Method = h.Method
+	}
+	if r.Ctx == 0 {
+		r.Ctx = h.Ctx
+	}
+	if r.Stride == 0 {
+		r.Stride = h.Stride
+	}
+	if r.Chunks <= 0 {
+		r.Chunks = h.ChunkLimit
+	}
 }
 
 // coarsening reports whether the request asks for a top-k coarsening.

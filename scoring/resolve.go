@@ -6,7 +6,6 @@ package scoring
 // base covers the windows planned.
 
 import (
-	"encoding/hex"
 	"fmt"
 )
 
@@ -48,42 +47,42 @@ func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfi
 	return g.resolve()
 }
 
-// tokensFor returns the ids to score: the base's when comparing (text or
-// tokens, when also given, must hash the same), else the request's tokens
-// or its tokenized text. Every id must be inside the vocabulary.
-func tokensFor(req *Request, eng Engine, base *BaseReader, info ModelInfo) ([]int32, error) {
-	src := "tokens"
-	var tokens []int32
+// requestTokens is what the request gives to score: its text tokenized,
+// or its tokens; nil when it gives neither (the base's are scored).
+func requestTokens(req *Request, eng Engine) ([]int32, error) {
 	switch {
 	case req.Text != "":
-		src = "text"
+		src := "text"
 		if req.TextPath != "" {
 			src = req.TextPath
 		}
-		var err error
-		if tokens, err = eng.Tokenize(req.Text); err != nil {
+		tokens, err := eng.Tokenize(req.Text)
+		if err != nil {
 			return nil, fmt.Errorf("tokenizing %s: %w", src, err)
 		}
 		if len(tokens) == 0 {
 			return nil, badRequest("%s tokenizes to no tokens", src)
 		}
+		return tokens, nil
 	case len(req.Tokens) > 0:
-		tokens = req.Tokens
+		return req.Tokens, nil
+	}
+	return nil, nil
+}
+
+// tokensFor returns the ids to score: the base's when comparing (the
+// request's were checked against them: checkParity), else the request's.
+// Every id must be inside the vocabulary.
+func tokensFor(req *Request, tokens []int32, base *BaseReader, info ModelInfo) ([]int32, error) {
+	src := "tokens"
+	if req.TextPath != "" {
+		src = req.TextPath
 	}
 	if base != nil {
-		if tokens != nil && base.Format == BaseFormatLlama && len(tokens) >= len(base.Tokens) {
-			// llama.cpp stores only the n_chunk·C tokens it scored: the
-			// text's stream must start with them.
-			tokens = tokens[:len(base.Tokens)]
-		}
-		if tokens != nil {
-			if got := TokenIDsSHA256(tokens); got != base.Header.TokenIDsSHA256 {
-				return nil, fmt.Errorf("%w: %s: token ids differ: token_ids_sha256 is %s (%d tokens) in the base, %s (%d tokens) for %s",
-					ErrBaseMismatch, base.Name, base.Header.TokenHash(), base.Header.Tokens,
-					hex.EncodeToString(got[:]), len(tokens), src)
-			}
-		}
 		tokens, src = base.Tokens, base.Name
+	}
+	if tokens == nil {
+		return nil, badRequest("nothing to score: text and tokens are empty")
 	}
 	if v := info.VocabSize; v > 0 {
 		for i, t := range tokens {

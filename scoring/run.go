@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -52,9 +53,14 @@ type runner struct {
 	kld    *KLDStats  // set when comparing
 	stop   *stopper   // the stopping rule; nil for none
 
+	// mismatch says how the base named differs in tokenizer, when the
+	// request allowed it and the run goes on without the base.
+	mismatch string
+
 	nll       NLLStats
 	textBytes int64 // of the scored windows' targets
 	windows   []WindowReport
+	traced    []TraceWindow // the scored windows' token traces
 
 	journal *journal
 	jw      journalWindow // the window in flight's journal record
@@ -74,6 +80,7 @@ type runner struct {
 	// The window in flight.
 	w     Window
 	wNLL  NLLStats
+	wTop  []TokenScore // its tokens' trace
 	input []int32
 	rows  rowStage
 	reqs  []RowRequest // per head slot: [target, the base's top-k ids, the whole vocabulary]
@@ -97,7 +104,14 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 			r.close()
 		}
 	}()
-	if r.base, err = openSource(&req, info.VocabSize); err != nil {
+	if r.base, err = openSource(&req, info.VocabSize); err != nil && !r.allowMismatch(err) {
+		return nil, err
+	}
+	text, err := requestTokens(&req, eng)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkParity(text); err != nil {
 		return nil, err
 	}
 	file := sourceFile(r.base)
@@ -105,7 +119,7 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 	if err != nil {
 		return nil, err
 	}
-	if r.tokens, err = tokensFor(&req, eng, file, info); err != nil {
+	if r.tokens, err = tokensFor(&req, text, file, info); err != nil {
 		return nil, err
 	}
 	if r.bytes = eng.TokenBytes(r.tokens); len(r.bytes) != len(r.tokens) {
@@ -211,7 +225,7 @@ func (r *runner) loop() (reason string, err error) {
 	r.loopStart = time.Now()
 	r.event(Event{Kind: EventStarted, Resumed: r.resumed, BaseOutBytesPerToken: r.recordBytes()})
 	for _, w := range r.plan.Windows[r.resumed:] {
-		if r.stop != nil && r.stop.met != nil {
+		if r.stop != nil && r.stop.met != nil && (r.req.KeepGoing == nil || !r.req.KeepGoing()) {
 			break
 		}
 		if !r.req.Shard.has(w.Index) {
@@ -237,9 +251,10 @@ func (r *runner) loop() (reason string, err error) {
 // staged for the head HeadRows at a time.
 func (r *runner) window(w Window) error {
 	t0 := time.Now()
-	r.w, r.wNLL = w, NLLStats{}
+	r.w, r.wNLL, r.wTop = w, NLLStats{}, r.wTop[:0]
 	r.rows.reset(w.FirstRow, w.LastRow())
-	r.jw = journalWindow{Index: w.Index, NLL: r.jw.NLL[:0], Cmp: r.jw.Cmp[:0], IDs: r.jw.IDs[:0], LP: r.jw.LP[:0]}
+	r.jw = journalWindow{Index: w.Index, NLL: r.jw.NLL[:0], Cmp: r.jw.Cmp[:0], IDs: r.jw.IDs[:0], LP: r.jw.LP[:0],
+		Top: r.jw.Top[:0], TopP: r.jw.TopP[:0]}
 	r.input = w.Input(r.tokens, r.input)
 	// The window in flight always finishes: cancellation is honoured
 	// between windows, so a partial report never holds half a window.
@@ -320,13 +335,19 @@ func (r *runner) score(i, pos, baseTopK int) error {
 			return err
 		}
 	}
-	if r.base == nil {
-		return nil
+	var c *TokenComparison
+	if r.base != nil {
+		cmp := r.base.compare(i, &row)
+		r.kld.Add(r.w.Index, cmp)
+		c = &cmp
 	}
-	c := r.base.compare(i, &row)
-	r.kld.Add(r.w.Index, c)
+	ts := tokenScore(nll, res, c)
+	r.wTop = append(r.wTop, ts)
 	if jw != nil {
-		jw.Cmp = append(jw.Cmp, c)
+		jw.Top, jw.TopP = append(jw.Top, ts.RunTop), append(jw.TopP, ts.RunTopP)
+		if c != nil {
+			jw.Cmp = append(jw.Cmp, *c)
+		}
 	}
 	return nil
 }
@@ -364,6 +385,8 @@ func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowR
 		r.stop.add(&wr)
 	}
 	r.windows = append(r.windows, wr)
+	r.traced = append(r.traced, TraceWindow{Index: w.Index, Begin: w.Begin, FirstTarget: w.FirstTarget,
+		Tokens: slices.Clone(r.wTop)})
 	return wr
 }
 
@@ -378,6 +401,10 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	}
 	sum := TokenIDsSHA256(r.tokens)
 	rep.TokenIDsSHA256 = hex.EncodeToString(sum[:])
+	if r.mismatch != "" {
+		rep.TokenizerMismatch = r.mismatch
+		rep.Warnings = append(rep.Warnings, "compared by bits per byte only, not against the base: "+r.mismatch)
+	}
 	if req.IncludeTokenIDs {
 		rep.TokenIDs = r.tokens
 	}
@@ -409,6 +436,10 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	}
 	if r.kld != nil {
 		r.kldReport(&rep)
+	}
+	var terr error
+	if rep.Trace, terr = newTrace(r.tokens, r.bytes, plan, r.traced, r.base != nil, r.eng.Piece); terr != nil {
+		rep.Warnings = append(rep.Warnings, "no token trace: "+terr.Error())
 	}
 	rep.sanitize()
 	r.event(Event{Kind: EventFinished, Partial: rep.Partial, Reason: rep.PartialReason, StoppedEarly: rep.StoppedEarly})

@@ -9,6 +9,7 @@ package scoring
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Stop rule defaults and constants.
@@ -98,6 +99,53 @@ type StopProgress struct {
 	// (-1: unknown).
 	Precision   float64 `json:"precision,omitempty"`
 	WindowsLeft int     `json:"windows_left"`
+	// MetAt is the windows scored when the rule was met (0: not yet): a
+	// run that keeps going past it still says where.
+	MetAt int `json:"met_at,omitempty"`
+}
+
+// StopSummary says where a precision rule stands after e's window, for
+// progress lines and live views: the interval's half-width as a fraction
+// of the value against the target and the windows and time it still needs
+// at the current variance, or the window it was met at; "" without one.
+func (e Event) StopSummary() string {
+	s := e.Stop
+	switch {
+	case s == nil:
+		return ""
+	case s.MetAt > 0:
+		return fmt.Sprintf("rule met at window %d", s.MetAt)
+	case s.Precision == 0:
+		return fmt.Sprintf("%s %.6g ± %.3g", s.Statistic, s.Value, s.HalfWidth)
+	}
+	rel := math.Inf(1)
+	if s.Value != 0 {
+		rel = s.HalfWidth / math.Abs(s.Value)
+	}
+	left := "~? windows left"
+	if s.WindowsLeft >= 0 {
+		left = fmt.Sprintf("~%d window", s.WindowsLeft)
+		if s.WindowsLeft != 1 {
+			left += "s"
+		}
+		if d, ok := e.StopETA(); ok {
+			left += fmt.Sprintf(" (%s)", d.Round(time.Second))
+		}
+		left += " left"
+	}
+	return fmt.Sprintf("±%.1f%% of %s (target %.1f%%), %s", 100*rel, s.Statistic, 100*s.Precision, left)
+}
+
+// StopETA is the time until a precision rule is met at the current
+// variance and rate: the ETA of the windows left, scaled to the windows
+// the rule still needs; false when unknown or met.
+func (e Event) StopETA() (time.Duration, bool) {
+	s := e.Stop
+	left := e.WindowsTotal - e.WindowsDone
+	if s == nil || s.MetAt > 0 || s.WindowsLeft < 0 || e.ETA <= 0 || left <= 0 {
+		return 0, false
+	}
+	return time.Duration(float64(e.ETA) * float64(min(s.WindowsLeft, left)) / float64(left)), true
 }
 
 // windowSeq is the running mean and variance (Welford) of window values.
@@ -260,6 +308,9 @@ func (s *stopper) progress() *StopProgress {
 	}
 	r, q := s.interval(stat)
 	p := &StopProgress{Statistic: stat, Value: r.Value, HalfWidth: r.HalfWidth, WindowsLeft: -1}
+	if s.met != nil {
+		p.MetAt = s.met.Windows
+	}
 	if s.rule.Precision > 0 && q.n >= 2 {
 		p.Precision = s.rule.Precision
 		if n := windowsFor(max(q.n, s.rule.minWindows()), q.sd(), s.rule.Precision*math.Abs(q.mean)); n >= 0 {

@@ -1,6 +1,7 @@
 package scoring
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -78,5 +79,56 @@ func TestStopCoverage(t *testing.T) {
 		if naive >= c.naiveBelowTo {
 			t.Errorf("%s: the naive interval covered the mean in %.4f of runs; peeking should push it below %.2f", c.name, naive, c.naiveBelowTo)
 		}
+	}
+}
+
+// TestStopKeepGoing: a precision rule stops the run at the first window
+// meeting it; the same run with KeepGoing true scores every window, its
+// events say where the rule was met, its report keeps that moment as
+// stop_rule (met, same windows and value) with no stopped_early, and the
+// windows up to it equal the stopped run's.
+func TestStopKeepGoing(t *testing.T) {
+	f := newFake(64, 8, 5, 0)
+	run := func(keep bool) (Report, []Event) {
+		var evs []Event
+		req := Request{Tokens: randomTokens(6, 3000, 64), Ctx: 100, Stop: StopRule{Precision: 0.05, MinWindows: 3},
+			KeepGoing: func() bool { return keep },
+			Progress:  func(e Event) { evs = append(evs, e) }}
+		rep, err := Run(context.Background(), f, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep, evs
+	}
+	stopped, _ := run(false)
+	kept, evs := run(true)
+	s := stopped.StoppedEarly
+	if s == nil || !s.Met || stopped.WindowsScored >= stopped.WindowsTotal {
+		t.Fatalf("the rule did not stop the run early: %+v", stopped.StoppedEarly)
+	}
+	if kept.StoppedEarly != nil || kept.WindowsScored != kept.WindowsTotal || kept.StopRule == nil || *kept.StopRule != *s {
+		t.Fatalf("kept going: stopped_early %+v, %d of %d windows, stop_rule %+v (want %+v)",
+			kept.StoppedEarly, kept.WindowsScored, kept.WindowsTotal, kept.StopRule, s)
+	}
+	for i, w := range stopped.Windows {
+		if w.NLLSum != kept.Windows[i].NLLSum {
+			t.Fatalf("window %d differs between the runs", i)
+		}
+	}
+	metAt := 0
+	for _, e := range evs {
+		if e.Kind != EventWindowDone {
+			continue
+		}
+		if e.Stop == nil || (e.WindowsDone < s.Windows) != (e.Stop.MetAt == 0) || (e.Stop.MetAt != 0 && e.Stop.MetAt != s.Windows) {
+			t.Fatalf("window %d's event: stop %+v, rule met at %d", e.WindowsDone, e.Stop, s.Windows)
+		}
+		if _, ok := e.StopETA(); ok && e.Stop.MetAt != 0 {
+			t.Fatal("a stop ETA after the rule was met")
+		}
+		metAt = e.Stop.MetAt
+	}
+	if metAt != s.Windows {
+		t.Fatalf("last event met_at %d, want %d", metAt, s.Windows)
 	}
 }

@@ -99,7 +99,8 @@ func (o *KLDSums) Stats() *KLDStats {
 
 // MergeShards combines the reports of shards 0/n … n−1/n of one run into
 // the report the unsharded run gives; timings are summed (elapsed) or
-// recomputed (rates). Record is left to the caller.
+// recomputed (rates). Record is left to the caller. The shards' token
+// traces merge into its Trace when every shard carries one.
 func MergeShards(reps []Report) (Report, error) {
 	if len(reps) == 0 {
 		return Report{}, fmt.Errorf("%w: no shard reports", ErrShards)
@@ -170,6 +171,10 @@ func MergeShards(reps []Report) (Report, error) {
 		}
 	}
 	slices.SortFunc(out.Windows, func(a, b WindowReport) int { return a.Index - b.Index })
+	var err error
+	if out.Trace, err = mergeTraces(reps); err != nil { // nil when a shard has none
+		return Report{}, fmt.Errorf("%w: %v", ErrShards, err)
+	}
 	res := nll.Result()
 	out.ScoredTokens, out.MeanNLL, out.Perplexity, out.PerplexityUncertainty = res.N, res.MeanNLL, res.Perplexity, res.Uncertainty
 	out.BitsPerByte, out.BitsPerByteUncertainty = BitsPerByte(res, out.TextBytes)

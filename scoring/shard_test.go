@@ -89,6 +89,9 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 			}
 		}
 		m.KLD = &mk2
+		if full.Trace == nil || full.Trace.Scored() != full.ScoredTokens {
+			t.Errorf("llama %v: the unsharded run's token trace is missing or short", llama)
+		}
 		if !reflect.DeepEqual(m, full) {
 			t.Errorf("llama %v: merged report differs:\n%+v\n%+v", llama, m, full)
 		}

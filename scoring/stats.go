@@ -143,6 +143,8 @@ type TokenComparison struct {
 	BaseTopMass float64 // Σ of the base's k probabilities
 	SameTop     bool    // run's argmax == base's top id
 	Top5        bool    // run's argmax among the base's first min(5,k) ids
+	BaseTop     int32   // the base's most likely id
+	BaseTopP    float64 // its probability under the base
 }
 
 // CompareToken compares one token. baseIDs/baseLP are the base's top-k ids
@@ -162,6 +164,7 @@ func CompareToken(nll, baseNLL float64, runArgMax int32, baseIDs []int32, baseLP
 	}
 	c.KLD = kld
 	if len(baseIDs) > 0 {
+		c.BaseTop, c.BaseTopP = baseIDs[0], math.Exp(float64(baseLP[0]))
 		c.SameTop = runArgMax == baseIDs[0]
 		for _, id := range baseIDs[:min(5, len(baseIDs))] {
 			if id == runArgMax {

@@ -5,7 +5,10 @@ package scoring
 // std::uniform_int_distribution<size_t> as libstdc++ implements it, so
 // plexbench scores the same tasks in the same order.
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // mt19937 is the 32-bit Mersenne Twister of C++'s std::mt19937.
 type mt19937 struct {
@@ -89,4 +92,36 @@ func HellaSwagOrder(total, count int) ([]int, error) {
 		left = append(left[:j], left[j+1:]...)
 	}
 	return order, nil
+}
+
+// ChoiceOrder is the order in which llama-perplexity's Winogrande and
+// multiple-choice modes score count of a file's total tasks: every task
+// in file order when count is 0 or at least total; else count draws with
+// mt19937(1), each j = int(scale·rng()·left) in float arithmetic (scale =
+// 1/(1 + (float)max), so 2^-32), taking left[j] and moving the last task
+// left into its place. The result holds task indices in the file.
+func ChoiceOrder(total, count int) ([]int, error) {
+	if total < 0 || total > math.MaxInt32 {
+		return nil, fmt.Errorf("%d tasks: llama.cpp's draw indexes them with an int", total)
+	}
+	order := make([]int, total)
+	for i := range order {
+		order[i] = i
+	}
+	if count <= 0 || count >= total {
+		return order, nil
+	}
+	const scale = float32(1.0 / (1 << 32))
+	g, left := newMT19937(1), order
+	out := make([]int, count)
+	for i := range out {
+		j := int(float32(scale*float32(g.next())) * float32(len(left)))
+		// A draw within 2^-25 of 1 rounds j up to len(left), past llama.cpp's
+		// vector (undefined there); it takes the last task left here.
+		j = min(j, len(left)-1)
+		out[i] = left[j]
+		left[j] = left[len(left)-1]
+		left = left[:len(left)-1]
+	}
+	return out, nil
 }

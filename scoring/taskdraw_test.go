@@ -1,6 +1,7 @@
 package scoring
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,13 +46,19 @@ int main(int argc, char **argv) {
 // cppDraws compiles drawProgram with g++ and runs it on args.
 func cppDraws(t *testing.T, args []string) []string {
 	t.Helper()
+	return cppRun(t, drawProgram, args)
+}
+
+// cppRun compiles program with g++ and runs it on args: its output lines.
+func cppRun(t *testing.T, program string, args []string) []string {
+	t.Helper()
 	gxx, err := exec.LookPath("g++")
 	if err != nil {
 		t.Skip("no g++ on PATH: the task draws cannot be checked against libstdc++")
 	}
 	dir := t.TempDir()
 	src, bin := filepath.Join(dir, "draw.cpp"), filepath.Join(dir, "draw")
-	if err := os.WriteFile(src, []byte(drawProgram), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(program), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(gxx, "-O1", "-std=c++17", "-o", bin, src).CombinedOutput(); err != nil {
@@ -118,5 +125,111 @@ func TestMT19937(t *testing.T) {
 	}
 	if v != 4123659995 {
 		t.Fatalf("10000th output %d, want 4123659995", v)
+	}
+}
+
+// choiceDrawProgram prints, for each "total count" pair of its arguments,
+// the file indices llama-perplexity's Winogrande and multiple-choice
+// modes score: all in order unless 0 < count < total, else count draws of
+// j = int(scale*rng()*left.size()) in float with a fresh mt19937(1), the
+// last task left moved into the drawn one's place.
+const choiceDrawProgram = `#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+int main(int argc, char **argv) {
+    for (int a = 1; a + 1 < argc; a += 2) {
+        size_t total = strtoull(argv[a], 0, 10), count = strtoull(argv[a+1], 0, 10);
+        if (count == 0 || count >= total) {
+            for (size_t i = 0; i < total; i++) printf("%zu ", i);
+            printf("\n");
+            continue;
+        }
+        std::mt19937 rng(1);
+        std::vector<int> left(total);
+        for (size_t i = 0; i < total; i++) left[i] = i;
+        float scale = 1/(1.f + (float)rng.max());
+        for (size_t i = 0; i < count; i++) {
+            int j = int(scale*rng()*left.size());
+            printf("%d ", left[j]);
+            left[j] = left.back();
+            left.pop_back();
+        }
+        printf("\n");
+    }
+    return 0;
+}
+`
+
+// TestChoiceOrderMatchesLibstdcxx: Winogrande's and multiple choice's
+// selected tasks and their order equal the C++ library's, for the
+// Winogrande file's 1267 tasks, MMLU-sized files and small ones.
+func TestChoiceOrderMatchesLibstdcxx(t *testing.T) {
+	pairs := [][2]int{{1267, 100}, {1267, 1266}, {1267, 0}, {1267, 5000}, {14042, 1000}, {3, 2}, {2, 1}, {100, 99}, {70000, 60000}}
+	var args []string
+	for _, p := range pairs {
+		args = append(args, strconv.Itoa(p[0]), strconv.Itoa(p[1]))
+	}
+	lines := cppRun(t, choiceDrawProgram, args)
+	if len(lines) != len(pairs) {
+		t.Fatalf("draw program printed %d lines, want %d", len(lines), len(pairs))
+	}
+	for i, p := range pairs {
+		got, err := ChoiceOrder(p[0], p[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := joinInts(got); g != lines[i] {
+			t.Errorf("%d of %d tasks: plexbench draws\n%.200s\nthe C++ library draws\n%.200s", p[1], p[0], g, lines[i])
+		}
+	}
+}
+
+// finalProgram prints, for each "correct n" pair, llama-perplexity's
+// final Winogrande line's figures and its multiple-choice result's, with
+// their expressions and types.
+const finalProgram = `#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+int main(int argc, char **argv) {
+    for (int a = 1; a + 1 < argc; a += 2) {
+        int n_correct = atoi(argv[a]), n_done = atoi(argv[a+1]);
+        {
+            const float p = 1.f*n_correct/n_done;
+            const float sigma = 100.f*sqrt(p*(1-p)/(n_done-1));
+            printf("%.4lf +/- %.4lf ", 100*p, sigma);
+        }
+        {
+            float p = 1.f*n_correct/n_done;
+            float sigma = sqrt(p*(1-p)/(n_done-1));
+            printf("%.4f +/- %.4f\n", 100.f*p, 100.f*sigma);
+        }
+    }
+    return 0;
+}
+`
+
+// TestChoiceFinalMatchesCxx: the final figures print as llama-perplexity
+// prints them, digit for digit, over every count of right tasks of a few
+// task counts.
+func TestChoiceFinalMatchesCxx(t *testing.T) {
+	var args []string
+	var cases [][2]int
+	for _, n := range []int{2, 3, 7, 100, 101, 400, 1267, 14042} {
+		for c := 0; c <= n; c += 1 + n/300 {
+			cases = append(cases, [2]int{c, n})
+			args = append(args, strconv.Itoa(c), strconv.Itoa(n))
+		}
+	}
+	lines := cppRun(t, finalProgram, args)
+	if len(lines) != len(cases) {
+		t.Fatalf("program printed %d lines, want %d", len(lines), len(cases))
+	}
+	for i, c := range cases {
+		wa, wu := WinograndeFinal(c[0], c[1])
+		ma, mu := MultipleChoiceFinal(c[0], c[1])
+		if got := fmt.Sprintf("%.4f +/- %.4f %.4f +/- %.4f", wa, wu, ma, mu); got != lines[i] {
+			t.Errorf("%d of %d: plexbench %q, C++ %q", c[0], c[1], got, lines[i])
+		}
 	}
 }

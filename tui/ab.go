@@ -46,7 +46,9 @@ func newABModel(e env, a, b profiles.Profile, givenBase string) abModel {
 // init starts A.
 func (m abModel) init() (abModel, tea.Cmd) {
 	var cmd tea.Cmd
-	m.a, cmd = m.a.start(m.env.runner, m.env.newJob(), m.env.spec(m.a.profile))
+	spec := m.env.spec(m.a.profile)
+	spec.partner = &m.b.profile
+	m.a, cmd = m.a.start(m.env.runner, m.env.newJob(), spec)
 	m.b.status = runWaiting
 	return m, cmd
 }

@@ -24,6 +24,9 @@ type chart struct {
 	Points []chartPoint
 	Total  int  // windows the run will have; the x axis spans them
 	Zero   bool // draw a reference line at 0 (for Δ charts)
+	// Mark is the window (1-based) a stopping rule was met at, drawn as a
+	// dotted column over the axis's ┴; 0 for none.
+	Mark int
 }
 
 const (
@@ -33,6 +36,7 @@ const (
 	cellUp   = '˄' // a window above the visible range
 	cellDown = '˅' // a window below it
 	cellZero = '┄'
+	cellMark = '┆'
 )
 
 // render draws the chart in width × height cells, y labels included. The
@@ -92,6 +96,11 @@ func (c chart) render(s Styles, width, height int) string {
 		}
 		return x0, max(x1, x0+1)
 	}
+	if c.Mark > 0 {
+		for r := range rows {
+			grid[r][col(c.Mark-1)] = cellMark
+		}
+	}
 	for i, p := range c.Points {
 		x0, x1 := span(i)
 		rHi, _ := row(p.Hi)
@@ -136,7 +145,11 @@ func (c chart) render(s Styles, width, height int) string {
 		b.WriteString(styleCells(s, grid[r]))
 		b.WriteByte('\n')
 	}
-	axis := fmt.Sprintf("%*s └%s", lw, "", strings.Repeat("─", plotW))
+	ax := []rune(strings.Repeat("─", plotW))
+	if c.Mark > 0 {
+		ax[col(c.Mark-1)] = '┴'
+	}
+	axis := fmt.Sprintf("%*s └%s", lw, "", string(ax))
 	b.WriteString(s.Dim.Render(axis))
 	// Window numbers under the axis ends would cost a row; the progress
 	// line above the chart already says which window is which.

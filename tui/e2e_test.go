@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -287,6 +288,68 @@ func TestEndToEndABCtrlC(t *testing.T) {
 			reports, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 			if want := map[string]int{"A": 2, "B": 3}[during]; len(reports) != want {
 				t.Errorf("results folder holds %v, want %d json files", reports, want)
+			}
+		})
+	}
+}
+
+// TestEndToEndStopRule: a profile's precision rule shows its interval and
+// the windows it still needs; met, it stops the run and the chart marks
+// the window; with c pressed before, the run goes on to its last window,
+// saying where the rule was met, and the report keeps that moment.
+func TestEndToEndStopRule(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stops", true: "keeps going"}[keep], func(t *testing.T) {
+			dir := t.TempDir()
+			steps := make(chan struct{})
+			p := profiles.Default()
+			p.Name, p.Ctx, p.KVCacheDType = "rule", 64, "f32"
+			p.StopAtPrecision, p.StopMinWindows = 0.2, 3
+			app, err := New(Config{Profiles: []profiles.Profile{p}, ResultsDir: dir,
+				Runner: fakeRunner{text: fakeText(64 * 20), step: steps}, NoColor: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			obs := &observer{notify: make(chan struct{}, 1)}
+			tm := teatest.NewTestModel(t, observed{m: app, obs: obs}, teatest.WithInitialTermSize(100, 30))
+			steps <- struct{}{}
+			steps <- struct{}{}
+			obs.waitScreen(t, "the rule's interval", func(s string) bool {
+				return strings.Contains(s, "stop rule precision 0.2") && strings.Contains(s, "of mean_nll (target 20.0%)")
+			})
+			if keep {
+				tm.Send(press('c'))
+				obs.waitScreen(t, "keep going asked", func(s string) bool { return strings.Contains(s, "goes on when met") })
+			}
+			go func() { // windows until the run no longer asks
+				for {
+					select {
+					case steps <- struct{}{}:
+					case <-time.After(2 * time.Second):
+						return
+					}
+				}
+			}()
+			obs.waitScreen(t, "the run's end", func(s string) bool { return strings.Contains(s, "report saved") })
+			screen := obs.screen
+			tm.Send(press('q'))
+			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+			h, err := results.History(dir)
+			if err != nil || len(h) != 1 {
+				t.Fatalf("history %+v, %v", h, err)
+			}
+			rep := h[0].Run
+			met := rep.StoppedEarly
+			if keep {
+				met = rep.StopRule
+			}
+			if met == nil || !met.Met || (rep.StoppedEarly == nil) == !keep || (rep.WindowsScored == rep.WindowsTotal) != keep {
+				t.Fatalf("report: stopped_early %+v, stop_rule %+v, %d of %d windows", rep.StoppedEarly, rep.StopRule, rep.WindowsScored, rep.WindowsTotal)
+			}
+			want := fmt.Sprintf("met at window %d", met.Windows)
+			if !strings.Contains(screen, want) || !strings.Contains(screen, "┴") {
+				t.Fatalf("final screen lacks %q and the chart's mark:\n%s", want, screen)
 			}
 		})
 	}

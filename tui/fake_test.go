@@ -66,6 +66,17 @@ func (f *fakeEngine) TokenBytes(tokens []int32) []int32 {
 	return n
 }
 
+// Piece inverts Tokenize on fakeText's bytes (lower-case letters, space
+// and '.', distinct mod 48): one byte, as TokenBytes says; other ids '?'.
+func (f *fakeEngine) Piece(id int32) string {
+	for _, b := range []byte("abcdefghijklmnopqrstuvwxyz .") {
+		if int32(b)%int32(f.v) == id {
+			return string(b)
+		}
+	}
+	return "?"
+}
+
 func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(int, []float32, int) error) error {
 	if f.step != nil {
 		<-f.step
@@ -159,7 +170,12 @@ type fakeRunner struct {
 
 func (r fakeRunner) Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
 	p := j.Profile
-	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress}
+	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress, KeepGoing: j.KeepGoing}
+	stop, err := workbench.StopRule(p)
+	if err != nil {
+		return workbench.Outcome{}, err
+	}
+	req.Stop = stop
 	noise := 0.0
 	if p.KVCacheDType != "f32" {
 		noise = 0.02

@@ -12,11 +12,15 @@ type keyMap struct {
 	Help    key.Binding
 	Quit    key.Binding
 	Force   key.Binding
+	Keep    key.Binding // a stopping rule met: go on to the last window
 
 	Up, Down key.Binding
 	Open     key.Binding
 	SetBase  key.Binding
 	Back     key.Binding
+
+	Worst  key.Binding
+	Toggle key.Binding
 }
 
 func defaultKeys() keyMap {
@@ -28,34 +32,58 @@ func defaultKeys() keyMap {
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:    key.NewBinding(key.WithKeys("q", "esc"), key.WithHelp("q", "quit")),
 		Force:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "stop and quit")),
+		Keep:    key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "keep going past the stop rule")),
 		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		Open:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "open")),
 		SetBase: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "new run against its base")),
 		Back:    key.NewBinding(key.WithKeys("esc", "q", "h"), key.WithHelp("esc", "back")),
+		Worst:   key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "worst tokens")),
+		Toggle:  key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "tokens/windows")),
 	}
 }
 
 // runHelp is the help of the run and A/B views; running says whether a
-// run is in flight (q stops it) or not (q quits).
+// run is in flight (q stops it) or not (q quits), rule whether it has a
+// stopping rule (c keeps going past it).
 type runHelp struct {
-	k       keyMap
-	running bool
+	k             keyMap
+	running, rule bool
 }
 
 func (h runHelp) ShortHelp() []key.Binding {
+	if h.running && h.rule {
+		return []key.Binding{h.k.Stop, h.k.Pause, h.k.Keep, h.k.Save, h.k.History, h.k.Help}
+	}
 	if h.running {
 		return []key.Binding{h.k.Stop, h.k.Pause, h.k.Save, h.k.History, h.k.Help}
 	}
-	return []key.Binding{h.k.Quit, h.k.Save, h.k.History, h.k.Help}
+	return []key.Binding{h.k.Quit, h.k.Worst, h.k.Save, h.k.History, h.k.Help}
 }
 
 func (h runHelp) FullHelp() [][]key.Binding {
 	first := []key.Binding{h.k.Quit, h.k.Force}
 	if h.running {
 		first = []key.Binding{h.k.Stop, h.k.Pause, h.k.Force}
+		if h.rule {
+			first = append(first, h.k.Keep)
+		}
+	}
+	if !h.running {
+		first = append(first, h.k.Worst)
 	}
 	return [][]key.Binding{first, {h.k.Save, h.k.History, h.k.Help}}
+}
+
+// worstHelp is the help of the worst-tokens view.
+type worstHelp struct{ k keyMap }
+
+func (h worstHelp) ShortHelp() []key.Binding {
+	return []key.Binding{h.k.Up, h.k.Down, h.k.Toggle, h.k.Back}
+}
+
+func (h worstHelp) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{h.k.Up, h.k.Down}, {h.k.Toggle, h.k.Back, h.k.Help}}
 }
 
 // historyHelp is the help of the history view.

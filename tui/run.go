@@ -86,6 +86,23 @@ func (m runModel) stop() runModel {
 	return m
 }
 
+// hasRule reports whether the run's profile has a stopping rule.
+func (m runModel) hasRule() bool {
+	return m.profile.StopAtPrecision > 0 || m.profile.StopWhenDecided != ""
+}
+
+// toggleKeep asks the run to go on past its stopping rule (or, pressed
+// again, to stop at it).
+func (m runModel) toggleKeep() runModel {
+	if m.job != nil && m.active() && m.hasRule() {
+		m.job.keep.Store(!m.job.keep.Load())
+	}
+	return m
+}
+
+// keeping reports whether the run goes on past its stopping rule.
+func (m runModel) keeping() bool { return m.job != nil && m.job.keep.Load() }
+
 // togglePause pauses or resumes between windows.
 func (m runModel) togglePause() runModel {
 	if m.job == nil || (m.status != runRunning && m.status != runLoading) {
@@ -377,6 +394,52 @@ func (m runModel) keptView(s Styles) string {
 	return s.Label.Render("   attn kept ") + s.Value.Render(kept)
 }
 
+// ruleMetAt is the window the stopping rule was met at (0: not met).
+func (m runModel) ruleMetAt() int {
+	switch {
+	case m.report != nil && m.report.StoppedEarly != nil:
+		return m.report.StoppedEarly.Windows
+	case m.report != nil && m.report.StopRule != nil && m.report.StopRule.Met:
+		return m.report.StopRule.Windows
+	case m.last.Stop != nil:
+		return m.last.Stop.MetAt
+	}
+	return 0
+}
+
+// stopView is where the profile's stopping rule stands; empty without one.
+func (m runModel) stopView(s Styles) string {
+	if !m.hasRule() {
+		return ""
+	}
+	rule := []string{}
+	if p := m.profile.StopAtPrecision; p > 0 {
+		rule = append(rule, fmt.Sprintf("precision %g", p))
+	}
+	if d := m.profile.StopWhenDecided; d != "" {
+		rule = append(rule, d)
+	}
+	l := s.Label.Render("stop rule ") + s.Value.Render(strings.Join(rule, " or ")) + s.Dim.Render(" · ")
+	at := m.ruleMetAt()
+	switch {
+	case at > 0 && m.active() && m.keeping():
+		return l + s.Warn.Render(fmt.Sprintf("met at window %d: going on to the last (c: stop now)", at))
+	case at > 0 && m.report != nil && m.report.StoppedEarly != nil:
+		return l + s.Good.Render(fmt.Sprintf("met at window %d: stopped there, complete over those windows", at))
+	case at > 0:
+		return l + s.Good.Render(fmt.Sprintf("met at window %d", at))
+	case m.keeping():
+		return l + s.Dim.Render(m.last.StopSummary()+" · goes on when met (c)")
+	case m.last.Stop != nil:
+		return l + s.Dim.Render(m.last.StopSummary()+" · stops when met (c)")
+	}
+	from := m.profile.StopMinWindows
+	if from == 0 {
+		from = scoring.DefaultStopMinWindows
+	}
+	return l + s.Dim.Render(fmt.Sprintf("may stop from window %d", from))
+}
+
 // kldView is the comparison against the base, two lines; empty without one.
 func (m runModel) kldView(s Styles) string {
 	if m.base == "" {
@@ -405,7 +468,7 @@ func (m runModel) kldView(s Styles) string {
 func (m runModel) chartView(s Styles, w, h int) string {
 	title := s.Label.Render("per-window PPL ") + s.ChartDot.Render("·") + s.Label.Render("  running PPL ") +
 		s.ChartLine.Render("─") + s.Label.Render(" ± ") + s.ChartBand.Render("░")
-	c := chart{Points: m.points, Total: m.last.WindowsTotal}
+	c := chart{Points: m.points, Total: m.last.WindowsTotal, Mark: m.ruleMetAt()}
 	return title + "\n" + c.render(s, w, h-1)
 }
 
@@ -479,6 +542,9 @@ func (m runModel) view(s Styles, w, h int) string {
 	top := []string{m.headerView(s, w), m.progressView(s, w), m.statsView(s)}
 	if k := m.kldView(s); k != "" {
 		top = append(top, strings.TrimRight(k, "\n"))
+	}
+	if st := m.stopView(s); st != "" {
+		top = append(top, st)
 	}
 	fixed := 0
 	for _, t := range top {

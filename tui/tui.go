@@ -6,8 +6,8 @@
 package tui
 
 // tui.go owns the root model: the state enum, routing of messages to the
-// child models (runModel, abModel, historyModel) and the keys every view
-// shares.
+// child models (runModel, abModel, historyModel, worstModel) and the keys
+// every view shares.
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"plexbench/profiles"
+	"plexbench/scoring"
 	"plexbench/scoring/results"
 )
 
@@ -54,6 +55,7 @@ const (
 	viewRun view = iota
 	viewAB
 	viewHistory
+	viewWorst
 )
 
 // env is what child models need to start runs.
@@ -84,12 +86,13 @@ type Model struct {
 	help   help.Model
 
 	width, height int
-	view, back    view // back: where history returns to
+	view, back    view // back: where history and the worst list return to
 	showHelp      bool
 
-	run  runModel
-	ab   abModel
-	hist historyModel
+	run   runModel
+	ab    abModel
+	hist  historyModel
+	worst worstModel // the worst-tokens list
 
 	ticking      bool     // a clock tick is scheduled
 	flash        string   // one-line message under the view
@@ -203,6 +206,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onTick()
 	case historyMsg:
 		m.hist = m.hist.loaded(msg)
+	case traceMsg:
+		return m.showWorst(msg.title, msg.trace, msg.err), nil
 	case profileSavedMsg:
 		m.flash = savedFlash(msg)
 	}
@@ -276,8 +281,15 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.showHelp = false
 		return m, nil
 	}
-	if m.view == viewHistory {
+	switch m.view {
+	case viewHistory:
 		return m.onHistoryKey(msg)
+	case viewWorst:
+		var back bool
+		if m.worst, back = m.worst.key(m.keys, msg); back {
+			m.view = m.back
+		}
+		return m, nil
 	}
 	switch {
 	case key.Matches(msg, k.Stop):
@@ -286,6 +298,12 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		return m.quit()
+	case key.Matches(msg, k.Keep):
+		if m.view == viewAB {
+			m.ab.a, m.ab.b = m.ab.a.toggleKeep(), m.ab.b.toggleKeep()
+		} else {
+			m.run = m.run.toggleKeep()
+		}
 	case key.Matches(msg, k.Pause):
 		if m.view == viewAB {
 			m.ab = m.ab.togglePause()
@@ -294,6 +312,8 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		}
 	case key.Matches(msg, k.Save):
 		return m, m.saveProfiles()
+	case key.Matches(msg, k.Worst):
+		return m.openWorst()
 	case key.Matches(msg, k.History):
 		m.back, m.view = m.view, viewHistory
 		m.hist.loading = true
@@ -419,12 +439,14 @@ func (m Model) View() tea.View {
 	if m.flash != "" {
 		footer = append(footer, m.styles.Warn.Render(m.flash))
 	}
-	var km help.KeyMap = runHelp{k: m.keys, running: m.active()}
+	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule()}
 	switch {
 	case m.showHelp:
 		km = closeHelp{k: m.keys}
 	case m.view == viewHistory:
 		km = historyHelp{k: m.keys}
+	case m.view == viewWorst:
+		km = worstHelp{k: m.keys}
 	}
 	footer = append(footer, m.help.View(km))
 	for i, l := range footer {
@@ -437,6 +459,8 @@ func (m Model) View() tea.View {
 		body = m.helpPage()
 	case m.view == viewHistory:
 		body = m.hist.view(m.styles, w, bodyH)
+	case m.view == viewWorst:
+		body = m.worst.view(m.styles, w, bodyH)
 	case m.view == viewAB:
 		body = m.ab.view(m.styles, w, bodyH)
 	default:
@@ -476,8 +500,49 @@ func (m Model) helpPage() string {
 			s.Value.Render("      ")+"(when nothing runs: quit)",
 			s.Value.Render("space ")+"pause/resume between windows",
 			s.Value.Render("s     ")+"save the profile(s)",
+			s.Value.Render("w     ")+"the finished run's worst tokens (B's in an A/B), as plexbench worst",
 			s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)
 	}
 	lines = append(lines, s.Value.Render("ctrl+c")+" stop, save, then quit")
 	return strings.Join(lines, "\n")
+}
+
+// openWorst is the w key: the worst tokens of the finished run shown (B
+// in an A/B), from its report's trace or, re-opened from history, the
+// trace kept beside it.
+func (m Model) openWorst() (Model, tea.Cmd) {
+	r := m.run
+	if m.view == viewAB {
+		r = m.ab.b
+	}
+	title := r.profile.Name
+	if r.base != "" {
+		title += " vs " + filepath.Base(r.base)
+	}
+	switch {
+	case r.active() || r.report == nil:
+		m.flash = "the worst tokens are listed once the run has finished"
+	case r.report.Trace != nil:
+		return m.showWorst(title, r.report.Trace, nil), nil
+	case r.opened != "":
+		return m, loadTrace(title, r.opened, *r.report)
+	default:
+		m.flash = "this run kept no token trace"
+	}
+	return m, nil
+}
+
+// showWorst opens the worst-tokens view on tr, or says why not.
+func (m Model) showWorst(title string, tr *scoring.TokenTrace, err error) Model {
+	if err == nil {
+		m.worst, err = newWorstModel(title, tr)
+	}
+	if err != nil {
+		m.flash = err.Error()
+		return m
+	}
+	if m.view != viewWorst {
+		m.back, m.view = m.view, viewWorst
+	}
+	return m
 }

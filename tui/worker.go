@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -62,6 +63,9 @@ type runSpec struct {
 	profile    profiles.Profile
 	base       string // compare against this KLD base; empty: none
 	recordBase bool   // keep a base of this run beside its report
+	// partner is the other side when this run is an A/B's A: the pair is
+	// refused before A scores when their tokenizers differ.
+	partner    *profiles.Profile
 	resultsDir string
 	now        func() time.Time
 }
@@ -72,6 +76,7 @@ type job struct {
 	id     int
 	cancel context.CancelFunc
 	gate   *gate
+	keep   *atomic.Bool // the user asked to go on past a met stopping rule
 	msgs   chan tea.Msg
 	ctx    context.Context
 	quit   <-chan struct{} // closed when the app quits
@@ -81,7 +86,7 @@ type job struct {
 // abandons every run).
 func newJob(parent context.Context, id int) *job {
 	ctx, cancel := context.WithCancel(parent)
-	return &job{id: id, cancel: cancel, gate: &gate{}, msgs: make(chan tea.Msg, 16), ctx: ctx, quit: parent.Done()}
+	return &job{id: id, cancel: cancel, gate: &gate{}, keep: &atomic.Bool{}, msgs: make(chan tea.Msg, 16), ctx: ctx, quit: parent.Done()}
 }
 
 // start returns the command that runs spec and the one that delivers its
@@ -98,7 +103,7 @@ func (j *job) run(r Runner, spec runSpec) tea.Cmd {
 		if spec.now != nil {
 			start = spec.now()
 		}
-		jb := workbench.Job{Profile: spec.profile, Compare: spec.base}
+		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, Partner: spec.partner, KeepGoing: j.keep.Load}
 		if spec.recordBase {
 			pending, err := results.PendingBase(spec.resultsDir, start)
 			if err != nil {

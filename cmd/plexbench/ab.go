@@ -34,6 +34,7 @@ func runAB(args []string) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	fs.Var(&fails, "fail-if", "exit 3 when this holds, e.g. 'mean_kld>0.001' (repeatable; names: "+strings.Join(metricNames(), ", ")+")")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	allow := fs.Bool("allow-tokenizer-mismatch", false, "compare models whose tokenizers or token streams differ by bits per byte only (no KLD, no paired statistics) instead of refusing")
 	resultsDir := fs.String("results", "", resultsUsage("the two runs' records and their A/B summary are written under"))
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
@@ -51,12 +52,12 @@ func runAB(args []string) int {
 	var err error
 	switch {
 	case len(paths) == 2 && len(pos) == 0:
-		res, err = abProfiles(paths[0], paths[1], *base, *compare, results.Root(*resultsDir), *quiet)
+		res, err = abProfiles(paths[0], paths[1], *base, *compare, results.Root(*resultsDir), *quiet, *allow)
 	case len(paths) == 0 && len(pos) == 2:
 		if *base != "" {
 			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
 		}
-		res, err = abReports(pos[0], pos[1], results.Root(*resultsDir))
+		res, err = abReports(pos[0], pos[1], results.Root(*resultsDir), *allow)
 	default:
 		return fail(errors.New("ab: give two --profile files, or two report files"))
 	}
@@ -92,7 +93,7 @@ func runAB(args []string) int {
 // abProfiles scores A (recording a base in a temporary folder unless
 // given one) and then B against that base, as the TUI's A/B view does;
 // both runs are kept as records under root, the summary beside B's.
-func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results.ABSummary, error) {
+func abProfiles(pathA, pathB, givenBase, kind, root string, quiet, allow bool) (results.ABSummary, error) {
 	var a, b profiles.Profile
 	var err error
 	if a, err = profiles.Load(pathA); err != nil {
@@ -116,10 +117,14 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results
 	if err := profiles.CheckComparable(a, b, ck); err != nil {
 		return results.ABSummary{}, err
 	}
+	mismatch, err := tokenizerMismatch(a, b, allow)
+	if err != nil {
+		return results.ABSummary{}, err
+	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
 	baseA := ""
-	if givenBase == "" {
+	if givenBase == "" && mismatch == "" {
 		dir, err := os.MkdirTemp("", "plexbench-ab-")
 		if err != nil {
 			return results.ABSummary{}, fmt.Errorf("ab: %w", err)
@@ -144,6 +149,9 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results
 			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
 		}
 		return out.Report, path, nil
+	}
+	if mismatch != "" {
+		return abBitsPerByte(a, b, mismatch, score)
 	}
 	repA, pathA, err := score(a, baseA, givenBase)
 	if err != nil {
@@ -174,25 +182,77 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet bool) (results
 	return res, results.WriteAB(results.ABPath(pathB), res)
 }
 
+// tokenizerMismatch checks that a and b tokenize alike
+// (workbench.CheckTokenizers): "" when they do; how they differ when they
+// do not and allow is set; else the refusal.
+func tokenizerMismatch(a, b profiles.Profile, allow bool) (string, error) {
+	err := workbench.CheckTokenizers(a, b)
+	switch {
+	case err == nil:
+		return "", nil
+	case allow && errors.Is(err, scoring.ErrTokenizerMismatch):
+		return err.Error(), nil
+	}
+	return "", fmt.Errorf("ab: %w", err)
+}
+
+// abBitsPerByte scores a and b each on its own (no base) and compares
+// them by bits per byte only.
+func abBitsPerByte(a, b profiles.Profile, mismatch string,
+	score func(p profiles.Profile, record, against string) (scoring.Report, string, error)) (results.ABSummary, error) {
+	repA, pathA, err := score(a, "", "")
+	if err != nil {
+		return results.ABSummary{}, err
+	}
+	repB, pathB, err := score(b, "", "")
+	if err != nil {
+		return results.ABSummary{}, err
+	}
+	res := results.PairBitsPerByte(&repA, &repB, mismatch)
+	res.A.Name, res.A.Report, res.B.Name, res.B.Report = a.Name, pathA, b.Name, pathB
+	for _, c := range profiles.Diff(a, b) {
+		res.Diff = append(res.Diff, c.String())
+	}
+	return res, results.WriteAB(results.ABPath(pathB), res)
+}
+
 // abReports compares two saved reports: B's KLD is whatever base B was
-// scored against.
-func abReports(pathA, pathB, root string) (results.ABSummary, error) {
+// scored against. Reports of different tokens are refused, or with allow
+// compared by bits per byte only.
+func abReports(pathA, pathB, root string, allow bool) (results.ABSummary, error) {
 	var reps [2]scoring.Report
 	for i, p := range []string{pathA, pathB} {
 		r, err := readReport(p)
 		if err != nil {
 			return results.ABSummary{}, err
 		}
-		if len(r.Windows) == 0 {
-			return results.ABSummary{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", p)
-		}
 		reps[i] = r
 	}
-	if reps[0].TokenIDsSHA256 != reps[1].TokenIDsSHA256 {
-		return results.ABSummary{}, fmt.Errorf("%s and %s scored different tokens (token_ids_sha256 %.12s… vs %.12s…)",
-			pathA, pathB, reps[0].TokenIDsSHA256, reps[1].TokenIDsSHA256)
+	if reps[0].Choice() != nil || reps[1].Choice() != nil {
+		res, err := results.PairChoices(&reps[0], &reps[1])
+		if err != nil {
+			return res, fmt.Errorf("%s and %s: %w", pathA, pathB, err)
+		}
+		res.A.Name, res.A.Report = strings.TrimSuffix(filepath.Base(pathA), ".json"), pathA
+		res.B.Name, res.B.Report = strings.TrimSuffix(filepath.Base(pathB), ".json"), pathB
+		return res, nil
 	}
-	res := results.Pair(&reps[0], &reps[1])
+	for i, r := range reps {
+		if len(r.Windows) == 0 {
+			return results.ABSummary{}, fmt.Errorf("%s: the report has no windows to pair (it was written with include_windows false)", []string{pathA, pathB}[i])
+		}
+	}
+	var res results.ABSummary
+	switch ha, hb := reps[0].Config.Model.TokenizerSHA256, reps[1].Config.Model.TokenizerSHA256; {
+	case reps[0].TokenIDsSHA256 == reps[1].TokenIDsSHA256 && (ha == "" || hb == "" || ha == hb):
+		res = results.Pair(&reps[0], &reps[1])
+	case !allow:
+		return results.ABSummary{}, fmt.Errorf("%s and %s scored different tokens (token_ids_sha256 %.12s… vs %.12s…, tokenizers %.12s… vs %.12s…); --allow-tokenizer-mismatch compares them by bits per byte only",
+			pathA, pathB, reps[0].TokenIDsSHA256, reps[1].TokenIDsSHA256, orDash(ha), orDash(hb))
+	default:
+		res = results.PairBitsPerByte(&reps[0], &reps[1], fmt.Sprintf("token_ids_sha256 %.12s… vs %.12s…, tokenizers %.12s… vs %.12s…",
+			reps[0].TokenIDsSHA256, reps[1].TokenIDsSHA256, orDash(ha), orDash(hb)))
+	}
 	res.A.Name, res.A.Report = strings.TrimSuffix(filepath.Base(pathA), ".json"), pathA
 	res.B.Name, res.B.Report = strings.TrimSuffix(filepath.Base(pathB), ".json"), pathB
 	if reps[1].KLD != nil {
@@ -241,6 +301,10 @@ func readReport(path string) (scoring.Report, error) {
 }
 
 func writeABText(w io.Writer, r *results.ABSummary) {
+	if c := r.Choice; c != nil {
+		writeABChoice(w, r, c)
+		return
+	}
 	for _, s := range []struct {
 		label string
 		side  results.ABSide
@@ -250,6 +314,11 @@ func writeABText(w io.Writer, r *results.ABSummary) {
 	}
 	if len(r.Diff) > 0 {
 		fmt.Fprintf(w, "B − A      %s\n", strings.Join(r.Diff, ", "))
+	}
+	if r.DeltaBitsPerByte != nil {
+		fmt.Fprintf(w, "bits/byte  B−A %s (z = %.2f; tokens do not pair: bits per byte only)\nverdict    %s\n",
+			scoring.PMSigned(*r.DeltaBitsPerByte, *r.DeltaBitsPerByteUncertainty), r.DeltaZ, r.Verdict)
+		return
 	}
 	c := r.Comparison
 	sig := fmt.Sprintf("within noise at %.0fσ", scoring.Sigmas)
@@ -269,13 +338,22 @@ func writeABText(w io.Writer, r *results.ABSummary) {
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }
 
+// writeABChoice is the text of two multiple-choice runs' comparison.
+func writeABChoice(w io.Writer, r *results.ABSummary, c *scoring.ChoiceComparison) {
+	fmt.Fprintf(w, "A %-20s %s accuracy %.4f%%\n", r.A.Name, c.Method, c.AccuracyA)
+	fmt.Fprintf(w, "B %-20s %s accuracy %.4f%%\n", r.B.Name, c.Method, c.AccuracyB)
+	fmt.Fprintf(w, "Δacc B−A   %s points, paired over %d tasks: only A right %d, only B right %d, McNemar exact p = %.4g\n",
+		scoring.PMSigned(c.DeltaAccuracy, c.DeltaAccuracyUncertainty), c.Tasks, c.OnlyA, c.OnlyB, c.McNemarP)
+	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
+}
+
 // A condition is one --fail-if: a figure of the A/B summary, a comparison
 // and a number (scoring.ParseCondition's language).
 type condition struct{ scoring.Condition }
 
 func metricNames() []string {
 	return []string{"mean_kld", "kld_p99", "kld_max", "same_top", "delta_ppl_percent",
-		"abs_delta_ppl_percent", "delta_z", "speed_ratio"}
+		"abs_delta_ppl_percent", "delta_z", "speed_ratio", "delta_bits_per_byte", "delta_accuracy", "mcnemar_p"}
 }
 
 // metricValue is the figure --fail-if names; have is false when the
@@ -283,6 +361,14 @@ func metricNames() []string {
 func metricValue(r *results.ABSummary, name string) (v float64, have bool) {
 	c, k := &r.Comparison, r.Comparison.KLD
 	switch name {
+	case "delta_accuracy", "mcnemar_p":
+		if r.Choice == nil {
+			return 0, false
+		}
+		if name == "mcnemar_p" {
+			return r.Choice.McNemarP, true
+		}
+		return r.Choice.DeltaAccuracy, true
 	case "mean_kld", "kld_p99", "kld_max", "same_top":
 		if k == nil {
 			return 0, false
@@ -304,6 +390,11 @@ func metricValue(r *results.ABSummary, name string) (v float64, have bool) {
 		return r.DeltaZ, c.Windows > 1
 	case "speed_ratio":
 		return c.SpeedRatio, c.SpeedRatio > 0
+	case "delta_bits_per_byte":
+		if r.DeltaBitsPerByte == nil {
+			return 0, false
+		}
+		return *r.DeltaBitsPerByte, true
 	}
 	return 0, false // parseCondition knows every name
 }
@@ -320,7 +411,7 @@ func parseCondition(s string) (condition, error) {
 func (c condition) holds(r *results.ABSummary) (bool, error) {
 	x, have := metricValue(r, c.Metric)
 	if !have {
-		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, or no windows paired)", c.Text, c.Metric)
+		return false, fmt.Errorf("--fail-if %s: this comparison has no %s (B ran without a base, no windows paired, or not multiple-choice runs)", c.Text, c.Metric)
 	}
 	return c.Holds(x), nil
 }

@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"truncated llama.cpp base", []string{"score", "--perplexity-kld", write("cut.kld", string(lb[:len(lb)-1000]))}, "cut.kld: llama.cpp base: 3901028 bytes, the header (ctx 64, vocabulary 512, 121 chunks) promises 3902028: truncated"},
 		{"llama.cpp base of another vocab", []string{"score", "--perplexity-kld", vocab100}, "vocab100.kld: the llama.cpp base has a vocabulary of 100 entries, this model 512"},
-		{"llama.cpp base of other tokens", []string{"score", "--perplexity-kld", llamaBase, "--perplexity", write("other.txt", "Once upon a time there was a fox.")}, "stories260K-f32-tinystories16k-ctx64.kld: token ids differ"},
+		{"llama.cpp base of other tokens", []string{"score", "--perplexity-kld", llamaBase, "--perplexity", write("other.txt", "Once upon a time there was a fox.")}, "stories260K-f32-tinystories16k-ctx64.kld: token ids differ: this run ("},
 		{"llama.cpp base of sliding", []string{"score", "--perplexity-method", "sliding", "--perplexity-kld-base-out", filepath.Join(dir, "s.kld"), "--kld-format", "llama"}, "chunks only"},
 		{"empty text", []string{"score", "--perplexity", write("empty.txt", "")}, "empty"},
 		{"short text", []string{"score", "--perplexity", write("short.txt", "Once upon a time.\n")}, "needs at least 1024"},
@@ -373,8 +373,10 @@ func TestCompareRecords(t *testing.T) {
 	model := func(q string) string { return stories(t, q) }
 	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12")
 	score("--model", model("q8_0"), "--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12") // a rerun
-	if ents, _ := os.ReadDir(root); len(ents) != 5 {
-		t.Fatalf("%d records after 6 runs (one a rerun), want 5", len(ents))
+	recs, _ := filepath.Glob(filepath.Join(root, "*.json"))
+	traces, _ := filepath.Glob(filepath.Join(root, "*.trace"))
+	if ents, _ := os.ReadDir(root); len(recs) != 5 || len(traces) != 5 || len(ents) != 10 {
+		t.Fatalf("%d records, %d traces after 6 runs (one a rerun), want 5 of each", len(recs), len(traces))
 	}
 	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
 	if code != 0 {
@@ -524,15 +526,24 @@ func TestShardsAndMerge(t *testing.T) {
 		r, _ := readReport(f)
 		recs = append(recs, filepath.Join(root, r.Record.Name+".json"))
 	}
+	full, _ := readReport(filepath.Join(dir, "full.json"))
+	fullTrace, err := os.ReadFile(results.TracePath(filepath.Join(root, full.Record.Name+".json")))
+	if err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, stderr := runCLI(t, append([]string{"merge"}, recs...)...)
 	if code != 0 {
 		t.Fatalf("merge: %s", stderr)
+	}
+	// The merged record replaces the unsharded run's, and its token trace
+	// is byte for byte the unsharded run's.
+	if merged, _ := os.ReadFile(results.TracePath(filepath.Join(root, full.Record.Name+".json"))); string(merged) != string(fullTrace) {
+		t.Errorf("merged token trace (%d bytes) differs from the unsharded run's (%d)", len(merged), len(fullTrace))
 	}
 	var merged scoring.Report
 	if err := json.Unmarshal([]byte(stdout), &merged); err != nil {
 		t.Fatal(err)
 	}
-	full, _ := readReport(filepath.Join(dir, "full.json"))
 	if merged.Record.Name != full.Record.Name || merged.WindowsScored != 14 || merged.Shards != 0 ||
 		math.Abs(merged.Perplexity-full.Perplexity) > 1e-12*full.Perplexity ||
 		math.Abs(merged.KLD.MeanKLD-full.KLD.MeanKLD) > 1e-12*full.KLD.MeanKLD ||

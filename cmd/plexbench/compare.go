@@ -38,6 +38,11 @@ type compareRow struct {
 	SameTopPM    *float64 `json:"same_top_uncertainty,omitempty"`
 	MeanDeltaP   *float64 `json:"mean_delta_p,omitempty"`
 	PrefillTokS  float64  `json:"prefill_tokens_per_second"`
+	// Accuracy is a multiple-choice record's (percent), Figure it with its
+	// ± or interval as the table shows it; Tasks the tasks scored.
+	Accuracy     *float64 `json:"accuracy,omitempty"`
+	Figure       string   `json:"accuracy_figure,omitempty"`
+	Tasks        int      `json:"tasks,omitempty"`
 	FloorRun     bool     `json:"floor_run,omitempty"`     // plexbench floor's self-compare
 	NoiseRun     bool     `json:"noise_run,omitempty"`     // plexbench noise's largest change
 	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor or noise floor
@@ -132,6 +137,9 @@ func compareTables(groups []scoring.RecordGroup) compareOutput {
 			if r.TextBytes > 0 {
 				row.BitsPerByte, row.BPBPM = &r.BitsPerByte, &r.BitsPerByteUncertainty
 			}
+			if c := r.Choice(); c != nil {
+				row.Accuracy, row.Figure, row.Tasks = &c.Accuracy, c.Figure(), c.Tasks
+			}
 			if k := r.KLD; k != nil {
 				row.DeltaPPL, row.DeltaPPLPM = &k.DeltaPerplexity, &k.DeltaPerplexityUncertainty
 				row.MeanKLD, row.MeanKLDCR1 = &k.MeanKLD, &k.MeanKLDUncertaintyCR1
@@ -161,6 +169,32 @@ func (g *compareGroup) limited(meanKLD float64) bool {
 
 func compareHeader() []string {
 	return []string{"#", "model", "kv", "bpw", "PPL ±", "bits/byte ±", "ΔPPL ±", "mean KLD ± (CR1)", "KLD p99", "KLD max", "same top ±", "Δp", "prefill tok/s"}
+}
+
+// choiceHeader is the header of a multiple-choice group's table.
+func choiceHeader() []string {
+	return []string{"#", "model", "kv", "bpw", "accuracy", "tasks", "prefill tok/s"}
+}
+
+// isChoice reports whether g is a group of multiple-choice records.
+func (g compareGroup) isChoice() bool { return g.Protocol.TaskFileSHA256 != "" }
+
+// header and rowCells are g's table: a multiple-choice group's own, else
+// the perplexity and KLD columns.
+func (g compareGroup) header() []string {
+	if g.isChoice() {
+		return choiceHeader()
+	}
+	return compareHeader()
+}
+
+func (g compareGroup) rowCells(i int) []string {
+	r := g.Rows[i]
+	if g.isChoice() {
+		return []string{fmt.Sprint(i + 1), r.Model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), r.Figure,
+			fmt.Sprint(r.Tasks), fmt.Sprintf("%.0f", r.PrefillTokS)}
+	}
+	return r.cells(i)
 }
 
 func (r compareRow) cells(i int) []string {
@@ -207,9 +241,9 @@ func writeCompareText(w io.Writer, out compareOutput, md bool) error {
 		}
 		if md {
 			fmt.Fprintf(w, "### Group %d: %s\n\n", gi+1, g.Title)
-			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(compareHeader(), " | "), strings.Repeat(" --- |", len(compareHeader())))
-			for i, r := range g.Rows {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(r.cells(i), " | "))
+			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(g.header(), " | "), strings.Repeat(" --- |", len(g.header())))
+			for i := range g.Rows {
+				fmt.Fprintf(w, "| %s |\n", strings.Join(g.rowCells(i), " | "))
 			}
 			if notes := floorNotes(g); len(notes) > 0 {
 				fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "  \n"))
@@ -218,9 +252,9 @@ func writeCompareText(w io.Writer, out compareOutput, md bool) error {
 		}
 		fmt.Fprintf(w, "group %d: %s\n", gi+1, g.Title)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(compareHeader(), "\t"))
-		for i, r := range g.Rows {
-			fmt.Fprintln(tw, strings.Join(r.cells(i), "\t"))
+		fmt.Fprintln(tw, strings.Join(g.header(), "\t"))
+		for i := range g.Rows {
+			fmt.Fprintln(tw, strings.Join(g.rowCells(i), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -263,10 +297,19 @@ func floorNotes(g compareGroup) []string {
 
 func writeCompareCSV(w io.Writer, out compareOutput) error {
 	cw := csv.NewWriter(w)
-	cw.Write(append([]string{"group", "protocol"}, append(compareHeader(), "record")...))
+	// One header for every group: the perplexity columns, then a
+	// multiple-choice record's accuracy and tasks.
+	cw.Write(append([]string{"group", "protocol"}, append(compareHeader(), "accuracy", "tasks", "record")...))
 	for gi, g := range out.Groups {
 		for i, r := range g.Rows {
-			cw.Write(append([]string{fmt.Sprint(gi + 1), g.Title}, append(r.cells(i), r.Record)...))
+			cells, acc, tasks := r.cells(i), "–", "–"
+			if g.isChoice() {
+				for c := 4; c < len(cells)-1; c++ {
+					cells[c] = "–"
+				}
+				acc, tasks = r.Figure, fmt.Sprint(r.Tasks)
+			}
+			cw.Write(append([]string{fmt.Sprint(gi + 1), g.Title}, append(cells, acc, tasks, r.Record)...))
 		}
 	}
 	cw.Flush()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"plexbench/engine/gguf"
 	"plexbench/engine/synth"
 	"plexbench/hip/emubuild"
 	"plexbench/kernels"
@@ -57,17 +58,35 @@ func deviceScore(t *testing.T, args ...string) scoring.Report {
 // spread llama.cpp's own AVX2 and AVX-512 builds show, 1.4e-3).
 const cpuTwin = "matmul=go"
 
-// q8Spread bounds the relative PPL difference when Q8_0 products run on
-// the device: its sums run in another order than any CPU kernel's, and an
-// ulp upstream moves an 8-bit activation code; the CPU's own variants
-// (matmul=go against the default) differ by ~2e-3 on these files.
+// q8Spread bounds the relative PPL difference when quantized products run
+// on the device: their sums run in another order than any CPU kernel's,
+// and an ulp upstream moves an 8-bit activation code; the CPU's own
+// variants (matmul=go against the default) differ by ~2e-3 on these files.
 const q8Spread = 3e-3
 
+// bf16Spread bounds the relative PPL difference when activations round to
+// bf16 (BF16 weights) or probabilities do (a bf16 KV cache): a value on a
+// rounding boundary takes the neighbouring bf16 (2^-8 relative) when an
+// ulp upstream differs; measured 2.6e-4 and 9.4e-5 on the Qwen3 shapes.
+const bf16Spread = 1e-3
+
+// quantizedProducts reports whether a run's kernel selection (the
+// report's config.kernels) multiplied by quantized weights.
+func quantizedProducts(sel map[string]string) bool {
+	for op := range sel {
+		typ, ok := strings.CutPrefix(op, "matmul.")
+		if ok && typ != "f32" && typ != "f16" && typ != "bf16" {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDeviceScoreMatchesCPU: on the emulated CUDA and HIP devices, every
-// stories260K file scores the PPL the CPU backend does with the kernels
-// the device's follow (within 1e-4 relative, f32 KV; q8Spread with Q8_0
-// products on the device), the report says what ran where, and the F32
-// file's device run (wholly on the device: --no-cpu-fallback) against a
+// stories260K file runs wholly on the device (--no-cpu-fallback) and
+// scores the PPL the CPU backend does with the kernels the device's follow
+// (within 1e-4 relative, f32 KV; q8Spread with quantized products), the
+// report says what ran where, and the F32 file's device run against a
 // CPU-recorded base has a mean KLD below 1e-6.
 func TestDeviceScoreMatchesCPU(t *testing.T) {
 	text := shareddata.Path(t, "tinystories/tinystories-16k.txt")
@@ -85,20 +104,23 @@ func TestDeviceScoreMatchesCPU(t *testing.T) {
 			}
 			for _, m := range models {
 				cpu := deviceScore(t, append([]string{"--model", m, "--kernels", cpuTwin}, common...)...)
-				dev := deviceScore(t, append([]string{"--model", m, "--backend", backend, "--kernels", cpuTwin}, common...)...)
+				// Every file runs wholly on the device: the F32 file with the
+				// fallback allowed (and none taken), the others refusing it.
+				strict := filepath.Base(m) != "stories260K-f32.gguf"
+				args := append([]string{"--model", m, "--backend", backend, "--kernels", cpuTwin}, common...)
+				if strict {
+					args = append(args, "--no-cpu-fallback")
+				}
+				dev := deviceScore(t, args...)
 				c := dev.Config
 				tol := 1e-4
-				if cpu.Config.Kernels[kernels.MatMulOp(kernels.Q8_0)] != "" && slices.Contains(c.DeviceOps, "matmul") {
+				if quantizedProducts(cpu.Config.Kernels) {
 					tol = q8Spread
 				}
 				if rel := math.Abs(dev.Perplexity/cpu.Perplexity - 1); rel > tol || dev.ScoredTokens != cpu.ScoredTokens {
 					t.Errorf("%s: PPL %v on %s, %v on the CPU (%.2g relative)", filepath.Base(m), dev.Perplexity, backend, cpu.Perplexity, rel)
 				}
-				// The files stored in F32, F16 and Q8_0 alone run wholly on
-				// the device; the others keep their layers on the CPU.
-				q := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), "stories260K-"), ".gguf")
-				wholly := q == "f32" || q == "f16" || q == "q8_0"
-				if c.Backend != backend || c.DeviceArch == "cpu" || len(c.DeviceOps) == 0 || wholly != (len(c.CPUFallbackOps) == 0) || !c.CPUFallbackAllowed {
+				if c.Backend != backend || c.DeviceArch == "cpu" || !slices.Contains(c.DeviceOps, "matmul") || len(c.CPUFallbackOps) != 0 || c.CPUFallbackAllowed == strict {
 					t.Errorf("%s: config %+v does not say what ran where", filepath.Base(m), c)
 				}
 				t.Logf("%s on the emulated %s device %s: PPL %.6f (CPU %.6f); device ops %v, CPU %v",
@@ -134,7 +156,7 @@ func TestDeviceFaults(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"strict", nil, []string{"--no-cpu-fallback", "--model", shareddata.Path(t, "models/stories260K-q4_0.gguf")}, "--no-cpu-fallback: no device kernel in the engine yet for matmul.q4_0 weights"},
+		{"strict", nil, []string{"--no-cpu-fallback", "--model", withOutputBias(t, model)}, "--no-cpu-fallback: no device kernel in the engine yet for op head (output bias)"},
 		{"alloc", map[string]string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER": "4096"}, nil, "OUT_OF_MEMORY"},
 		{"compile", map[string]string{"PLEXBENCH_EMU_FAIL_COMPILE": "1"}, []string{"--perplexity-ctx", "32"}, "compil"},
 		{"launch", map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "300"}, nil, "window"},
@@ -177,11 +199,54 @@ func TestDeviceFaults(t *testing.T) {
 	}
 }
 
-// TestDeviceQwen3 scores a one-layer random model of Qwen3-0.6B's shapes
-// (q/k head norms, NEOX RoPE, GQA 16/8) with F16 and Q8_0 weights on the
-// emulated CUDA device and on the CPU (cpuTwin kernels): the PPL agrees
-// within 1e-4 relative for F16 and q8Spread for Q8_0, and the layers ran
-// on the device.
+// withOutputBias copies the llama model at path as a qwen2 one (the keys
+// renamed) with a zero output.bias: a head the device does not run yet,
+// for the refused fallback.
+func withOutputBias(t *testing.T, path string) string {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KVs {
+		key := kv.Key
+		if rest, ok := strings.CutPrefix(key, "llama."); ok {
+			key = "qwen2." + rest
+		}
+		w.Set(key, kv.Value)
+	}
+	w.Set("general.architecture", "qwen2")
+	vocab := 0
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if ti.Name == "output.weight" {
+			vocab = int(ti.Dims[1])
+		}
+		if err := w.AddTensor(ti.Name, ti.Type, ti.Dims, f.TensorData(ti)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.AddTensor("output.bias", kernels.F32, []int64{int64(vocab)}, make([]byte, 4*vocab)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "qwen2-output-bias.gguf")
+	if err := w.WriteFile(out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDeviceQwen3 scores one-layer random models of Qwen3-0.6B's shapes
+// (q/k head norms, NEOX RoPE, GQA 16/8, head dim 128) on the emulated CUDA
+// device and on the CPU (cpuTwin kernels), wholly on the device
+// (--no-cpu-fallback): every matrix F16, BF16, Q8_0 or each K-quant type,
+// llama.cpp's Q4_K_M mix, and F16 weights over a bf16 and a q8_0 KV cache.
+// The PPL agrees within 1e-4 relative for F16 products over an f32 cache,
+// within q8Spread where activations (or a q8_0 cache's queries) take
+// 8-bit codes, and within bf16Spread where they (or a bf16 cache's
+// probabilities) round to bf16. Short mode runs Q4_K_M and the two caches.
 func TestDeviceQwen3(t *testing.T) {
 	emulatedDevice(t, nil)
 	dir := t.TempDir()
@@ -195,21 +260,42 @@ func TestDeviceQwen3(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		typ kernels.Type
-		tol float64
-	}{{kernels.F16, 1e-4}, {kernels.Q8_0, q8Spread}} {
-		typ := c.typ
-		model := filepath.Join(dir, strings.ToLower(typ.String())+".gguf")
-		if err := synth.Write(model, synth.Config{Layers: 1, Types: synth.AllOf(typ), Vocab: synth.PlaceholderVocab(64)}); err != nil {
-			t.Fatal(err)
+		name  string
+		types func(int, string) kernels.Type
+		kv    string
+		tol   float64
+		short bool
+	}{
+		{"f16", synth.AllOf(kernels.F16), "f32", 1e-4, false},
+		{"bf16", synth.AllOf(kernels.BF16), "f32", bf16Spread, false},
+		{"q8_0", synth.AllOf(kernels.Q8_0), "f32", q8Spread, false},
+		{"q4_k_m", synth.Q4KM(1), "f32", q8Spread, true},
+		{"q4_k", synth.AllOf(kernels.Q4_K), "f32", q8Spread, false},
+		{"q5_k", synth.AllOf(kernels.Q5_K), "f32", q8Spread, false},
+		{"q6_k", synth.AllOf(kernels.Q6_K), "f32", q8Spread, false},
+		{"q2_k", synth.AllOf(kernels.Q2_K), "f32", q8Spread, false},
+		{"q3_k", synth.AllOf(kernels.Q3_K), "f32", q8Spread, false},
+		{"iq4_xs", synth.AllOf(kernels.IQ4_XS), "f32", q8Spread, false},
+		{"f16", synth.AllOf(kernels.F16), "bf16", bf16Spread, true},
+		{"f16", synth.AllOf(kernels.F16), "q8_0", q8Spread, true},
+	} {
+		if testing.Short() && !c.short {
+			continue
 		}
-		args := []string{"--model", model, "--perplexity-tokens", tokFile, "--perplexity-ctx", "32", "--kv-cache-dtype", "f32"}
-		cpu := deviceScore(t, append(args, "--kernels", cpuTwin)...)
-		dev := deviceScore(t, append(args, "--backend", "cuda", "--kernels", cpuTwin)...)
-		if rel := math.Abs(dev.Perplexity/cpu.Perplexity - 1); rel > c.tol || len(dev.Config.DeviceOps) < 4 {
-			t.Errorf("qwen3 %v: PPL %v on the device, %v on the CPU (%.2g relative); device ops %v", typ, dev.Perplexity, cpu.Perplexity, rel, dev.Config.DeviceOps)
+		model := filepath.Join(dir, c.name+".gguf")
+		if _, err := os.Stat(model); err != nil {
+			if err := synth.Write(model, synth.Config{Layers: 1, Types: c.types, Vocab: synth.PlaceholderVocab(64)}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		t.Logf("qwen3 shapes, 1 layer, %v on the emulated cuda device: PPL %.6f (CPU %.6f)", typ, dev.Perplexity, cpu.Perplexity)
+		args := []string{"--model", model, "--perplexity-tokens", tokFile, "--perplexity-ctx", "32", "--kv-cache-dtype", c.kv, "--kernels", cpuTwin}
+		cpu := deviceScore(t, args...)
+		dev := deviceScore(t, append(args, "--backend", "cuda", "--no-cpu-fallback")...)
+		if rel := math.Abs(dev.Perplexity/cpu.Perplexity - 1); rel > c.tol || len(dev.Config.CPUFallbackOps) != 0 {
+			t.Errorf("qwen3 %s, %s KV: PPL %v on the device, %v on the CPU (%.2g relative); CPU ops %v", c.name, c.kv, dev.Perplexity, cpu.Perplexity, rel, dev.Config.CPUFallbackOps)
+		}
+		t.Logf("qwen3 shapes, 1 layer, %s weights, %s KV on the emulated cuda device: PPL %.6f (CPU %.6f, %.2g relative)",
+			c.name, c.kv, dev.Perplexity, cpu.Perplexity, math.Abs(dev.Perplexity/cpu.Perplexity-1))
 	}
 }
 

@@ -25,18 +25,7 @@ import (
 // seeded random index, three sentences from elsewhere as the others.
 func hellaswagFile(t *testing.T, n int) string {
 	t.Helper()
-	data, err := os.ReadFile(shareddata.Path(t, "tinystories", "tinystories_val.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sentences []string
-	for _, para := range strings.Split(string(data[:min(len(data), 100000)]), "\n") {
-		for _, s := range regexp.MustCompile(`[^.!?]+[.!?]`).FindAllString(para, -1) {
-			if s = strings.TrimSpace(s); len(s) > 10 && len(s) < 100 {
-				sentences = append(sentences, s)
-			}
-		}
-	}
+	sentences := tinySentences(t)
 	r := rand.New(rand.NewPCG(25, 1))
 	var b strings.Builder
 	for range n {
@@ -55,6 +44,25 @@ func hellaswagFile(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// tinySentences are the sentences of 10 to 100 bytes in the first 100 kB
+// of the TinyStories validation text, in order.
+func tinySentences(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(shareddata.Path(t, "tinystories", "tinystories_val.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sentences []string
+	for _, para := range strings.Split(string(data[:min(len(data), 100000)]), "\n") {
+		for _, s := range regexp.MustCompile(`[^.!?]+[.!?]`).FindAllString(para, -1) {
+			if s = strings.TrimSpace(s); len(s) > 10 && len(s) < 100 {
+				sentences = append(sentences, s)
+			}
+		}
+	}
+	return sentences
 }
 
 // scoreHellaSwag runs score --hellaswag and returns its report.
@@ -106,37 +114,49 @@ func bruteScores(t *testing.T, m *engine.Model, task scoring.HellaSwagTask) [4]f
 // rowLogProbs is, for each position but the last, the float64
 // log-probability of the next token from the position's whole logit row.
 func rowLogProbs(t *testing.T, m *engine.Model, seq []int32) []float64 {
-	v := m.Info().VocabSize
+	rows := logitRows(t, m, seq)
+	lp := make([]float64, len(seq)-1)
+	for pos := range lp {
+		lp[pos] = logProb(rows[pos], seq[pos+1])
+	}
+	return lp
+}
+
+// logitRows is every position's whole logit row from a plain prefill of
+// seq from position 0.
+func logitRows(t *testing.T, m *engine.Model, seq []int32) [][]float32 {
+	v, h := m.Info().VocabSize, m.Info().HiddenSize
 	all := make([]int32, v)
 	for i := range all {
 		all[i] = int32(i)
 	}
-	var lp []float64
+	var rows [][]float32
 	err := m.Prefill(context.Background(), seq, 0, func(pos int, hidden []float32, n int) error {
-		h := m.Info().HiddenSize
 		for i := range n {
-			if pos+i >= len(seq)-1 {
-				break
-			}
 			res := []engine.RowResult{{Picked: make([]float32, v)}}
 			if err := m.HeadReduce(hidden[i*h:(i+1)*h], 1, []engine.RowRequest{{IDs: all}}, res); err != nil {
 				return err
 			}
-			mx, sum := math.Inf(-1), 0.0
-			for _, l := range res[0].Picked {
-				mx = math.Max(mx, float64(l))
-			}
-			for _, l := range res[0].Picked {
-				sum += math.Exp(float64(l) - mx)
-			}
-			lp = append(lp, float64(res[0].Picked[seq[pos+i+1]])-mx-math.Log(sum))
+			rows = append(rows, res[0].Picked)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lp
+	return rows
+}
+
+// logProb is tok's float64 log-probability under a whole logit row.
+func logProb(row []float32, tok int32) float64 {
+	mx, sum := math.Inf(-1), 0.0
+	for _, l := range row {
+		mx = math.Max(mx, float64(l))
+	}
+	for _, l := range row {
+		sum += math.Exp(float64(l) - mx)
+	}
+	return float64(row[tok]) - mx - math.Log(sum)
 }
 
 // TestScoreHellaSwag: on stories260K-f32, score --hellaswag scores the
@@ -242,12 +262,10 @@ func TestScoreHellaSwagBadFile(t *testing.T) {
 	}
 }
 
-// TestHellaSwagMatchesLlamaPerplexity compares, task by task, the running
-// acc_norm and interval llama-perplexity --hellaswag prints with ours on
-// the same file, tasks and model, digit for digit. It needs a
-// llama-perplexity binary ($LLAMA_PERPLEXITY, or a source build in
-// /tmp/llama-src) and skips without one.
-func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
+// llamaPerplexity is a llama-perplexity binary ($LLAMA_PERPLEXITY, or a
+// source build in /tmp/llama-src); the test skips without one.
+func llamaPerplexity(t *testing.T) string {
+	t.Helper()
 	bin := os.Getenv("LLAMA_PERPLEXITY")
 	if bin == "" {
 		bin = "/tmp/llama-src/build-native/bin/llama-perplexity"
@@ -255,6 +273,16 @@ func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("no llama-perplexity binary (%s; set LLAMA_PERPLEXITY): the comparison with llama.cpp is skipped", bin)
 	}
+	return bin
+}
+
+// TestHellaSwagMatchesLlamaPerplexity compares, task by task, the running
+// acc_norm and interval llama-perplexity --hellaswag prints with ours on
+// the same file, tasks and model, digit for digit. It needs a
+// llama-perplexity binary ($LLAMA_PERPLEXITY, or a source build in
+// /tmp/llama-src) and skips without one.
+func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
+	bin := llamaPerplexity(t)
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := hellaswagFile(t, 60)
 	out, err := exec.Command(bin, "-m", model, "-f", file, "--hellaswag", "--hellaswag-tasks", "50", "-c", "512").CombinedOutput()

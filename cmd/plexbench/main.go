@@ -28,6 +28,11 @@ Usage:
                                  charts of records: KLD vs bits per weight, PPL convergence, KLD histogram
   plexbench card RECORD.json [-o card.md]   a Markdown model card of a record (also: score --card)
   plexbench merge SHARD.json...  combine score --perplexity-shard i/n records into one run's record
+  plexbench bases [DIR...] | bases verify FILE | bases gc [--dry-run] [DIR...]   [--json]
+                                 the KLD bases under the results root: protocol, model, top-k, windows,
+                                 size, which records refer to each; check one whole; remove unreferenced ones
+  plexbench worst RECORD.json [-n 20] [--by kld|nll|delta_p] [--windows] [--json]
+                                 a record's worst tokens (or windows) with their text
   plexbench floor [--model M] [--against C.gguf]
                                  a model against its own bases: what its KLD figures can resolve
   plexbench noise [--model M] [--json]
@@ -70,12 +75,16 @@ func run(args []string) int {
 		return runCard(rest)
 	case "merge":
 		return runMerge(rest)
+	case "worst":
+		return runWorst(rest)
 	case "floor":
 		return runFloor(rest)
 	case "noise":
 		return runNoise(rest)
 	case "sweep":
 		return runSweep(rest)
+	case "bases":
+		return runBases(rest)
 	case "profile":
 		return runProfile(rest)
 	case "inspect":

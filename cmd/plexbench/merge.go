@@ -2,9 +2,11 @@ package main
 
 // merge.go owns `plexbench merge`: shard records (score
 // --perplexity-shard i/n) combined into the record one unsharded run
-// gives, written under the results root and printed as the JSON report.
+// gives, their token traces into its trace, written under the results
+// root and printed as the JSON report.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -34,6 +36,11 @@ func runMerge(args []string) int {
 		}
 		if r.Shards == 0 {
 			return fail(fmt.Errorf("%s: not a shard record (score it with --perplexity-shard i/n)", p))
+		}
+		if r.Trace, err = results.ReadTrace(p, &r); errors.Is(err, results.ErrNoTrace) {
+			fmt.Fprintf(os.Stderr, "plexbench: %v; the merged record keeps no token trace\n", err)
+		} else if err != nil {
+			return fail(err)
 		}
 		shards = append(shards, r)
 	}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +35,7 @@ func runScore(args []string) int {
 	fs.StringVar(&j.RecordFormat, "kld-format", scoring.BaseFormatPlexbench,
 		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
 	fs.StringVar(&j.Compare, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
+	fs.BoolVar(&j.AllowTokenizerMismatch, "allow-tokenizer-mismatch", false, "when the base's tokenizer or token stream differs from this model's, score the text without it (compare by bits per byte only) instead of refusing")
 	fs.IntVar(&j.CoarsenTopK, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
 		"give on the same tokens (kld.top_k_coarsened; such a run keeps no journal)")
 	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
@@ -50,6 +49,11 @@ func runScore(args []string) int {
 	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
 	fs.StringVar(&j.HellaSwag, "hellaswag", "", "score this HellaSwag task file as llama-perplexity --hellaswag does (acc_norm; the report's hellaswag object)")
 	fs.IntVar(&j.HellaSwagTasks, "hellaswag-tasks", scoring.DefaultHellaSwagTasks, "with --hellaswag: the number of tasks drawn, as llama-perplexity draws them")
+	fs.StringVar(&j.Winogrande, "winogrande", "", "score this Winogrande CSV as llama-perplexity --winogrande does (the report's winogrande object)")
+	fs.IntVar(&j.WinograndeTasks, "winogrande-tasks", 0, "with --winogrande: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
+	fs.StringVar(&j.MultipleChoice, "multiple-choice", "", "score this binary multiple-choice task file as llama-perplexity --multiple-choice does\n"+
+		"(MMLU, ARC, TruthfulQA in its format; the report's multiple_choice object)")
+	fs.IntVar(&j.MultipleChoiceTasks, "multiple-choice-tasks", 0, "with --multiple-choice: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -135,10 +139,25 @@ func stopped(out *workbench.Outcome, j workbench.Job, err error) {
 		kept += "; --resume continues it"
 	}
 	done, total, what := rep.WindowsScored, rep.WindowsTotal, "windows"
-	if h := rep.HellaSwag; h != nil {
-		done, total, what = h.Tasks, min(j.HellaSwagTasks, h.TasksInFile), "tasks"
+	if c := rep.Choice(); c != nil {
+		done, total, what = c.Tasks, c.TasksInFile, "tasks"
+		if n := choiceCount(j, c.Method); n > 0 {
+			total = min(n, total)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
+}
+
+// choiceCount is the task count j asks of the multiple-choice mode method
+// (0: all).
+func choiceCount(j workbench.Job, method string) int {
+	switch method {
+	case scoring.MethodHellaSwag:
+		return j.HellaSwagTasks
+	case scoring.MethodWinogrande:
+		return j.WinograndeTasks
+	}
+	return j.MultipleChoiceTasks
 }
 
 // scoreJob completes j from the flags: the profile (a file under the
@@ -162,11 +181,20 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 	if j.Compare != "" && x.profile == "" {
 		inheritGeometry(fs, j)
 	}
-	if given(fs, "hellaswag-tasks") && j.HellaSwag == "" {
-		return errors.New("score: --hellaswag-tasks needs --hellaswag FILE")
-	}
-	if j.HellaSwagTasks < 1 {
-		return fmt.Errorf("score: --hellaswag-tasks %d: want at least 1", j.HellaSwagTasks)
+	for _, c := range []struct {
+		mode, file string
+		count      int
+	}{{"hellaswag", j.HellaSwag, j.HellaSwagTasks}, {"winogrande", j.Winogrande, j.WinograndeTasks},
+		{"multiple-choice", j.MultipleChoice, j.MultipleChoiceTasks}} {
+		if given(fs, c.mode+"-tasks") && c.file == "" {
+			return fmt.Errorf("score: --%s-tasks needs --%s FILE", c.mode, c.mode)
+		}
+		if c.mode == "hellaswag" && c.count < 1 {
+			return fmt.Errorf("score: --%s-tasks %d: want at least 1", c.mode, c.count)
+		}
+		if c.count < 0 {
+			return fmt.Errorf("score: --%s-tasks %d: want 0 (all) or more", c.mode, c.count)
+		}
 	}
 	j.Journal, j.Report = true, x.output
 	return nil
@@ -278,24 +306,6 @@ func writeReport(path string, rep *scoring.Report) error {
 	return outfile.WriteFile(path, data)
 }
 
-// stopProgress is the progress line's part for a precision rule: the
-// interval's half-width as a fraction of the value against the target,
-// and the windows it still needs at the current variance.
-func stopProgress(s *scoring.StopProgress) string {
-	if s == nil || s.Precision == 0 {
-		return ""
-	}
-	rel := math.Inf(1)
-	if s.Value != 0 {
-		rel = s.HalfWidth / math.Abs(s.Value)
-	}
-	left := "?"
-	if s.WindowsLeft >= 0 {
-		left = strconv.Itoa(s.WindowsLeft)
-	}
-	return fmt.Sprintf("  stop: ±%.1f%% of %s (target %.1f%%), ~%s windows left", 100*rel, s.Statistic, 100*s.Precision, left)
-}
-
 // progressPrinter renders run events on stderr: one rewritten status line
 // on a terminal, a line every few seconds otherwise.
 type progressPrinter struct {
@@ -311,8 +321,8 @@ func newProgressPrinter(out *os.File) *progressPrinter {
 }
 
 func (p *progressPrinter) event(e scoring.Event) {
-	if e.HellaSwag != nil {
-		p.hellaswag(e)
+	if e.Choice != nil {
+		p.choice(e)
 		return
 	}
 	switch e.Kind {
@@ -336,7 +346,9 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if k := e.KLD; k != nil {
 			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
 		}
-		line += stopProgress(e.Stop)
+		if stop := e.StopSummary(); stop != "" {
+			line += "  stop: " + stop
+		}
 		p.status(line, e.WindowsDone == e.WindowsTotal)
 	case scoring.EventFinished:
 		status := p.finished(e)

@@ -190,6 +190,7 @@ func build(spec vocabSpec) (*Tokenizer, error) {
 	case KindBPE:
 		t.bpe = newBPEModel(spec.merges, len(t.tokens), t.tokenID)
 	}
+	t.hash = t.computeHash(spec.merges)
 	return t, nil
 }
 

@@ -58,6 +58,8 @@ type Tokenizer struct {
 	preType      preType
 	ignoreMerges bool
 	bpe          *bpeModel
+
+	hash string // Hash
 }
 
 // VocabSize is the number of tokens.
@@ -239,15 +241,12 @@ func (t *Tokenizer) decode(ids []int32, n []int32) []byte {
 	strip := spm && t.addSpacePrefix
 	for i, id := range ids {
 		start := len(b)
+		b = t.appendToken(b, id)
 		switch a := t.attr(id); {
 		case id < 0 || int(id) >= len(t.tokens):
 		case a&(attrControl|attrUnknown|attrUserDefined) != 0:
-			if a&(attrControl|attrUnknown) == 0 {
-				b = append(b, t.tokens[id]...)
-			}
 			strip = spm && t.addSpacePrefix
 		default:
-			b = t.appendPiece(b, id, a)
 			if strip && len(b) > start && b[start] == ' ' {
 				b = append(b[:start], b[start+1:]...)
 			}
@@ -258,6 +257,24 @@ func (t *Tokenizer) decode(ids []int32, n []int32) []byte {
 		}
 	}
 	return b
+}
+
+// Piece is id's text as Decode renders it mid-text: the bytes it adds
+// after a normal token (no SPM leading space dropped), "" for CONTROL,
+// UNKNOWN and out-of-range ids. It may be part of a UTF-8 sequence (a byte
+// token).
+func (t *Tokenizer) Piece(id int32) string { return string(t.appendToken(nil, id)) }
+
+// appendToken appends id's mid-text rendering (Piece).
+func (t *Tokenizer) appendToken(b []byte, id int32) []byte {
+	switch a := t.attr(id); {
+	case id < 0 || int(id) >= len(t.tokens), a&(attrControl|attrUnknown) != 0:
+		return b
+	case a&attrUserDefined != 0:
+		return append(b, t.tokens[id]...)
+	default:
+		return t.appendPiece(b, id, a)
+	}
 }
 
 // attr is id's attributes, 0 when id is out of range.

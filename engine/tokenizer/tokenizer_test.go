@@ -370,6 +370,7 @@ func TestBPERoundTripAllPres(t *testing.T) {
 
 // TestPieceBytes checks that every prefix of a tokenization covers the
 // bytes PieceBytes gives it: its sum over ids[:i] is len(Decode(ids[:i])),
+// and each id adds the last of those bytes of its Piece,
 // across SPM's space prefix (also after a special token), byte-fallback
 // tokens inside one UTF-8 character and BPE's byte-level pieces.
 func TestPieceBytes(t *testing.T) {
@@ -394,6 +395,12 @@ func TestPieceBytes(t *testing.T) {
 			for i := range ids {
 				if got, want := sumBytes(n[:i]), len(tok.Decode(ids[:i])); got != want {
 					t.Errorf("%s %q: first %d ids cover %d bytes, Decode gives %d", name, s, i, got, want)
+				}
+				// In place, an id adds the end of its Piece: all of it, or
+				// without the leading space SPM drops.
+				p, d := tok.Piece(ids[i]), tok.Decode(ids[:i+1])
+				if int(n[i]) > len(p) || len(p)-int(n[i]) > 1 || d != tok.Decode(ids[:i])+p[len(p)-int(n[i]):] {
+					t.Errorf("%s %q: id %d adds %q (%d bytes), Piece %q", name, s, ids[i], d, n[i], p)
 				}
 			}
 		}

@@ -13,6 +13,7 @@
 
 typedef signed char i8;
 typedef unsigned char u8;
+typedef short i16;
 typedef unsigned short u16;
 typedef int i32;
 typedef unsigned int u32;
@@ -77,29 +78,4 @@ __device__ __forceinline__ u16 pb_f32_to_bf16(float f) {
     u32 b = __float_as_uint(f);
     if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40u);
     return (u16)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-}
-
-// One block of 32 activations to Q8_0 (f16 d, 32 int8) as the CPU's x86
-// quantizeActQ8_0: id = 127/amax, q = round-half-even(x·id) by the
-// 1.5·2^23 trick (kernels.nearestInt), saturated; d = amax/127 as f16.
-// __fmul_rn/__fadd_rn keep the product and the add from fusing.
-__device__ __forceinline__ void pb_quantize_q8_0_block(const float* x, u8* q) {
-    // amax as Go's max (kernels.absMax): a NaN propagates, where fmaxf
-    // would drop it.
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-        float a = fabsf(x[j]);
-        amax = (a != a || amax != amax) ? __int_as_float(0x7fc00000) : fmaxf(amax, a);
-    }
-    float d = amax / 127.0f;
-    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    for (int j = 0; j < 32; ++j) {
-        float v = __fadd_rn(__fmul_rn(x[j], id), 12582912.0f);
-        int n = (int)(__float_as_uint(v) & 0x7fffffu) - 0x400000;
-        n = n < -128 ? -128 : (n > 127 ? 127 : n);
-        q[2 + j] = (u8)(i8)n;
-    }
-    u16 h = pb_f32_to_f16(d);
-    q[0] = (u8)(h & 0xffu);
-    q[1] = (u8)(h >> 8);
 }

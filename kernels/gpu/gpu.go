@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-//go:embed dialect.h *.cu
+//go:embed *.h *.cu
 var files embed.FS
 
 // Kernel is one source file of the manifest.
@@ -34,10 +34,11 @@ func Manifest() []Kernel {
 		{File: "kvstore.cu", Entries: []string{"kv_store_f32", "kv_store_f16", "kv_store_bf16", "kv_store_q8_0"}, Twin: "kernels.KernelSet.QuantizeActivation (the engine's KV store)", Tolerance: "exact", Exact: true},
 		{File: "pick.cu", Entries: []string{"pick_f32"}, Twin: "kernels.Pick", Tolerance: "max/argmax/picked exact; Σexp 3e-7 relative"},
 		{File: "topk.cu", Entries: []string{"topk_f32"}, Twin: "kernels.TopK", Tolerance: "exact", Exact: true},
-		{File: "matmul.cu", Entries: []string{"matmul_f32", "matmul_f16"}, Twin: "kernels.KernelSet.MatMul (ref)", Tolerance: "1e-5·Σ|w·x|"},
+		{File: "matmul.cu", Entries: []string{"matmul_f32", "matmul_f16", "matmul_bf16"}, Twin: "kernels.KernelSet.MatMul (ref)", Tolerance: "1e-5·Σ|w·x|"},
 		{File: "add.cu", Entries: []string{"add_f32", "add_rows_f32"}, Twin: "the engine's residual and bias adds (f32)", Tolerance: "exact", Exact: true},
-		{File: "attention.cu", Entries: []string{"attn_f32", "attn_f16"}, Twin: "the engine's dense attention (kernels.KernelSet.Softmax over the MatMul of the cached keys and values)", Tolerance: "1e-5·Σ p·|v| (f32 cache), 2e-3 (f16)"},
-		{File: "q8_0.cu", Entries: []string{"quantize_q8_0", "mm_q8_0"}, Twin: "kernels.QuantizeActivation (Q8_0); kernels.KernelSet.MatMul (Q8_0)", Tolerance: "quantize exact; product 1e-5·Σ|d·isum|"},
+		{File: "attention.cu", Entries: []string{"attn_f32", "attn_f16", "attn_bf16", "attn_q8_0"}, Twin: "the engine's dense attention (kernels.KernelSet.Softmax over the MatMul of the cached keys and values)", Tolerance: "relative to Σ p·|v|: 1e-5 (f32, q8_0 cache), 2e-3 (f16), 1.6e-2 (bf16)"},
+		{File: "quant.cu", Entries: append([]string{"quantize_q8_0", "quantize_q8_1", "quantize_q8_k"}, prefixed("mm_", quantTypes())...), Twin: "kernels.QuantizeActivation (Q8_0, Q8_1, Q8_K); kernels.KernelSet.MatMul per weight type (its vecDot)", Tolerance: "quantize exact; product 1e-5·Σ|terms| (32-element types), 1e-6·Σ|terms| (K-quants)"},
+		{File: "embed.cu", Entries: prefixed("get_rows_", append([]string{"f32", "f16", "bf16"}, quantTypes()...)), Twin: "kernels.DequantizeRow (the engine's token embedding)", Tolerance: "exact", Exact: true},
 		{File: "gdn.cu", Entries: []string{"gdn_gates", "gdn_split_ba", "gdn_conv", "gdn_conv_state", "gdn_l2norm", "gdn_delta"},
 			Twin:      "kernels.GDNGates, the engine's β|α split and conv state, kernels.ConvRow then SwiGLU(x, 1), kernels.L2Norm, kernels.DeltaRule",
 			Tolerance: "delta, split, state and the conv's sums exact; gates and silu 1e-6 relative; l2norm 1 ulp"},
@@ -45,8 +46,22 @@ func Manifest() []Kernel {
 		{File: "moe.cu", Entries: []string{"moe_route", "moe_gather", "moe_combine", "moe_shared"},
 			Twin:      "kernels.KernelSet.Softmax (softmaxTwin) then kernels.Route; the engine's MoE gather, combine and shared expert (moe.go)",
 			Tolerance: "route, gather and combine exact; shared 1e-6 relative"},
-		{File: "embed.cu", Entries: []string{"get_rows_f32", "get_rows_f16", "get_rows_q8_0"}, Twin: "kernels.DequantizeRow (the engine's token embedding)", Tolerance: "exact", Exact: true},
 	}
+}
+
+// quantTypes are the quantized weight types blocks.h decodes, by their
+// lower-case ggml names: each has an mm_ and a get_rows_ entry.
+func quantTypes() []string {
+	return []string{"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "iq4_nl", "mxfp4", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"}
+}
+
+// prefixed returns p + each of names.
+func prefixed(p string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = p + n
+	}
+	return out
 }
 
 // Dialect is the shared header every source is compiled behind.
@@ -58,13 +73,53 @@ func Dialect() string {
 	return string(b)
 }
 
-// Source is the compile unit for file: the dialect header, then the file.
+// Source is the compile unit for file: the dialect header, then the file
+// with each `#include "NAME.h"` line replaced by that embedded header
+// (once per unit; nvrtc and hiprtc are given no include paths).
 func Source(file string) (string, error) {
+	body, err := inline(file, map[string]bool{})
+	if err != nil {
+		return "", err
+	}
+	return Dialect() + "\n" + body, nil
+}
+
+// inline is file's text behind a #line marker, its includes of embedded
+// headers not yet in seen expanded in place.
+func inline(file string, seen map[string]bool) (string, error) {
 	b, err := files.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("kernels/gpu: %s: %w", file, err)
 	}
-	return Dialect() + "\n#line 1 \"" + file + "\"\n" + string(b), nil
+	seen[file] = true
+	var out strings.Builder
+	fmt.Fprintf(&out, "#line 1 \"%s\"\n", file)
+	for i, l := range strings.SplitAfter(string(b), "\n") {
+		name, ok := includeOf(l)
+		if !ok {
+			out.WriteString(l)
+			continue
+		}
+		if !seen[name] {
+			h, err := inline(name, seen)
+			if err != nil {
+				return "", fmt.Errorf("kernels/gpu: %s:%d: %w", file, i+1, err)
+			}
+			out.WriteString(h)
+		}
+		fmt.Fprintf(&out, "\n#line %d \"%s\"\n", i+2, file)
+	}
+	return out.String(), nil
+}
+
+// includeOf returns NAME for a line `#include "NAME"`.
+func includeOf(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#include")
+	rest = strings.TrimSpace(rest)
+	if !ok || len(rest) < 2 || rest[0] != '"' || rest[len(rest)-1] != '"' {
+		return "", false
+	}
+	return rest[1 : len(rest)-1], true
 }
 
 // Files lists the embedded .cu files, sorted.

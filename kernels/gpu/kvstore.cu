@@ -4,12 +4,14 @@
 // CPU twin: kernels.KernelSet.QuantizeActivation(cache type) per head
 // vector: a copy for f32, kernels.F32ToF16, kernels.F32ToBF16, and Q8_0's
 // x86 quantizer. Tolerance: bit-exact (integer rounding, the CPU's
-// algorithms; see dialect.h), except a Q8_0 block holding a NaN or inf:
+// algorithms; see blocks.h), except a Q8_0 block holding a NaN or inf:
 // unspecified (the CPU follows x86's NaN rules; here d = NaN, q = 0), it
 // reads back as NaN either way.
 //
 // f32/f16/bf16 launch: grid = (ceil(hd/256), nkv, tokens), block = 256.
 // q8_0 launch: grid = (ceil(hd/32/64), nkv, tokens), block = 64; hd % 32 == 0.
+#include "blocks.h"
+
 #define KV_INDEX                                                   \
     int i = blockIdx.x * blockDim.x + threadIdx.x;                 \
     if (i >= hd) return;                                           \

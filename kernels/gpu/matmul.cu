@@ -3,8 +3,8 @@
 // activations, y is (M, N)). 16×16 output tiles, K walked in 16-wide
 // slices through shared memory, f32 accumulation with fmaf in k order.
 // CPU twin: kernels.KernelSet.MatMul with the reference "ref" variant as
-// the oracle; F16 rounds the activations to f16 first, as the CPU converts
-// them to the weight's vec_dot_type. Tolerance: the sum's order differs:
+// the oracle; F16 and BF16 round the activations to their type first, as
+// the CPU converts them to the weight's vec_dot_type. Tolerance: the sum's order differs:
 // |Δy| ≤ 1e-5 · Σ_k |w_k·x_k| + 1e-30.
 //
 // Launch: grid = (ceil(N/16), ceil(M/16)), block = (16, 16).
@@ -34,6 +34,7 @@ __device__ __forceinline__ void mm_tile(const T* __restrict__ W, const float* __
 __device__ __forceinline__ float mm_f32(float v) { return v; }
 __device__ __forceinline__ float mm_f16(u16 v) { return pb_f16_to_f32(v); }
 __device__ __forceinline__ float mm_round_f16(float v) { return pb_f16_to_f32(pb_f32_to_f16(v)); }
+__device__ __forceinline__ float mm_round_bf16(float v) { return pb_bf16_to_f32(pb_f32_to_bf16(v)); }
 
 PB_KERNEL void __launch_bounds__(MM_TILE * MM_TILE)
 matmul_f32(const float* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int N, int K, int M) {
@@ -43,4 +44,9 @@ matmul_f32(const float* __restrict__ W, const float* __restrict__ x, float* __re
 PB_KERNEL void __launch_bounds__(MM_TILE * MM_TILE)
 matmul_f16(const u16* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int N, int K, int M) {
     mm_tile<u16, mm_f16, mm_round_f16>(W, x, y, N, K, M);
+}
+
+PB_KERNEL void __launch_bounds__(MM_TILE * MM_TILE)
+matmul_bf16(const u16* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int N, int K, int M) {
+    mm_tile<u16, pb_bf16_to_f32, mm_round_bf16>(W, x, y, N, K, M);
 }

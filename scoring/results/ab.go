@@ -5,6 +5,8 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 
 	"plexbench/scoring"
 	"plexbench/scoring/outfile"
@@ -43,7 +45,17 @@ type ABSummary struct {
 	Verdict     string             `json:"verdict"`
 	NoiseRecord string             `json:"noise_record,omitempty"` // the record of the noise floor the verdict used
 	Partial     bool               `json:"partial,omitempty"`      // B did not score every window
-	Failed      []string           `json:"failed,omitempty"`       // --fail-if conditions that hold
+	// TokenizerMismatch, when the sides' tokenizers or token streams
+	// differ and the comparison was allowed, says how; the sides are then
+	// compared by bits per byte only (PairBitsPerByte): no KLD, no paired
+	// statistics.
+	TokenizerMismatch           string   `json:"tokenizer_mismatch,omitempty"`
+	DeltaBitsPerByte            *float64 `json:"delta_bits_per_byte,omitempty"` // B − A
+	DeltaBitsPerByteUncertainty *float64 `json:"delta_bits_per_byte_uncertainty,omitempty"`
+	// Choice is two multiple-choice runs' comparison (PairChoices); the
+	// perplexity fields are then empty.
+	Choice *scoring.ChoiceComparison `json:"choice,omitempty"`
+	Failed []string                  `json:"failed,omitempty"` // --fail-if conditions that hold
 }
 
 // NewABSummary is the summary of comparison c between sides a and b, with
@@ -72,6 +84,31 @@ func (s *ABSummary) SetNoiseFloor(floor float64, record string) {
 	s.Verdict = s.Comparison.Verdict()
 }
 
+// PairBitsPerByte compares two reports scored with different tokenizers
+// (mismatch says how they differ) by bits per byte alone: B − A, with
+// the sides' errors added in quadrature (their tokens do not pair, so
+// no covariance is taken out). No KLD, no paired windows.
+func PairBitsPerByte(a, b *scoring.Report, mismatch string) ABSummary {
+	s := ABSummary{Object: ABObject, A: SideOf("", "", a), B: SideOf("", "", b), TokenizerMismatch: mismatch}
+	d := b.BitsPerByte - a.BitsPerByte
+	u := math.Hypot(a.BitsPerByteUncertainty, b.BitsPerByteUncertainty)
+	s.DeltaBitsPerByte, s.DeltaBitsPerByteUncertainty = &d, &u
+	if u > 0 {
+		s.DeltaZ = d / u
+	}
+	s.Significant = math.Abs(s.DeltaZ) > scoring.Sigmas
+	head := "B is within noise of A"
+	switch {
+	case s.Significant && d > 0:
+		head = "B is worse than A"
+	case s.Significant:
+		head = "B is better than A"
+	}
+	s.Verdict = fmt.Sprintf("%s by bits per byte only (tokenizers differ: no KLD, no paired statistics): %.4f vs %.4f bits/byte, B − A %s",
+		head, a.BitsPerByte, b.BitsPerByte, scoring.PMSigned(d, u))
+	return s
+}
+
 // WriteAB writes s at path.
 func WriteAB(path string, s ABSummary) error {
 	s.Object = ABObject
@@ -80,4 +117,19 @@ func WriteAB(path string, s ABSummary) error {
 		return err
 	}
 	return outfile.WriteFile(path, append(data, '\n'))
+}
+
+// PairChoices compares two finished multiple-choice reports over the same
+// tasks (scoring.CompareChoices).
+func PairChoices(a, b *scoring.Report) (ABSummary, error) {
+	ca, cb := a.Choice(), b.Choice()
+	if ca == nil || cb == nil {
+		return ABSummary{}, fmt.Errorf("%w: a multiple-choice report against a perplexity report", scoring.ErrDifferentTasks)
+	}
+	c, err := scoring.CompareChoices(ca, cb)
+	if err != nil {
+		return ABSummary{}, err
+	}
+	s := ABSummary{Object: ABObject, A: SideOf("", "", a), B: SideOf("", "", b), Choice: &c, Verdict: c.Verdict(), Significant: c.Significant}
+	return s, nil
 }

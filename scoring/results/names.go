@@ -6,6 +6,7 @@ package results
 //	MODEL_TEXT_DIGEST.json      a record (a complete run): the report with its record object
 //	MODEL_TEXT_DIGEST.toml      the profile it ran (TUI runs), paths relative to the root
 //	MODEL_TEXT_DIGEST.kld       the KLD base it recorded (TUI runs)
+//	MODEL_TEXT_DIGEST.trace     its per-token trace, for `plexbench worst` (scoring/trace.go)
 //	MODEL_TEXT_DIGEST.ab.json   the A/B summary, beside B's record
 //	MODEL_TEXT_DIGEST_shardIofN.json  a shard's record
 //	MODEL_TEXT_DIGEST_noise.json      a noise measurement's record (plexbench noise)
@@ -32,7 +33,11 @@ const (
 	extProfile = ".toml"
 	extBase    = ".kld"
 	extAB      = ".ab.json"
+	extTrace   = ".trace"
 )
+
+// TracePath is where the token trace of the report at path is kept.
+func TracePath(report string) string { return strings.TrimSuffix(report, extReport) + extTrace }
 
 // RecordName is the stem of rep's record ri: model, text, digest, and
 // the shard when it is one.

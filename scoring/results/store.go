@@ -45,7 +45,8 @@ const maxReport = 256 << 20
 
 // WriteRecord writes rep, which must carry its Record, as root/NAME.json,
 // creating root; an identical rerun replaces its own record and nothing
-// else. It writes through outfile.WriteFile (temp file, sync, rename).
+// else. It writes through outfile.WriteFile (temp file, sync, rename), the
+// token trace beside it first (TracePath).
 func WriteRecord(root string, rep *scoring.Report) (string, error) {
 	if rep.Record == nil || rep.Record.Name == "" {
 		return "", fmt.Errorf("record: the report has no record information")
@@ -61,6 +62,9 @@ func WriteRecord(root string, rep *scoring.Report) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(root, rep.Record.Name+extReport)
+	if err := writeTrace(path, rep); err != nil { // first: a record is never without its trace
+		return "", err
+	}
 	return path, outfile.WriteFile(path, data)
 }
 
@@ -125,6 +129,9 @@ func KeepRun(root string, rep *scoring.Report, p profiles.Profile, started time.
 	if err != nil {
 		return Run{}, err
 	}
+	if err := writeTrace(run.Report, rep); err != nil {
+		return Run{}, err
+	}
 	if err := outfile.WriteFile(run.Report, data); err != nil {
 		return Run{}, err
 	}
@@ -185,6 +192,16 @@ func History(root string) ([]Entry, error) {
 	return out, nil
 }
 
+// isSidecar reports whether a file's name is one of a run's files beside
+// its report (names.go), which a glob of records may also match.
+func isSidecar(name string) bool {
+	switch filepath.Ext(name) {
+	case extProfile, extBase, extTrace:
+		return true
+	}
+	return false
+}
+
 // isReportName reports whether a file name in the root can be a run's
 // report: .json, not an A/B summary, not being written.
 func isReportName(name string) bool {
@@ -228,9 +245,9 @@ func loadEntry(path string) (Entry, bool) {
 }
 
 // Records reads the records that patterns (globs in root, or paths; *.json
-// when none) match, skipping files being written (a leading dot) and JSON
-// that is not a complete report; a file that should be a record and is not
-// is an error. No match at all is an error too.
+// when none) match, skipping files being written (a leading dot), runs'
+// sidecars and JSON that is not a complete report; a file that should be a
+// record and is not is an error. No match at all is an error too.
 func Records(root string, patterns []string) ([]scoring.Report, error) {
 	if len(patterns) == 0 {
 		patterns = []string{"*" + extReport}
@@ -251,8 +268,8 @@ func Records(root string, patterns []string) ([]scoring.Report, error) {
 	files = slices.Compact(files)
 	var recs []scoring.Report
 	for _, f := range files {
-		if strings.HasPrefix(filepath.Base(f), ".") {
-			continue // a write in progress
+		if strings.HasPrefix(filepath.Base(f), ".") || isSidecar(f) {
+			continue // a write in progress, or a run's profile, base or trace
 		}
 		r, ok, err := scoring.ReadRecord(f)
 		if err != nil {

@@ -93,10 +93,13 @@ func TestKeepRun(t *testing.T) {
 		}
 		return run
 	}
-	rec := recorded(finished(), "aaaa")
+	rec := recorded(withTrace(finished()), "aaaa")
 	first, second := keep(rec), keep(rec)
 	if first != second || filepath.Base(first.Report) != rec.Record.Name+".json" {
 		t.Fatalf("rerun kept as %+v, first %+v", second, first)
+	}
+	if _, err := ReadTrace(first.Report, &rec); err != nil {
+		t.Errorf("the kept run's trace: %v", err)
 	}
 	stopped := finished()
 	stopped.Partial = true
@@ -116,8 +119,8 @@ func TestKeepRun(t *testing.T) {
 			t.Errorf("entry %+v", e)
 		}
 	}
-	if ents, _ := os.ReadDir(root); len(ents) != 7 {
-		t.Errorf("%d files in the root, want 7 (two runs × 3, one summary)", len(ents))
+	if ents, _ := os.ReadDir(root); len(ents) != 8 {
+		t.Errorf("%d files in the root, want 8 (two runs × 3, one trace, one summary)", len(ents))
 	}
 }
 

@@ -40,6 +40,7 @@ func recordInfo(profile, path string, rep *scoring.Report, started, finished tim
 	if err != nil {
 		return scoring.RecordInfo{}, err
 	}
+	model.TokenizerSHA256 = rep.Config.Model.TokenizerSHA256
 	var base scoring.BaseID
 	switch {
 	case rep.KLD != nil:

@@ -23,7 +23,7 @@ func request(j Job) (scoring.Request, error) {
 		KLDBaseOut: j.Record, KLDBaseFormat: j.RecordFormat, KLDTopK: p.KLDTopK, KLDBase: j.Compare,
 		IncludeTokenIDs: j.TokenIDs, CoarsenTopK: j.CoarsenTopK,
 		CoarsenTopKs: j.CoarsenTopKs, Shard: j.Shard, Resume: j.Resume,
-		Progress: j.Progress,
+		AllowTokenizerMismatch: j.AllowTokenizerMismatch, Progress: j.Progress, KeepGoing: j.KeepGoing,
 	}
 	var err error
 	if req.Stop, err = StopRule(p); err != nil {

@@ -61,14 +61,32 @@ type Job struct {
 	// neither its report nor a base to a file (a sweep's models).
 	JournalAt string
 
-	// HellaSwag, when set, scores this task file as llama-perplexity
-	// --hellaswag does instead of a text (hellaswag.go), HellaSwagTasks
-	// of its tasks (0: llama.cpp's default, 400).
-	HellaSwag      string
-	HellaSwagTasks int
+	// HellaSwag, Winogrande or MultipleChoice, when one is set, scores
+	// that task file as llama-perplexity --hellaswag, --winogrande or
+	// --multiple-choice does instead of a text (choice.go), the Tasks
+	// count of its tasks (0: llama.cpp's default: 400 for HellaSwag, else
+	// all of them).
+	HellaSwag           string
+	HellaSwagTasks      int
+	Winogrande          string
+	WinograndeTasks     int
+	MultipleChoice      string
+	MultipleChoiceTasks int
+
+	// AllowTokenizerMismatch: a base (Compare) whose tokenizer or token
+	// stream differs from this model's is not refused; the text is scored
+	// without it and the two compare by bits per byte only.
+	AllowTokenizerMismatch bool
+	// Partner, for the first run of an A/B, is the other side: the pair is
+	// refused before this run scores when their tokenizers or token
+	// streams differ (CheckTokenizers), unless AllowTokenizerMismatch.
+	Partner *profiles.Profile
 
 	// Progress receives the run's events on the scoring goroutine.
 	Progress func(scoring.Event)
+	// KeepGoing, when set and true once the profile's stopping rule is
+	// met, lets the run go on to its last window (scoring.Request).
+	KeepGoing func() bool
 }
 
 // Outcome is what a run gives back.
@@ -95,11 +113,11 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 	if _, err := StopRule(j.Profile); err != nil {
 		return Outcome{}, err
 	}
-	if j.HellaSwag != "" {
-		if err := hellaswagConflicts(j); err != nil {
-			return Outcome{}, err
-		}
-		if _, err := hellaswagTasks(j); err != nil {
+	if err := checkChoice(j); err != nil {
+		return Outcome{}, err
+	}
+	if j.Partner != nil && !j.AllowTokenizerMismatch {
+		if err := CheckTokenizers(j.Profile, *j.Partner); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -151,11 +169,12 @@ func (b *Bench) Close() error {
 // report carries its record information; a run whose record cannot be
 // described still returns its report, with a warning saying why.
 func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
-	if j.HellaSwag != "" {
-		return b.runHellaSwag(ctx, j)
-	}
 	started := time.Now()
-	out, err := b.run(ctx, j)
+	run := b.run
+	if len(j.choices()) > 0 {
+		run = b.runChoice
+	}
+	out, err := run(ctx, j)
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
@@ -168,6 +187,9 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 	req, err := request(j)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if j.Compare != "" {
+		req.BaseDecode = baseDecoder(j.Compare, b.eng.Info().TokenizerSHA256)
 	}
 	var out Outcome
 	if req.Journal, err = journalPath(j); err != nil {
@@ -186,8 +208,8 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 func journalPath(j Job) (string, error) {
 	var none string
 	switch {
-	case j.HellaSwag != "":
-		none = "--resume: a --hellaswag run keeps no journal; rerun it"
+	case len(j.choices()) > 0:
+		none = "--resume: a " + j.choices()[0].flag + " run keeps no journal; rerun it"
 	case j.CoarsenTopK > 0 || len(j.CoarsenTopKs) > 0:
 		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
 	case j.Shard.N > 1:

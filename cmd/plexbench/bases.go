@@ -1,0 +1,267 @@
+package main
+
+// bases.go owns `plexbench bases`: the KLD bases under the results root
+// and any folders given, with what refers to each (results.FindBases);
+// `bases verify FILE`, a whole base checked record by record; and `bases
+// gc`, removing the bases nothing refers to.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"plexbench/scoring"
+	"plexbench/scoring/results"
+)
+
+// baseRow is one base as `bases` lists it and --json prints it.
+type baseRow struct {
+	Path           string            `json:"path"`
+	Format         string            `json:"format,omitempty"`
+	Identity       string            `json:"identity,omitempty"`
+	Method         string            `json:"method,omitempty"`
+	Ctx            int               `json:"ctx,omitempty"`
+	Stride         int               `json:"stride,omitempty"`
+	ChunkLimit     int               `json:"chunk_limit,omitempty"`
+	Model          string            `json:"model,omitempty"`
+	TopK           int               `json:"top_k,omitempty"` // a llama.cpp base: the vocabulary
+	Windows        int               `json:"windows"`
+	WindowsPlanned int               `json:"windows_planned,omitempty"`
+	Partial        bool              `json:"partial"`
+	Tokens         int               `json:"tokens"`
+	Scored         int               `json:"scored_tokens"`
+	TokenIDsSHA256 string            `json:"token_ids_sha256,omitempty"`
+	Size           int64             `json:"size"`
+	Refs           []results.BaseRef `json:"referenced_by"`
+	Error          string            `json:"error,omitempty"`
+}
+
+func newBaseRow(bi scoring.BaseInfo, refs []results.BaseRef, err error) baseRow {
+	h := &bi.Header
+	r := baseRow{Path: bi.Path, Format: bi.Format, Identity: bi.ID.Identity, Method: h.Method, Ctx: h.Ctx,
+		Stride: h.Stride, ChunkLimit: h.ChunkLimit, Model: h.Meta.ModelFile, TopK: h.TopK, Windows: h.Windows,
+		WindowsPlanned: h.Meta.WindowsPlanned, Partial: h.Partial(), Tokens: h.Tokens, Scored: h.Scored,
+		Size: bi.Size, Refs: refs}
+	if r.Refs == nil {
+		r.Refs = []results.BaseRef{}
+	}
+	if h.Tokens > 0 {
+		r.TokenIDsSHA256 = h.TokenHash()
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+func runBases(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return runBasesVerify(args[1:])
+		case "gc":
+			return runBasesGC(args[1:])
+		}
+	}
+	fs := newFlags("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]")
+	resultsDir := fs.String("results", "", resultsUsage("the bases are listed from"))
+	asJSON := fs.Bool("json", false, "print the list as JSON on stdout")
+	dirs, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	ents, err := findBases(*resultsDir, dirs)
+	if err != nil {
+		return fail(err)
+	}
+	rows := make([]baseRow, len(ents))
+	for i, e := range ents {
+		rows[i] = newBaseRow(e.Info, e.Refs, e.Err)
+	}
+	if *asJSON {
+		return printJSON(struct {
+			Object string    `json:"object"`
+			Bases  []baseRow `json:"bases"`
+		}{"plexbench.bases", rows})
+	}
+	writeBasesTable(os.Stdout, rows)
+	return 0
+}
+
+// findBases lists the bases in the results root and dirs, which must be
+// folders.
+func findBases(resultsDir string, dirs []string) ([]results.BaseEntry, error) {
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err != nil {
+			return nil, fmt.Errorf("bases: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("bases: %s is not a folder (bases verify FILE checks one base)", d)
+		}
+	}
+	return results.FindBases(append([]string{results.Root(resultsDir)}, dirs...))
+}
+
+func printJSON(v any) int {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeJSON(os.Stdout, data); err != nil {
+		return fail(err)
+	}
+	return 0
+}
+
+func writeBasesTable(w io.Writer, rows []baseRow) {
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "no KLD bases found")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BASE\tFORMAT\tPROTOCOL\tMODEL\tTOP-K\tWINDOWS\tSIZE\tREFERENCED BY")
+	for _, r := range rows {
+		if r.Error != "" {
+			why := strings.TrimPrefix(r.Error, scoring.ErrBadBase.Error()+" "+r.Path+": ")
+			fmt.Fprintf(tw, "%s\t%s\tunreadable: %s\t\t\t\t%s\t\n", r.Path, r.Format, why, sizeText(r.Size))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Path, r.Format, protocolText(&r), orDash(r.Model),
+			r.TopK, windowsText(&r), sizeText(r.Size), refsText(r.Refs))
+	}
+	tw.Flush()
+}
+
+func protocolText(r *baseRow) string {
+	s := fmt.Sprintf("%s, ctx %d", r.Method, r.Ctx)
+	if r.Method == scoring.MethodSliding {
+		s += fmt.Sprintf(", stride %d", r.Stride)
+	}
+	if r.ChunkLimit > 0 && r.Format == scoring.BaseFormatPlexbench {
+		s += fmt.Sprintf(", first %d", r.ChunkLimit)
+	}
+	return s + fmt.Sprintf(", tokens %.12s…", r.TokenIDsSHA256)
+}
+
+func windowsText(r *baseRow) string {
+	if r.Partial {
+		return fmt.Sprintf("%d of %d (partial)", r.Windows, r.WindowsPlanned)
+	}
+	return fmt.Sprintf("%d (complete)", r.Windows)
+}
+
+func refsText(refs []results.BaseRef) string {
+	if len(refs) == 0 {
+		return "nothing"
+	}
+	var parts []string
+	for _, ref := range refs {
+		s := ref.Role + " " + filepath.Base(ref.Path)
+		if ref.Partial {
+			s += " (stopped)"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sizeText is n bytes in binary units.
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func runBasesVerify(args []string) int {
+	fs := newFlags("bases verify", "FILE [--json]")
+	asJSON := fs.Bool("json", false, "print what was checked as JSON on stdout")
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(errors.New("bases verify: give one base file"))
+	}
+	bi, err := scoring.VerifyBase(pos[0])
+	if err != nil {
+		return fail(err)
+	}
+	r := newBaseRow(bi, nil, nil)
+	if *asJSON {
+		return printJSON(struct {
+			Object string `json:"object"`
+			OK     bool   `json:"ok"`
+			baseRow
+		}{"plexbench.base_verify", true, r})
+	}
+	fmt.Printf("%s: ok\n  format     %s, identity %s\n  protocol   %s\n  model      %s\n", r.Path, r.Format, r.Identity,
+		protocolText(&r), orDash(r.Model))
+	fmt.Printf("  counts     %d tokens, %d windows %s, %d scored tokens, top-k %d\n", r.Tokens, r.Windows,
+		strings.TrimPrefix(windowsText(&r), fmt.Sprint(r.Windows)+" "), r.Scored, r.TopK)
+	fmt.Printf("  token ids  sha256 %s (matches the ids it holds)\n  size       %d bytes (%s), every record checked\n",
+		r.TokenIDsSHA256, r.Size, sizeText(r.Size))
+	return 0
+}
+
+func runBasesGC(args []string) int {
+	fs := newFlags("bases gc", "[--dry-run] [--results DIR] [--json] [DIR...]")
+	dryRun := fs.Bool("dry-run", false, "list the bases nothing refers to, remove none")
+	resultsDir := fs.String("results", "", resultsUsage("the bases are collected from"))
+	asJSON := fs.Bool("json", false, "print the bases removed (or to remove) as JSON on stdout")
+	dirs, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	ents, err := findBases(*resultsDir, dirs)
+	if err != nil {
+		return fail(err)
+	}
+	var gone []string
+	var bytes int64
+	skipped := 0
+	for _, e := range ents {
+		if e.Err != nil {
+			skipped++
+		}
+		if !e.Unreferenced() {
+			continue
+		}
+		if !*dryRun {
+			if err := os.Remove(e.Info.Path); err != nil {
+				return fail(fmt.Errorf("bases gc: %w", err))
+			}
+		}
+		gone, bytes = append(gone, e.Info.Path), bytes+e.Info.Size
+	}
+	verb := "removed"
+	if *dryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(os.Stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sizeText(bytes))
+	if skipped > 0 {
+		fmt.Fprintf(os.Stderr, "; %d unreadable left alone (bases verify says why)", skipped)
+	}
+	fmt.Fprintln(os.Stderr)
+	if *asJSON {
+		return printJSON(struct {
+			Object  string   `json:"object"`
+			DryRun  bool     `json:"dry_run"`
+			Removed []string `json:"removed"`
+			Bytes   int64    `json:"bytes"`
+		}{"plexbench.bases_gc", *dryRun, append([]string{}, gone...), bytes})
+	}
+	for _, p := range gone {
+		fmt.Println(p)
+	}
+	return 0
+}

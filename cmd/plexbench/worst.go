@@ -1,0 +1,79 @@
+package main
+
+// worst.go owns `plexbench worst`: a record's worst tokens (or windows)
+// from the token trace kept beside it (scoring/worst.go), as lines or as
+// JSON.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"plexbench/scoring"
+	"plexbench/scoring/results"
+)
+
+func runWorst(args []string) int {
+	fs := newFlags("worst", "RECORD.json [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
+	n := fs.Int("n", scoring.WorstN, "how many tokens (and windows) to list")
+	by := fs.String("by", scoring.WorstByKLD, "rank by kld, nll (the NLL's increase over the base; without a base, the NLL) or delta_p (the drop in the true token's probability); without a base: nll")
+	windows := fs.Bool("windows", false, "list the windows by the mean of the measure, with their opening text")
+	asJSON := fs.Bool("json", false, `print {"tokens": [...], "windows": [...]} (both lists) on stdout`)
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
+		return code
+	}
+	if len(pos) != 1 {
+		return fail(errors.New("worst: give one record file"))
+	}
+	path := pos[0]
+	l, tr, err := worstOf(path, *by, *n, given(fs, "by"))
+	if err != nil {
+		return fail(err)
+	}
+	if *asJSON {
+		data, err := json.MarshalIndent(l, "", "  ")
+		if err == nil {
+			err = writeJSON(os.Stdout, data)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	what := "tokens"
+	if *windows {
+		what = "windows"
+	}
+	fmt.Printf("worst %s of %s (%d tokens scored in %d windows)\n", what, path, tr.Scored(), len(tr.Windows))
+	for _, line := range scoring.WorstLines(l, *windows) {
+		fmt.Println(line)
+	}
+	return 0
+}
+
+// worstOf lists the record at path. Without a base and without an
+// explicit --by, it ranks by NLL and says so on stderr.
+func worstOf(path, by string, n int, byGiven bool) (scoring.WorstList, *scoring.TokenTrace, error) {
+	rep, _, err := scoring.ReadRecord(path)
+	if err != nil {
+		return scoring.WorstList{}, nil, err
+	}
+	if rep.Object == "" {
+		return scoring.WorstList{}, nil, fmt.Errorf("%s: not a run's report (an A/B summary?)", path)
+	}
+	tr, err := results.ReadTrace(path, &rep)
+	if err != nil {
+		return scoring.WorstList{}, nil, err
+	}
+	if !tr.HasBase && !byGiven {
+		by = scoring.DefaultWorstBy(tr)
+		fmt.Fprintf(os.Stderr, "plexbench: %s compared against no base: ranked by NLL (no KLD, Δp or base top token)\n", path)
+	}
+	l, err := scoring.Worst(tr, by, n)
+	if err != nil {
+		return l, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, tr, nil
+}

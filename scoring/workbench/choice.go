@@ -1,0 +1,139 @@
+package workbench
+
+// choice.go owns a multiple-choice job (Job.HellaSwag, Job.Winogrande or
+// Job.MultipleChoice): the task file read, hashed and checked before the
+// model loads, the options such a run cannot take, and the run through
+// the scoring mode's runner. Such a run keeps no journal; a complete one
+// is a record, grouped by task file and task count.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+
+	"plexbench/scoring"
+)
+
+// choiceJob is the multiple-choice mode a job asks for.
+type choiceJob struct {
+	flag  string // "--hellaswag", "--winogrande" or "--multiple-choice"
+	path  string
+	count int
+}
+
+// choices is the multiple-choice modes j sets (none for a perplexity run).
+func (j Job) choices() []choiceJob {
+	var out []choiceJob
+	for _, c := range []choiceJob{{"--hellaswag", j.HellaSwag, j.HellaSwagTasks},
+		{"--winogrande", j.Winogrande, j.WinograndeTasks}, {"--multiple-choice", j.MultipleChoice, j.MultipleChoiceTasks}} {
+		if c.path != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// choiceConflicts says which of j's options the multiple-choice run c
+// cannot take.
+func choiceConflicts(j Job, c choiceJob) error {
+	bad := ""
+	switch {
+	case len(j.choices()) > 1:
+		return fmt.Errorf("%s and %s: score one task file at a time", j.choices()[0].flag, j.choices()[1].flag)
+	case j.Compare != "" || j.Record != "" || j.CoarsenTopK > 0:
+		bad = "KLD base"
+	case j.Shard.N > 1:
+		bad = "shard"
+	case j.TokenIDs:
+		bad = "token ids"
+	case j.Profile.Text != "" || j.Profile.Tokens != "":
+		bad = "perplexity text (--perplexity, --perplexity-tokens)"
+	case j.Profile.StopAtPrecision > 0 || j.Profile.StopWhenDecided != "":
+		bad = "stop rule (--stop-at-precision, --stop-when-decided: they watch a perplexity or KLD run)"
+	case c.count < 0:
+		return fmt.Errorf("%s-tasks %d: want a positive count", c.flag, c.count)
+	}
+	if bad != "" {
+		return fmt.Errorf("%s scores a task file; it takes no %s", c.flag, bad)
+	}
+	return nil
+}
+
+// choiceRun is a task file, read and parsed, ready to score on an engine.
+type choiceRun func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error)
+
+// loadChoice reads, hashes and parses c's task file.
+func loadChoice(c choiceJob) (choiceRun, string, error) {
+	data, err := os.ReadFile(c.path)
+	if err == nil && len(data) == 0 {
+		err = fmt.Errorf("%s: the file is empty", c.path)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", c.flag, err)
+	}
+	sum := sha256.Sum256(data)
+	run, err := parseChoice(c.flag, data)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s %s: %w", c.flag, c.path, err)
+	}
+	return run, hex.EncodeToString(sum[:]), nil
+}
+
+// parseChoice parses a task file of the mode flag names.
+func parseChoice(flag string, data []byte) (choiceRun, error) {
+	switch flag {
+	case "--hellaswag":
+		tasks, err := scoring.ParseHellaSwag(PerplexityText(data))
+		return func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
+			return scoring.RunHellaSwag(ctx, eng, scoring.HellaSwagRequest{Tasks: tasks, ChoiceOptions: o})
+		}, err
+	case "--winogrande":
+		tasks, unread, err := scoring.ParseWinogrande(PerplexityText(data))
+		return func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
+			rep, err := scoring.RunWinogrande(ctx, eng, scoring.WinograndeRequest{Tasks: tasks, ChoiceOptions: o})
+			if unread > 0 && rep.Object != "" {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("line %d, the file's last, is not read: llama-perplexity's reader "+
+					"stops before a last line without a newline after it (end the file with an empty line to score it)", unread))
+			}
+			return rep, err
+		}, err
+	}
+	tasks, err := scoring.ParseMultipleChoice(data)
+	return func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
+		return scoring.RunMultipleChoice(ctx, eng, scoring.MultipleChoiceRequest{Tasks: tasks, ChoiceOptions: o})
+	}, err
+}
+
+// checkChoice checks j's multiple-choice run (if any) before the model loads.
+func checkChoice(j Job) error {
+	for _, c := range j.choices() {
+		if err := choiceConflicts(j, c); err != nil {
+			return err
+		}
+		if _, _, err := loadChoice(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runChoice scores j's task file on the loaded model.
+func (b *Bench) runChoice(ctx context.Context, j Job) (Outcome, error) {
+	c := j.choices()[0]
+	if err := choiceConflicts(j, c); err != nil {
+		return Outcome{}, err
+	}
+	run, sha, err := loadChoice(c)
+	if err != nil {
+		return Outcome{}, err
+	}
+	rep, err := run(ctx, b.eng, scoring.ChoiceOptions{Count: c.count, Ctx: j.Profile.Ctx, Path: c.path,
+		FileSHA256: sha, Progress: j.Progress})
+	if err != nil && !errors.Is(err, scoring.ErrStopped) && rep.Object == "" {
+		return Outcome{}, err
+	}
+	return Outcome{Report: rep}, err
+}
