@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,11 @@ func TestNoise(t *testing.T) {
 				t.Errorf("%s: %s: max KLD %g below the mean %g", q, c.Change, c.MaxKLD, c.MeanKLD)
 			}
 		}
-		if kinds["threads"] != 2 || kinds["ubatch_size"] != 2 || kinds["kernels"] != 2 || n.Floor != largest {
+		kernelChanges := 2 // the Go twins and the go variants; no twins on a CPU running no assembly
+		if slices.ContainsFunc(n.Skipped, func(s string) bool { return strings.Contains(s, "no assembly kernel") }) {
+			kernelChanges = 1
+		}
+		if kinds["threads"] != 2 || kinds["ubatch_size"] != 2 || kinds["kernels"] != kernelChanges || n.Floor != largest {
 			t.Errorf("%s: changes %+v, floor %g (largest %g)", q, n.Changes, n.Floor, largest)
 		}
 		t.Logf("%s: floor %.3g", q, n.Floor)
