@@ -8,6 +8,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -68,22 +69,17 @@ func runBases(args []string) int {
 			return runBasesGC(args[1:])
 		}
 	}
-	fs := newFlags("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]")
-	resultsDir := fs.String("results", "", resultsUsage("the bases are listed from"))
-	asJSON := fs.Bool("json", false, "print the list as JSON on stdout")
-	dirs, code := parseInterleaved(fs, args)
+	c := newBasesCmd("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]",
+		"listed from", "print the list as JSON on stdout")
+	ents, code := c.find(args)
 	if code >= 0 {
 		return code
-	}
-	ents, err := findBases(*resultsDir, dirs)
-	if err != nil {
-		return fail(err)
 	}
 	rows := make([]baseRow, len(ents))
 	for i, e := range ents {
 		rows[i] = newBaseRow(e.Info, e.Refs, e.Err)
 	}
-	if *asJSON {
+	if *c.asJSON {
 		return printJSON(struct {
 			Object string    `json:"object"`
 			Bases  []baseRow `json:"bases"`
@@ -93,17 +89,40 @@ func runBases(args []string) int {
 	return 0
 }
 
-// findBases lists the bases in the results root and dirs, which must be
-// folders.
-func findBases(resultsDir string, dirs []string) ([]results.BaseEntry, error) {
+// basesCmd holds the flags `bases` and `bases gc` share: the results root
+// and --json; the folders to search are the arguments.
+type basesCmd struct {
+	fs         *flag.FlagSet
+	resultsDir *string
+	asJSON     *bool
+}
+
+// newBasesCmd makes the flag set of a bases command that finds bases; from
+// says what the command does with them ("listed from").
+func newBasesCmd(name, synopsis, from, jsonUsage string) basesCmd {
+	fs := newFlags(name, synopsis)
+	return basesCmd{fs, fs.String("results", "", resultsUsage("the bases are "+from)), fs.Bool("json", false, jsonUsage)}
+}
+
+// find parses args and lists the bases in the results root and the
+// folders args name; code is non-negative when the command is to exit.
+func (c basesCmd) find(args []string) (_ []results.BaseEntry, code int) {
+	dirs, code := parseInterleaved(c.fs, args)
+	if code >= 0 {
+		return nil, code
+	}
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil {
-			return nil, fmt.Errorf("bases: %w", err)
+			return nil, fail(fmt.Errorf("bases: %w", err))
 		} else if !st.IsDir() {
-			return nil, fmt.Errorf("bases: %s is not a folder (bases verify FILE checks one base)", d)
+			return nil, fail(fmt.Errorf("bases: %s is not a folder (bases verify FILE checks one base)", d))
 		}
 	}
-	return results.FindBases(append([]string{results.Root(resultsDir)}, dirs...))
+	ents, err := results.FindBases(append([]string{results.Root(*c.resultsDir)}, dirs...))
+	if err != nil {
+		return nil, fail(err)
+	}
+	return ents, -1
 }
 
 func printJSON(v any) int {
@@ -214,17 +233,12 @@ func runBasesVerify(args []string) int {
 }
 
 func runBasesGC(args []string) int {
-	fs := newFlags("bases gc", "[--dry-run] [--results DIR] [--json] [DIR...]")
-	dryRun := fs.Bool("dry-run", false, "list the bases nothing refers to, remove none")
-	resultsDir := fs.String("results", "", resultsUsage("the bases are collected from"))
-	asJSON := fs.Bool("json", false, "print the bases removed (or to remove) as JSON on stdout")
-	dirs, code := parseInterleaved(fs, args)
+	c := newBasesCmd("bases gc", "[--dry-run] [--results DIR] [--json] [DIR...]",
+		"collected from", "print the bases removed (or to remove) as JSON on stdout")
+	dryRun := c.fs.Bool("dry-run", false, "list the bases nothing refers to, remove none")
+	ents, code := c.find(args)
 	if code >= 0 {
 		return code
-	}
-	ents, err := findBases(*resultsDir, dirs)
-	if err != nil {
-		return fail(err)
 	}
 	var gone []string
 	var bytes int64
@@ -252,7 +266,7 @@ func runBasesGC(args []string) int {
 		fmt.Fprintf(os.Stderr, "; %d unreadable left alone (bases verify says why)", skipped)
 	}
 	fmt.Fprintln(os.Stderr)
-	if *asJSON {
+	if *c.asJSON {
 		return printJSON(struct {
 			Object  string   `json:"object"`
 			DryRun  bool     `json:"dry_run"`
