@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,7 +157,8 @@ var fields = []field{
 		"has half-width ≤ R × its value (0: no rule)", func(p *Profile) *float64 { return &p.StopAtPrecision }),
 	intField("stop_min_windows", "stop-min-windows", "windows scored before a stop rule may end the run (0: 10)", func(p *Profile) *int { return &p.StopMinWindows }),
 	strField("stop_when_decided", "stop-when-decided", "stop once the anytime-valid 95% interval lies on one side of a threshold, e.g. 'mean_kld<0.001'\n"+
-		"(names mean_kld, mean_nll, ppl); exit 0 when it holds, 3 when it fails", false, func(p *Profile) *string { return &p.StopWhenDecided }),
+		"(names mean_kld, mean_nll, ppl, delta_ppl_percent: the change of PPL against the base, paired token by token);\n"+
+		"exit 0 when it holds, 3 when it fails", false, func(p *Profile) *string { return &p.StopWhenDecided }),
 }
 
 // FlagFor returns the score flag (without dashes) that overrides a profile
@@ -267,13 +269,16 @@ func (p Profile) Override(fs *flag.FlagSet) (Profile, error) {
 	return p, nil
 }
 
-// BindFlags defines on fs one flag per setting, named as `plexbench score`
-// names them, reading and writing p's fields. Defaults shown in -h are p's
-// values at the time of the call.
-func (p *Profile) BindFlags(fs *flag.FlagSet) {
+// BindFlags defines on fs one flag per setting (per setting of keys, the
+// TOML keys, when given), named as `plexbench score` names them, reading
+// and writing p's fields. Defaults shown in -h are p's values at the time
+// of the call.
+func (p *Profile) BindFlags(fs *flag.FlagSet, keys ...string) {
 	for i := range fields {
 		f := &fields[i]
-		fs.Var(&fieldValue{p: p, f: f}, f.flag, f.usage)
+		if len(keys) == 0 || slices.Contains(keys, f.key) {
+			fs.Var(&fieldValue{p: p, f: f}, f.flag, f.usage)
+		}
 	}
 }
 

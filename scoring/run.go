@@ -382,7 +382,11 @@ func (r *runner) finishWindow(w Window, secs float64, b AttentionBlocks) WindowR
 		}
 	}
 	if r.stop != nil {
-		r.stop.add(&wr)
+		d, paired := 0.0, false
+		if r.kld != nil {
+			d, paired = r.kld.WindowDelta(w.Index)
+		}
+		r.stop.add(&wr, d, paired)
 	}
 	r.windows = append(r.windows, wr)
 	r.traced = append(r.traced, TraceWindow{Index: w.Index, Begin: w.Begin, FirstTarget: w.FirstTarget,

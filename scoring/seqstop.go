@@ -25,15 +25,20 @@ const (
 	StopMethod = "asymptotic confidence sequence (Gaussian mixture boundary, plug-in variance, window values; Waudby-Smith et al. 2024)"
 )
 
-// Statistics a stopping rule reads; ppl is read as mean_nll = ln PPL.
+// Statistics a stopping rule reads; ppl is read as mean_nll = ln PPL, and
+// delta_ppl_percent, 100·(PPL/PPL_base − 1), as delta_mean_nll: the mean
+// of the windows' paired differences NLL − base NLL, token by token against
+// the base (ln(1 + Δ%/100)).
 const (
-	StatMeanKLD = "mean_kld"
-	StatMeanNLL = "mean_nll"
-	StatPPL     = "ppl"
+	StatMeanKLD  = "mean_kld"
+	StatMeanNLL  = "mean_nll"
+	StatPPL      = "ppl"
+	StatDeltaPPL = "delta_ppl_percent"
+	StatDeltaNLL = "delta_mean_nll"
 )
 
 // StopNames are the names --stop-when-decided takes.
-func StopNames() []string { return []string{StatMeanKLD, StatMeanNLL, StatPPL} }
+func StopNames() []string { return []string{StatMeanKLD, StatMeanNLL, StatPPL, StatDeltaPPL} }
 
 // StopRule is a run's sequential stopping rule; the zero value is none.
 // Both parts may be set: the run stops at whichever is met first.
@@ -66,8 +71,10 @@ func (s StopRule) check(comparing bool) error {
 		return badRequest("stop at precision %v: want a positive fraction", s.Precision)
 	case s.MinWindows < 0 || s.MinWindows == 1:
 		return badRequest("stop min windows %d: want 2 or more (0: %d)", s.MinWindows, DefaultStopMinWindows)
-	case s.Decide != nil && s.Decide.Metric == StatMeanKLD && !comparing:
-		return badRequest("stop when decided %s: mean_kld needs a base to compare against", s.Decide.Text)
+	case s.Decide != nil && (s.Decide.Metric == StatMeanKLD || s.Decide.Metric == StatDeltaPPL) && !comparing:
+		return badRequest("stop when decided %s: %s needs a base to compare against", s.Decide.Text, s.Decide.Metric)
+	case s.Decide != nil && s.Decide.Metric == StatDeltaPPL && s.Decide.Value <= -100:
+		return badRequest("stop when decided %s: a perplexity change is above -100%%", s.Decide.Text)
 	case s.Decide != nil && s.Decide.Metric == StatPPL && s.Decide.Value <= 0:
 		return badRequest("stop when decided %s: a perplexity threshold must be positive", s.Decide.Text)
 	}
@@ -80,7 +87,7 @@ type StopReport struct {
 	Rule      string  `json:"rule"`      // "precision 0.1" or the condition
 	Met       bool    `json:"met"`       // the rule was met (at Windows)
 	Windows   int     `json:"windows"`   // windows scored at that point
-	Statistic string  `json:"statistic"` // mean_kld or mean_nll
+	Statistic string  `json:"statistic"` // mean_kld, mean_nll or delta_mean_nll
 	Value     float64 `json:"value"`     // the mean of the window values
 	HalfWidth float64 `json:"half_width"`
 	Method    string  `json:"method"`
@@ -216,6 +223,7 @@ type stopper struct {
 	rule     StopRule
 	headline string // the precision rule's statistic
 	nll, kld windowSeq
+	delta    windowSeq   // paired NLL − base NLL, when comparing
 	met      *StopReport // the first window at which the rule was met
 }
 
@@ -232,17 +240,24 @@ func newStopper(rule StopRule, comparing bool) *stopper {
 }
 
 func (s *stopper) seq(stat string) *windowSeq {
-	if stat == StatMeanKLD {
+	switch stat {
+	case StatMeanKLD:
 		return &s.kld
+	case StatDeltaNLL:
+		return &s.delta
 	}
 	return &s.nll
 }
 
-// add feeds one finished window; the first window meeting the rule is kept.
-func (s *stopper) add(wr *WindowReport) {
+// add feeds one finished window, with its mean paired difference against
+// the base when paired; the first window meeting the rule is kept.
+func (s *stopper) add(wr *WindowReport, delta float64, paired bool) {
 	s.nll.add(wr.MeanNLL)
 	if wr.MeanKLD != nil {
 		s.kld.add(*wr.MeanKLD)
+	}
+	if paired {
+		s.delta.add(delta)
 	}
 	if s.met != nil {
 		return
@@ -281,12 +296,16 @@ func (s *stopper) precision() StopReport {
 }
 
 // decided: the interval against the condition's threshold (a perplexity
-// threshold read on ln PPL, which keeps the order).
+// threshold read on ln PPL, a perplexity change on the paired difference
+// of ln PPL; both maps keep the order).
 func (s *stopper) decided() StopReport {
 	c := *s.rule.Decide
 	stat := c.Metric
-	if stat == StatPPL {
+	switch stat {
+	case StatPPL:
 		stat, c.Value = StatMeanNLL, math.Log(c.Value)
+	case StatDeltaPPL:
+		stat, c.Value = StatDeltaNLL, math.Log1p(c.Value/100)
 	}
 	r, q := s.interval(stat)
 	r.Rule = s.rule.Decide.Text

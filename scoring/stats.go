@@ -209,6 +209,9 @@ type kldCluster struct {
 	NKLD    int     // tokens with a finite KLD
 	SumKLD  float64 // over finite KLDs
 	SameTop int
+	// SumDelta is Σ (NLL − base NLL): the paired difference, for the
+	// stopping rules on ΔPPL.
+	SumDelta float64
 }
 
 // KLDStats accumulates token comparisons. The zero value is ready to use.
@@ -248,6 +251,7 @@ func (s *KLDStats) Add(w int, c TokenComparison) {
 	}
 	cl := s.clusters[w]
 	cl.N++
+	cl.SumDelta += c.NLL - c.BaseNLL
 	if c.SameTop {
 		s.nSame++
 		cl.SameTop++
@@ -298,6 +302,7 @@ func (s *KLDStats) Merge(o *KLDStats) {
 		m.NKLD += c.NKLD
 		m.SumKLD += c.SumKLD
 		m.SameTop += c.SameTop
+		m.SumDelta += c.SumDelta
 		s.clusters[w] = m
 	}
 }
@@ -315,6 +320,16 @@ func (s *KLDStats) Window(w int) (meanKLD, sameTop float64, ok bool) {
 		meanKLD = c.SumKLD / float64(c.NKLD)
 	}
 	return meanKLD, float64(c.SameTop) / float64(c.N), true
+}
+
+// WindowDelta is window w's mean paired difference NLL − base NLL; false
+// when it has no tokens.
+func (s *KLDStats) WindowDelta(w int) (float64, bool) {
+	c, ok := s.clusters[w]
+	if !ok || c.N == 0 {
+		return 0, false
+	}
+	return c.SumDelta / float64(c.N), true
 }
 
 // sortTail keeps v[:*sorted] sorted and merges the unsorted tail into it,

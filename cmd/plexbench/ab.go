@@ -7,8 +7,10 @@ package main
 // text or JSON; --fail-if conditions turn them into an exit code for CI.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -36,6 +38,8 @@ func runAB(args []string) int {
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	allow := fs.Bool("allow-tokenizer-mismatch", false, "compare models whose tokenizers or token streams differ by bits per byte only (no KLD, no paired statistics) instead of refusing")
 	resultsDir := fs.String("results", "", resultsUsage("the two runs' records and their A/B summary are written under"))
+	var stopRule profiles.Profile // B's stop rule, when given
+	stopRule.BindFlags(fs, "stop_at_precision", "stop_min_windows", "stop_when_decided")
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
@@ -52,7 +56,8 @@ func runAB(args []string) int {
 	var err error
 	switch {
 	case len(paths) == 2 && len(pos) == 0:
-		res, err = abProfiles(paths[0], paths[1], *base, *compare, results.Root(*resultsDir), *quiet, *allow)
+		x := abRun{base: *base, kind: *compare, root: results.Root(*resultsDir), quiet: *quiet, allow: *allow, stop: fs}
+		res, err = x.run(paths[0], paths[1])
 	case len(paths) == 0 && len(pos) == 2:
 		if *base != "" {
 			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
@@ -87,85 +92,108 @@ func runAB(args []string) int {
 		fmt.Fprintf(os.Stderr, "plexbench: ab: --fail-if holds: %s\n", strings.Join(res.Failed, ", "))
 		return exitThreshold
 	}
+	if stopFails(res.StoppedEarly) {
+		fmt.Fprintf(os.Stderr, "plexbench: ab: --stop-when-decided %s fails\n", res.StoppedEarly.Rule)
+		return exitThreshold
+	}
 	return 0
 }
 
-// abProfiles scores A (recording a base in a temporary folder unless
-// given one) and then B against that base, as the TUI's A/B view does;
-// both runs are kept as records under root, the summary beside B's.
-func abProfiles(pathA, pathB, givenBase, kind, root string, quiet, allow bool) (results.ABSummary, error) {
-	var a, b profiles.Profile
-	var err error
+// abRun is an A/B of two profiles: the settings `ab` gives them.
+type abRun struct {
+	base, kind, root string // --base, --compare, the results root
+	quiet, allow     bool   // --quiet, --allow-tokenizer-mismatch
+	// stop holds the stop-rule flags, which override B's profile.
+	stop *flag.FlagSet
+}
+
+// profiles loads, resolves and checks A's and B's profiles, B's with the
+// stop-rule flags given to ab.
+func (x abRun) profiles(pathA, pathB string) (a, b profiles.Profile, err error) {
 	if a, err = profiles.Load(pathA); err != nil {
-		return results.ABSummary{}, err
+		return a, b, err
 	}
 	if b, err = profiles.Load(pathB); err != nil {
-		return results.ABSummary{}, err
+		return a, b, err
 	}
 	// Paths in a profile are relative to its file, not to the working
 	// directory.
-	a, b = a.Resolve(), b.Resolve()
+	a = a.Resolve()
+	if b, err = b.Override(x.stop); err != nil {
+		return a, b, fmt.Errorf("ab: %w", err)
+	}
 	for _, p := range []profiles.Profile{a, b} {
 		if err := p.Validate(); err != nil {
-			return results.ABSummary{}, err
+			return a, b, err
 		}
 	}
-	ck, err := profiles.ParseComparison(kind)
+	ck, err := profiles.ParseComparison(x.kind)
 	if err != nil {
-		return results.ABSummary{}, fmt.Errorf("ab: %w", err)
+		return a, b, fmt.Errorf("ab: %w", err)
 	}
-	if err := profiles.CheckComparable(a, b, ck); err != nil {
+	return a, b, profiles.CheckComparable(a, b, ck)
+}
+
+// score runs p (recording a base at record, comparing against against)
+// and keeps its record under the results root.
+func (x abRun) score(ctx context.Context, p profiles.Profile, record, against string) (scoring.Report, string, error) {
+	j := workbench.Job{Profile: p, Record: record, Compare: against}
+	if !x.quiet {
+		j.Progress = newProgressPrinter(os.Stderr).event
+	}
+	out, err := workbench.Run(ctx, j)
+	if err != nil {
+		return out.Report, "", fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
+	}
+	path, err := results.WriteRecord(x.root, &out.Report)
+	if err != nil {
+		return out.Report, "", err
+	}
+	if !x.quiet {
+		fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+	}
+	return out.Report, path, nil
+}
+
+// run scores A (recording a base in a temporary folder unless given one)
+// and then B against that base, as the TUI's A/B view does; both runs are
+// kept as records under the root, the summary beside B's.
+func (x abRun) run(pathA, pathB string) (results.ABSummary, error) {
+	a, b, err := x.profiles(pathA, pathB)
+	if err != nil {
 		return results.ABSummary{}, err
 	}
-	mismatch, err := tokenizerMismatch(a, b, allow)
+	mismatch, err := tokenizerMismatch(a, b, x.allow)
 	if err != nil {
 		return results.ABSummary{}, err
 	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
-	baseA := ""
-	if givenBase == "" && mismatch == "" {
+	if mismatch != "" {
+		return x.bitsPerByte(ctx, a, b, mismatch)
+	}
+	against := x.base
+	if against == "" {
 		dir, err := os.MkdirTemp("", "plexbench-ab-")
 		if err != nil {
 			return results.ABSummary{}, fmt.Errorf("ab: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		baseA = filepath.Join(dir, "A.kld")
+		against = filepath.Join(dir, "A.kld")
 	}
-	score := func(p profiles.Profile, record, against string) (scoring.Report, string, error) {
-		j := workbench.Job{Profile: p, Record: record, Compare: against}
-		if !quiet {
-			j.Progress = newProgressPrinter(os.Stderr).event
-		}
-		out, err := workbench.Run(ctx, j)
-		if err != nil {
-			return out.Report, "", fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
-		}
-		path, err := results.WriteRecord(root, &out.Report)
-		if err != nil {
-			return out.Report, "", err
-		}
-		if !quiet {
-			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
-		}
-		return out.Report, path, nil
+	record := ""
+	if x.base == "" {
+		record = against
 	}
-	if mismatch != "" {
-		return abBitsPerByte(a, b, mismatch, score)
-	}
-	repA, pathA, err := score(a, baseA, givenBase)
+	repA, pathA, err := x.score(ctx, a, record, x.base)
 	if err != nil {
 		return results.ABSummary{}, err
 	}
-	against := givenBase
-	if against == "" {
-		against = baseA
-		if n := repA.WindowsScored; repA.StoppedEarly != nil && (b.Chunks == 0 || b.Chunks > n) {
-			// A's stop rule cut its base short: B is scored over A's windows.
-			b.Chunks = n
-		}
+	if n := repA.WindowsScored; x.base == "" && repA.StoppedEarly != nil && (b.Chunks == 0 || b.Chunks > n) {
+		// A's stop rule cut its base short: B is scored over A's windows.
+		b.Chunks = n
 	}
-	repB, pathB, err := score(b, "", against)
+	repB, pathB, err := x.score(ctx, b, "", against)
 	if err != nil {
 		return results.ABSummary{}, err
 	}
@@ -174,11 +202,11 @@ func abProfiles(pathA, pathB, givenBase, kind, root string, quiet, allow bool) (
 	for _, c := range profiles.Diff(a, b) {
 		res.Diff = append(res.Diff, c.String())
 	}
-	res.Base = givenBase
-	if givenBase == "" {
+	res.Base = x.base
+	if x.base == "" {
 		res.Base = "A's base"
 	}
-	withNoise(&res, &repB, root)
+	withNoise(&res, &repB, x.root)
 	return res, results.WriteAB(results.ABPath(pathB), res)
 }
 
@@ -196,15 +224,14 @@ func tokenizerMismatch(a, b profiles.Profile, allow bool) (string, error) {
 	return "", fmt.Errorf("ab: %w", err)
 }
 
-// abBitsPerByte scores a and b each on its own (no base) and compares
-// them by bits per byte only.
-func abBitsPerByte(a, b profiles.Profile, mismatch string,
-	score func(p profiles.Profile, record, against string) (scoring.Report, string, error)) (results.ABSummary, error) {
-	repA, pathA, err := score(a, "", "")
+// bitsPerByte scores a and b each on its own (no base) and compares them
+// by bits per byte only.
+func (x abRun) bitsPerByte(ctx context.Context, a, b profiles.Profile, mismatch string) (results.ABSummary, error) {
+	repA, pathA, err := x.score(ctx, a, "", "")
 	if err != nil {
 		return results.ABSummary{}, err
 	}
-	repB, pathB, err := score(b, "", "")
+	repB, pathB, err := x.score(ctx, b, "", "")
 	if err != nil {
 		return results.ABSummary{}, err
 	}
@@ -335,6 +362,9 @@ func writeABText(w io.Writer, r *results.ABSummary) {
 	if c.SpeedRatio > 0 {
 		fmt.Fprintf(w, "speed B/A  %.3f× ± %.3f\n", c.SpeedRatio, c.SpeedRatioUncertainty)
 	}
+	if st := r.StoppedEarly; st != nil {
+		fmt.Fprintf(w, "stopped    B's rule %s met at window %d (%s %.6g ± %.3g)\n", st.Rule, st.Windows, st.Statistic, st.Value, st.HalfWidth)
+	}
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }
 
@@ -344,6 +374,9 @@ func writeABChoice(w io.Writer, r *results.ABSummary, c *scoring.ChoiceCompariso
 	fmt.Fprintf(w, "B %-20s %s accuracy %.4f%%\n", r.B.Name, c.Method, c.AccuracyB)
 	fmt.Fprintf(w, "Δacc B−A   %s points, paired over %d tasks: only A right %d, only B right %d, McNemar exact p = %.4g\n",
 		scoring.PMSigned(c.DeltaAccuracy, c.DeltaAccuracyUncertainty), c.Tasks, c.OnlyA, c.OnlyB, c.McNemarP)
+	if st := r.StoppedEarly; st != nil {
+		fmt.Fprintf(w, "stopped    B's rule %s met at window %d (%s %.6g ± %.3g)\n", st.Rule, st.Windows, st.Statistic, st.Value, st.HalfWidth)
+	}
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }
 

@@ -293,6 +293,27 @@ func TestAB(t *testing.T) {
 		t.Fatalf("ab result %+v", fromProfiles)
 	}
 
+	// ab's stop flags set B's rule: a paired ΔPPL decided at 5 windows,
+	// the comparison over those.
+	code, stdout, stderr = runCLI(t, "ab", "--profile", a, "--profile", b, "--json", "--quiet",
+		"--stop-when-decided", "delta_ppl_percent<50", "--stop-min-windows", "5")
+	var stopped results.ABSummary
+	if err := json.Unmarshal([]byte(stdout), &stopped); code != 0 || err != nil {
+		t.Fatalf("ab with B's stop rule: exit %d, %v, stderr %q", code, err, stderr)
+	}
+	if recB, err := readReport(stopped.B.Report); err != nil || recB.StoppedEarly == nil ||
+		recB.StoppedEarly.Statistic != scoring.StatDeltaNLL || stopped.Comparison.Windows != 5 {
+		t.Fatalf("B's record %s: %v, stopped_early %+v; %d windows paired", stopped.B.Report, err, recB.StoppedEarly, stopped.Comparison.Windows)
+	} else if !reflect.DeepEqual(stopped.StoppedEarly, recB.StoppedEarly) {
+		t.Fatalf("the summary's stopped_early %+v, B's record's %+v", stopped.StoppedEarly, recB.StoppedEarly)
+	}
+	code, stdout, stderr = runCLI(t, "ab", "--profile", a, "--profile", b, "--quiet",
+		"--stop-when-decided", "delta_ppl_percent<-50", "--stop-min-windows", "5")
+	if code != exitThreshold || !strings.Contains(stdout, "stopped    B's rule delta_ppl_percent<-50 met at window 5") ||
+		!strings.Contains(stderr, "--stop-when-decided delta_ppl_percent<-50 fails") {
+		t.Fatalf("ab with B's failing rule: exit %d\n%s\nstderr %q", code, stdout, stderr)
+	}
+
 	// The same two runs through score, then ab on the reports.
 	repA, repB, base := filepath.Join(dir, "A.json"), filepath.Join(dir, "B.json"), filepath.Join(dir, "A.kld")
 	if code, _, stderr := runCLI(t, "score", "--profile", a, "--quiet", "--perplexity-kld-base-out", base, "--perplexity-output", repA); code != 0 {

@@ -111,6 +111,21 @@ func TestStopWhenDecided(t *testing.T) {
 	if s := fails.StoppedEarly; s == nil || s.Windows != 5 || s.Holds == nil || *s.Holds || !strings.Contains(stderr, "fails") {
 		t.Fatalf("mean_kld<0.001: stopped_early %+v; stderr %q", s, stderr)
 	}
+	// A perplexity change, paired token by token against the base's NLLs:
+	// its value is the mean of the windows' differences of mean NLL.
+	delta, _ := scoreReport(t, 0, filepath.Join(dir, "delta.json"), "--model", q4, "--perplexity-kld", base,
+		"--perplexity-chunks", "10", "--stop-when-decided", "delta_ppl_percent>-50", "--stop-min-windows", "5")
+	s := delta.StoppedEarly
+	if s == nil || s.Windows != 5 || s.Statistic != scoring.StatDeltaNLL || s.Holds == nil || !*s.Holds {
+		t.Fatalf("delta_ppl_percent>-50: stopped_early %+v, want it to hold at window 5", s)
+	}
+	var want float64
+	for i := range 5 {
+		want += (delta.Windows[i].MeanNLL - rec.Windows[i].MeanNLL) / 5
+	}
+	if math.Abs(s.Value-want) > 1e-12 || !(s.HalfWidth > 0) {
+		t.Fatalf("delta_mean_nll %v ± %v, the windows' paired differences give %v", s.Value, s.HalfWidth, want)
+	}
 	// Undecided at the last window: the point value answers, with a warning.
 	undecided, _ := scoreReport(t, exitThreshold, filepath.Join(dir, "undecided.json"), "--model", q4, "--perplexity-kld", base,
 		"--perplexity-chunks", "10", "--stop-when-decided", "mean_kld<1e-9", "--stop-min-windows", "20")
@@ -119,5 +134,8 @@ func TestStopWhenDecided(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "score", "--quiet", "--model", q4, "--perplexity", text, "--stop-when-decided", "mean_kld<0.1"); code == 0 || !strings.Contains(stderr, "needs a base") {
 		t.Fatalf("mean_kld without a base: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "score", "--quiet", "--model", q4, "--perplexity", text, "--stop-when-decided", "delta_ppl_percent<1"); code == 0 || !strings.Contains(stderr, "needs a base") {
+		t.Fatalf("delta_ppl_percent without a base: exit %d, %q", code, stderr)
 	}
 }

@@ -45,6 +45,9 @@ type ABSummary struct {
 	Verdict     string             `json:"verdict"`
 	NoiseRecord string             `json:"noise_record,omitempty"` // the record of the noise floor the verdict used
 	Partial     bool               `json:"partial,omitempty"`      // B did not score every window
+	// StoppedEarly is B's stopping rule where it stopped B (its report's
+	// stopped_early): the comparison is over the windows scored to then.
+	StoppedEarly *scoring.StopReport `json:"stopped_early,omitempty"`
 	// TokenizerMismatch, when the sides' tokenizers or token streams
 	// differ and the comparison was allowed, says how; the sides are then
 	// compared by bits per byte only (PairBitsPerByte): no KLD, no paired
@@ -74,7 +77,9 @@ func NewABSummary(c scoring.Comparison, a, b ABSide) ABSummary {
 func Pair(a, b *scoring.Report) ABSummary {
 	c := scoring.ComparePaired(a.Windows, b.Windows)
 	c.KLD = b.KLD.Summary()
-	return NewABSummary(c, SideOf("", "", a), SideOf("", "", b))
+	s := NewABSummary(c, SideOf("", "", a), SideOf("", "", b))
+	s.StoppedEarly = b.StoppedEarly
+	return s
 }
 
 // SetNoiseFloor gives the comparison the engine's noise floor measured
