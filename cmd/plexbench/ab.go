@@ -305,7 +305,7 @@ func withNoise(res *results.ABSummary, b *scoring.Report, root string) {
 		if g.Digest != b.Record.ProtocolDigest {
 			continue
 		}
-		if r := g.Newest(isNoiseRecord); r != nil {
+		if r := g.Newest(results.IsNoiseRecord); r != nil {
 			res.SetNoiseFloor(r.Noise.Floor, r.Record.Name)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"plexbench/kernels/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 	"plexbench/scoring/workbench"
 )
 
@@ -380,14 +381,14 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 		t.Errorf("progress:\n%s", line)
 	}
 	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
-	var out compareOutput
+	var out results.CompareOutput
 	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
 		t.Fatalf("compare: exit %d %s", code, stderr)
 	}
 	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "tasks" {
 		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
 	}
-	var g compareGroup
+	var g results.CompareGroup
 	for _, x := range out.Groups {
 		if x.Protocol.Tasks == 40 {
 			g = x

@@ -403,7 +403,7 @@ func TestCompareRecords(t *testing.T) {
 	if code != 0 {
 		t.Fatal(stderr)
 	}
-	var out compareOutput
+	var out results.CompareOutput
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +457,7 @@ func TestCompareRecords(t *testing.T) {
 
 // checkBitsPerByteRows: on one text and protocol, bits per byte is ln PPL
 // times the same tokens-per-byte factor on every row.
-func checkBitsPerByteRows(t *testing.T, g compareGroup) {
+func checkBitsPerByteRows(t *testing.T, g results.CompareGroup) {
 	t.Helper()
 	for _, r := range g.Rows {
 		if r.BitsPerByte == nil || *r.BitsPerByte <= 0 ||

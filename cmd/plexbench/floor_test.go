@@ -10,6 +10,7 @@ import (
 
 	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // TestFloor: `plexbench floor` on stories260K f32 (ctx 64, 12 chunks),
@@ -23,9 +24,9 @@ func TestFloor(t *testing.T) {
 	dir := t.TempDir()
 	model := func(q string) string { return stories(t, q) }
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-	results := filepath.Join(dir, "results")
+	root := filepath.Join(dir, "results")
 	top, full := filepath.Join(dir, "f32.kld"), filepath.Join(dir, "f32-full.kld")
-	geo := []string{"--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12", "--results", results, "--quiet"}
+	geo := []string{"--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "12", "--results", root, "--quiet"}
 
 	code, stdout, stderr := runCLI(t, append([]string{"floor", "--model", model("f32"), "--against", model("q8_0"),
 		"--perplexity-kld-base-out", top, "--full-base-out", full, "--perplexity-kld-top-k", "8"}, geo...)...)
@@ -55,7 +56,7 @@ func TestFloor(t *testing.T) {
 	checkCoarseningByK(t, fl)
 
 	// The same comparison by score.
-	code, stdout, stderr = runCLI(t, "score", "--model", model("q8_0"), "--perplexity-kld", full, "--kld-coarsen-top-k", "8", "--quiet", "--results", results)
+	code, stdout, stderr = runCLI(t, "score", "--model", model("q8_0"), "--perplexity-kld", full, "--kld-coarsen-top-k", "8", "--quiet", "--results", root)
 	if code != 0 {
 		t.Fatalf("score against the full base: exit %d: %s", code, stderr)
 	}
@@ -76,21 +77,21 @@ func TestFloor(t *testing.T) {
 		if args[3] != "--perplexity-kld" {
 			args = append(args, geo...)
 		} else {
-			args = append(args, "--results", results, "--quiet")
+			args = append(args, "--results", root, "--quiet")
 		}
 		if code, _, stderr := runCLI(t, args...); code != 0 {
 			t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, stderr)
 		}
 	}
-	code, stdout, stderr = runCLI(t, "compare", "--results", results, "--format", "json")
+	code, stdout, stderr = runCLI(t, "compare", "--results", root, "--format", "json")
 	if code != 0 {
 		t.Fatalf("compare: exit %d: %s", code, stderr)
 	}
-	var out compareOutput
+	var out results.CompareOutput
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
-	var g *compareGroup
+	var g *results.CompareGroup
 	for i := range out.Groups {
 		if out.Groups[i].Floor != nil {
 			g = &out.Groups[i]
@@ -117,7 +118,7 @@ func TestFloor(t *testing.T) {
 	if floorRuns != 1 || limited != 1 || q8Rows != 1 || len(g.Rows) != 4 {
 		t.Errorf("floor group rows %+v: want the reference, the floor run, q8_0 and a marked f32 rerun", g.Rows)
 	}
-	code, stdout, _ = runCLI(t, "compare", "--results", results)
+	code, stdout, _ = runCLI(t, "compare", "--results", root)
 	if code != 0 || !strings.Contains(stdout, "(floor)") || !strings.Contains(stdout, " ~") || !strings.Contains(stdout, "top-8 coarsening") {
 		t.Errorf("compare table without the floor's marks and notes:\n%s", stdout)
 	}

@@ -204,7 +204,7 @@ func sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
 			return fmt.Errorf("--plot %s: %w", x.plot, err)
 		}
 	}
-	return writeCompare(os.Stdout, compareTables(groups), x.format)
+	return writeCompare(os.Stdout, results.CompareTables(groups), x.format)
 }
 
 // measurements are the floor and noise records under root in the

@@ -1,0 +1,203 @@
+package results
+
+// compare.go owns the compare table's content: the records of each
+// protocol group as rows, best first, with the group's floor and noise
+// records (for the ~ marks). `plexbench compare` and `sweep` write it as
+// text, Markdown, CSV or JSON; the TUI's sweep view draws it.
+
+import (
+	"fmt"
+
+	"plexbench/scoring"
+)
+
+// CompareRow is one record's line of a table.
+type CompareRow struct {
+	Record       string   `json:"record"`
+	Model        string   `json:"model"`
+	KV           string   `json:"kv_cache_dtype"`
+	EffectiveBPW float64  `json:"effective_bpw"`
+	PPL          float64  `json:"perplexity"`
+	PPLPM        float64  `json:"perplexity_uncertainty"`
+	BitsPerByte  *float64 `json:"bits_per_byte,omitempty"` // nil for records from before text_bytes
+	BPBPM        *float64 `json:"bits_per_byte_uncertainty,omitempty"`
+	Reference    bool     `json:"reference,omitempty"` // the run that recorded the group's base
+	DeltaPPL     *float64 `json:"delta_perplexity,omitempty"`
+	DeltaPPLPM   *float64 `json:"delta_perplexity_uncertainty,omitempty"`
+	MeanKLD      *float64 `json:"mean_kld,omitempty"`
+	MeanKLDCR1   *float64 `json:"mean_kld_uncertainty_cr1,omitempty"`
+	KLDP99       *float64 `json:"kld_p99,omitempty"`
+	KLDMax       *float64 `json:"kld_max,omitempty"`
+	SameTop      *float64 `json:"same_top,omitempty"`
+	SameTopPM    *float64 `json:"same_top_uncertainty,omitempty"`
+	MeanDeltaP   *float64 `json:"mean_delta_p,omitempty"`
+	PrefillTokS  float64  `json:"prefill_tokens_per_second"`
+	// Accuracy is a multiple-choice record's (percent), Figure it with its
+	// ± or interval as the table shows it; Tasks the tasks scored.
+	Accuracy     *float64 `json:"accuracy,omitempty"`
+	Figure       string   `json:"accuracy_figure,omitempty"`
+	Tasks        int      `json:"tasks,omitempty"`
+	FloorRun     bool     `json:"floor_run,omitempty"`     // plexbench floor's self-compare
+	NoiseRun     bool     `json:"noise_run,omitempty"`     // plexbench noise's largest change
+	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor or noise floor
+}
+
+// CompareGroup is one protocol group's table.
+type CompareGroup struct {
+	Title    string           `json:"title"`
+	Protocol scoring.Protocol `json:"protocol"`
+	Digest   string           `json:"protocol_digest"`
+	Rows     []CompareRow     `json:"rows"`
+	// Floor is the newest floor measured for the group's base, and the
+	// record that holds it.
+	Floor       *scoring.FloorReport `json:"floor,omitempty"`
+	FloorRecord string               `json:"floor_record,omitempty"`
+	// Noise is the newest noise floor measured for the group's base
+	// (plexbench noise), and the record that holds it.
+	Noise       *scoring.NoiseReport `json:"noise,omitempty"`
+	NoiseRecord string               `json:"noise_record,omitempty"`
+}
+
+// CompareOutput is the tables of every group, as compare --format json prints them.
+type CompareOutput struct {
+	Object string         `json:"object"` // "plexbench.compare"
+	Differ []string       `json:"groups_differ_in,omitempty"`
+	Groups []CompareGroup `json:"groups"`
+}
+
+// CompareTables is the compare table of groups: a table per protocol
+// group, rows in the group's order (best first).
+func CompareTables(groups []scoring.RecordGroup) CompareOutput {
+	out := CompareOutput{Object: "plexbench.compare", Differ: scoring.ProtocolDifferences(groups)}
+	for _, g := range groups {
+		cg := CompareGroup{Title: g.Protocol.Title(), Protocol: g.Protocol, Digest: g.Digest}
+		if r := g.Newest(func(r *scoring.Report) bool { return r.Floor != nil && r.KLD != nil }); r != nil {
+			cg.Floor, cg.FloorRecord = r.Floor, r.Record.Name
+		}
+		if r := g.Newest(IsNoiseRecord); r != nil {
+			cg.Noise, cg.NoiseRecord = r.Noise, r.Record.Name
+		}
+		for _, r := range g.Records {
+			row := CompareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
+				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
+				PrefillTokS: r.PrefillTokensPerSecond}
+			if r.TextBytes > 0 {
+				row.BitsPerByte, row.BPBPM = &r.BitsPerByte, &r.BitsPerByteUncertainty
+			}
+			if c := r.Choice(); c != nil {
+				row.Accuracy, row.Figure, row.Tasks = &c.Accuracy, c.Figure(), c.Tasks
+			}
+			if k := r.KLD; k != nil {
+				row.DeltaPPL, row.DeltaPPLPM = &k.DeltaPerplexity, &k.DeltaPerplexityUncertainty
+				row.MeanKLD, row.MeanKLDCR1 = &k.MeanKLD, &k.MeanKLDUncertaintyCR1
+				row.KLDP99, row.KLDMax = &k.KLDP99, &k.KLDMax
+				row.SameTop, row.SameTopPM, row.MeanDeltaP = &k.SameTop, &k.SameTopUncertainty, &k.MeanDeltaP
+				row.FloorRun, row.NoiseRun = r.Floor != nil, r.Noise != nil
+				row.FloorLimited = !row.FloorRun && !row.NoiseRun && cg.Limited(k.MeanKLD)
+			} else if g.Protocol.Base != "" {
+				row.Reference = true
+			}
+			cg.Rows = append(cg.Rows, row)
+		}
+		out.Groups = append(out.Groups, cg)
+	}
+	return out
+}
+
+// IsNoiseRecord reports whether r is a noise measurement's record.
+func IsNoiseRecord(r *scoring.Report) bool { return r.Noise != nil && r.KLD != nil }
+
+// Limited reports whether a mean KLD is within FloorFactor× the group's
+// floor or its noise floor.
+func (g *CompareGroup) Limited(meanKLD float64) bool {
+	return (g.Floor != nil && scoring.WithinFloor(meanKLD, g.Floor.Floor)) ||
+		(g.Noise != nil && scoring.WithinFloor(meanKLD, g.Noise.Floor))
+}
+
+func CompareHeader() []string {
+	return []string{"#", "model", "kv", "bpw", "PPL ±", "bits/byte ±", "ΔPPL ±", "mean KLD ± (CR1)", "KLD p99", "KLD max", "same top ±", "Δp", "prefill tok/s"}
+}
+
+// ChoiceHeader is the header of a multiple-choice group's table.
+func ChoiceHeader() []string {
+	return []string{"#", "model", "kv", "bpw", "accuracy", "tasks", "prefill tok/s"}
+}
+
+// IsChoice reports whether g is a group of multiple-choice records.
+func (g CompareGroup) IsChoice() bool { return g.Protocol.TaskFileSHA256 != "" }
+
+// Header and RowCells are g's table: a multiple-choice group's own, else
+// the perplexity and KLD columns.
+func (g CompareGroup) Header() []string {
+	if g.IsChoice() {
+		return ChoiceHeader()
+	}
+	return CompareHeader()
+}
+
+func (g CompareGroup) RowCells(i int) []string {
+	r := g.Rows[i]
+	if g.IsChoice() {
+		return []string{fmt.Sprint(i + 1), r.Model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), r.Figure,
+			fmt.Sprint(r.Tasks), fmt.Sprintf("%.0f", r.PrefillTokS)}
+	}
+	return r.Cells(i)
+}
+
+func (r CompareRow) Cells(i int) []string {
+	opt := func(p *float64, f func(float64) string) string {
+		if p == nil {
+			if r.Reference {
+				return "(base)"
+			}
+			return "–"
+		}
+		return f(*p)
+	}
+	g := func(x float64) string { return fmt.Sprintf("%.4g", x) }
+	model, floor := r.Model, ""
+	if r.FloorRun {
+		model += " (floor)"
+	}
+	if r.NoiseRun {
+		model += " (noise)"
+	}
+	if r.FloorLimited {
+		floor = " ~"
+	}
+	bpb := "–"
+	if r.BitsPerByte != nil {
+		bpb = scoring.PM(*r.BitsPerByte, *r.BPBPM)
+	}
+	c := []string{fmt.Sprint(i + 1), model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), scoring.PM(r.PPL, r.PPLPM), bpb,
+		opt(r.DeltaPPL, func(d float64) string { return scoring.PMSigned(d, *r.DeltaPPLPM) }),
+		opt(r.MeanKLD, func(k float64) string { return scoring.PM(k, *r.MeanKLDCR1) + floor }),
+		opt(r.KLDP99, g), opt(r.KLDMax, g),
+		opt(r.SameTop, func(s float64) string {
+			return scoring.Percent(s, 2) + " ± " + fmt.Sprintf("%.2f%%", 100**r.SameTopPM)
+		}),
+		opt(r.MeanDeltaP, func(d float64) string { return fmt.Sprintf("%+.3f%%", 100*d) }),
+		fmt.Sprintf("%.0f", r.PrefillTokS)}
+	return c
+}
+
+// FloorNotes are the lines under a group's table that say what its floor
+// record measured.
+func FloorNotes(g CompareGroup) []string {
+	var notes []string
+	if n := g.Noise; n != nil {
+		notes = append(notes, fmt.Sprintf("noise: the base's settings under %d changes that must not change quality: largest mean KLD %.3g (the engine's noise floor); ~ marks results within 2× of it",
+			len(n.Changes), n.Floor))
+	}
+	fl := g.Floor
+	if fl == nil {
+		return notes
+	}
+	notes = append(notes, fmt.Sprintf("floor: the base's model against its own top-%d base: mean KLD %.3g (measured; 0 for a deterministic engine); ~ marks results within 2× of it",
+		fl.TopK, fl.Floor))
+	if a := fl.Against; a != nil {
+		notes = append(notes, fmt.Sprintf("top-%d coarsening: on %s a top-%d base saw %s of the full-vocabulary KLD (%.3g of %.3g); top-k KLDs are lower bounds",
+			fl.TopK, fl.AgainstModel, fl.TopK, scoring.Percent(a.SeenFraction, 1), a.MeanTopKKLD, a.MeanFullKLD))
+	}
+	return notes
+}
