@@ -453,20 +453,27 @@ func checkEmbed(t *testing.T) {
 func TestDeviceAttention(t *testing.T) { onDevices(t, checkAttention) }
 
 // refAttention is attention.cu's procedure on the host: scores s(t, h,
-// g, j) (K·Q, unscaled), f64 sums, p rounded by rnd, v the cached values
-// expanded to f32; out and Σ p·|v|.
-func refAttention(score func(t, h, g, j int) float32, v []float32, rnd func(float32) float32, tokens, nh, nkv, hd, capacity, pos0 int, scale float32) (out, mag []float64) {
+// g, j) (K·Q, unscaled) over the keys keep(t, h, j) allows (nil: all),
+// f64 sums, p rounded by rnd, v the cached values expanded to f32; out
+// and Σ p·|v|.
+func refAttention(score func(t, h, g, j int) float32, keep func(t, h, j int) bool, v []float32, rnd func(float32) float32, tokens, nh, nkv, hd, capacity, pos0 int, scale float32) (out, mag []float64) {
 	out, mag = make([]float64, tokens*nh*hd), make([]float64, tokens*nh*hd)
 	for t := range tokens {
 		for h := range nh {
 			g, nk := h/(nh/nkv), pos0+t+1
 			s, mx := make([]float32, nk), float32(math.Inf(-1))
 			for j := range nk {
-				s[j] = score(t, h, g, j) * scale
-				mx = max(mx, s[j])
+				if keep == nil || keep(t, h, j) {
+					s[j] = score(t, h, g, j) * scale
+					mx = max(mx, s[j])
+				}
 			}
 			var sum float64
 			for j := range s {
+				if keep != nil && !keep(t, h, j) {
+					s[j] = 0
+					continue
+				}
 				s[j] = float32(math.Exp(float64(s[j] - mx)))
 				sum += float64(s[j])
 			}
@@ -515,7 +522,7 @@ func checkAttention(t *testing.T) {
 			qb, _ = cacheRows(t, c.typ, q, hd)
 			score = q8Scores(qb, kb, nh, hd, capacity)
 		}
-		want, mag := refAttention(score, v, rnd, tokens, nh, nkv, hd, capacity, pos0, scale)
+		want, mag := refAttention(score, nil, v, rnd, tokens, nh, nkv, hd, capacity, pos0, scale)
 		bq, bk, bv, bo := upload(t, qb), upload(t, kb), upload(t, vb), output(t, 4*len(want))
 		var a Args
 		a.Ptr(bq, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(nh).I32(nkv).I32(hd).I32(capacity).I32(pos0).F32(scale)
