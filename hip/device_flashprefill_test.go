@@ -176,7 +176,7 @@ func bytesU32(b []byte) []uint32 {
 func bytesU64(b []byte) []uint64 {
 	out := make([]uint64, len(b)/8)
 	for i := range out {
-		out[i] = uint64(bytesU32(b[8*i:8*i+4])[0]) | uint64(bytesU32(b[8*i+4:8*i+8])[0])<<32
+		out[i] = uint64(bytesU32(b[8*i : 8*i+4])[0]) | uint64(bytesU32(b[8*i+4 : 8*i+8])[0])<<32
 	}
 	return out
 }
