@@ -73,4 +73,3 @@ func checkFlashPrefillRuns(t *testing.T, what string, args []string, backend str
 	t.Logf("%s on the emulated %s device: kept %.6f (CPU %.6f), PPL %.6f (CPU %.6f, %.2g relative); %.1f s (CPU %.1f s)",
 		what, backend, dev.PrefillAttentionKept, cpu.PrefillAttentionKept, dev.Perplexity, cpu.Perplexity, rel, devS, cpuS)
 }
-
