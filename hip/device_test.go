@@ -10,6 +10,7 @@ package hip
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -314,6 +315,75 @@ func checkTopK(t *testing.T) {
 		}
 	}
 	check(t, "topk_f32 k=1,5,32 V=151936 (bad)", float64(bad), 0)
+}
+
+func TestDeviceTopKRadix(t *testing.T) { onDevices(t, checkTopKRadix) }
+
+// topKRows are rows of V logits made for ties and edges: a normal row
+// with a block of equal values across the top-k boundary (every 13th is 3,
+// about the 68th best), a row rounded to quarters (ties everywhere), one
+// with NaNs, ±0 and −inf, and one with fewer numbers than k (the rest NaN).
+func topKRows(r *rand.Rand, V int) []float32 {
+	x := make([]float32, 4*V)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for j := 0; j < V; j += 13 {
+		x[j] = 3
+	}
+	for j := range V {
+		x[V+j] = float32(math.Round(float64(x[V+j])*4) / 4)
+		switch j % 5 {
+		case 0:
+			x[2*V+j] = float32(math.NaN())
+		case 1:
+			x[2*V+j] = float32(math.Copysign(0, float64(j%2*2-1)))
+		case 2:
+			x[2*V+j] = float32(math.Inf(-1))
+		}
+		if j%3 != 0 {
+			x[3*V+j] = float32(math.NaN())
+		}
+	}
+	return x
+}
+
+func checkTopKRadix(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct {
+		entry   string
+		threads int
+		ks      []int
+	}{{"topk_radix_f32", 256, []int{1, 32, 33, 256, 1024}}, {"topk_f32", 128, []int{1, 32}}} {
+		f := fn(t, "topk.cu", c.entry)
+		for _, V := range []int{50021, 1031} {
+			const rows = 4
+			x := topKRows(r, V)
+			bx := upload(t, f32Bytes(x))
+			bad := 0
+			for _, k := range c.ks {
+				if k > V {
+					continue
+				}
+				bi, bv := output(t, 4*rows*k), output(t, 4*rows*k)
+				var a Args
+				a.Ptr(bx, 0).I32(int32(V)).I32(int32(k)).Ptr(bi, 0).Ptr(bv, 0)
+				launch(t, f, Dim3{X: rows}, Dim3{X: c.threads}, &a)
+				gi, gv := download(t, bi, 4*rows*k), bytesF32(download(t, bv, 4*rows*k))
+				ids, vals := make([]int32, k), make([]float32, k)
+				for row := range rows {
+					kernels.TopK(x[row*V:(row+1)*V], k, ids, vals)
+					for i := range k {
+						j := row*k + i
+						if int32(binary.LittleEndian.Uint32(gi[4*j:])) != ids[i] || math.Float32bits(gv[j]) != math.Float32bits(vals[i]) {
+							bad++
+						}
+					}
+				}
+			}
+			check(t, fmt.Sprintf("%s k=%v V=%d, ties, NaN, ±0, −inf (bad)", c.entry, c.ks, V), float64(bad), 0)
+		}
+	}
 }
 
 // refMatMul is y[m][n] = Σ_k W[n][k]·x[m][k] in float64, and the bound
