@@ -14,8 +14,12 @@ import (
 // CPU keeps (the same attention_kept), with the PPL within 1e-4 relative
 // of the CPU's (cpuTwin kernels). stories260K-f32 on CUDA with an f32 KV
 // cache at ctx 4096 in the default blocks of 128 (32 a window), and with
-// an f16 cache at ctx 1024 in blocks of 64; -short takes only the f32
-// cache at ctx 1024. A tiny qwen35 hybrid (its gated attention layers run
+// an f16 cache at ctx 1024 in blocks of 64 (bf16Spread: the device rounds
+// the probabilities to f16 as the dense product does, the CPU's sparse
+// rows stream them through the flash softmax unrounded; measured 1.8e-4);
+// -short takes only the f32 cache at ctx 1024. Measured: ctx 4096 kept
+// 0.480114 on both, PPL 6.8e-7 relative, 71 s on the emulated device (29 s
+// on the CPU). A tiny qwen35 hybrid (its gated attention layers run
 // FlashPrefill) in blocks of 16 at α 0.99 (its random scores are nearly
 // even) on CUDA, and outside -short on HIP.
 func TestDeviceFlashPrefill(t *testing.T) {
@@ -29,7 +33,11 @@ func TestDeviceFlashPrefill(t *testing.T) {
 	for _, r := range runs {
 		args := []string{"--model", model, "--perplexity", text, "--perplexity-ctx", r.ctx, "--perplexity-chunks", "1",
 			"--kv-cache-dtype", r.kv, "--kernels", cpuTwin, "--FlashPrefillV2=on", "--flashprefill-block-size", r.block}
-		checkFlashPrefillRuns(t, "stories260K-f32, "+r.kv+" KV, ctx "+r.ctx, args, "cuda", 1e-4)
+		tol := 1e-4
+		if r.kv == "f16" {
+			tol = bf16Spread
+		}
+		checkFlashPrefillRuns(t, "stories260K-f32, "+r.kv+" KV, ctx "+r.ctx, args, "cuda", tol)
 	}
 
 	dir := t.TempDir()
