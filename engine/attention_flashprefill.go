@@ -164,7 +164,7 @@ func (j *attnJob) selectWork(worker, _, _ int) {
 		}
 		g := h / (fp.nh / fp.nkv)
 		sel := fp.sel[(h*fp.nqb+qbl)*fp.m:][:fp.m]
-		n := p.m.opt.Kernels.FlashPrefillSelect(fp.f, sel, w.q, fp.pooled[g*fp.m*hd:], hd, fp.window, qb, &w.sc)
+		n := fp.f.Select(sel, w.q, fp.pooled[g*fp.m*hd:], hd, fp.window, qb, &w.sc)
 		fp.full[h*fp.nqb+qbl] = n == qb+1
 		fp.kept.Add(int64(n))
 	}

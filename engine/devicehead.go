@@ -17,8 +17,14 @@ import (
 	"plexbench/kernels"
 )
 
-// deviceTopK is the most top ids topk.cu returns per row (TOPK_K).
-const deviceTopK = 32
+// deviceTopK is the most top ids topk.cu returns per row (TOPR_K, the
+// CPU's bound for bases, scoring.MaxTopK); up to deviceTopKRegs
+// (TOPK_K) topk_f32's one read of the row does it, above that
+// topk_radix_f32.
+const (
+	deviceTopK     = 1024
+	deviceTopKRegs = 32
+)
 
 // deviceHead is the LM head's device state.
 type deviceHead struct {
@@ -55,7 +61,7 @@ func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer) (_ *devi
 	if h.s, err = d.NewStream(); err != nil {
 		return nil, err
 	}
-	if h.fn, h.mods, err = compileEntries(d, append(productEntries(out.Type), "pick_f32", "topk_f32")); err != nil {
+	if h.fn, h.mods, err = compileEntries(d, append(productEntries(out.Type), "pick_f32", "topk_f32", "topk_radix_f32")); err != nil {
 		return nil, err
 	}
 	return h, h.alloc(out.Data, tied)
@@ -194,7 +200,10 @@ func (h *deviceHead) launch(n, nids, k int) error {
 	}
 	a.Reset()
 	a.Ptr(h.logits, 0).I32(int32(h.v)).I32(int32(k)).Ptr(h.tids, 0).Ptr(h.tvals, 0)
-	return h.queue("topk_f32", hip.Dim3{X: n}, hip.Dim3{X: 128})
+	if k <= deviceTopKRegs {
+		return h.queue("topk_f32", hip.Dim3{X: n}, hip.Dim3{X: 128})
+	}
+	return h.queue("topk_radix_f32", hip.Dim3{X: n}, hip.Dim3{X: 256})
 }
 
 // queue launches kernel name with the head's args.

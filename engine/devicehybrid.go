@@ -211,7 +211,7 @@ func (h *hybridLayers) attention(st *deviceStack, p *pass, l int, A *devGatedAtt
 	st.rope(st.k, n, kv)
 	st.store(st.k, A.k, n, kv, p.pos0)
 	st.store(st.v, A.v, n, kv, p.pos0)
-	st.attention(A.k, A.v, n, heads, kv, p.pos0)
+	st.attention(p, A.k, A.v, n, heads, kv)
 	st.args.Reset()
 	st.args.Ptr(st.att, 0).Ptr(h.gate, 0).U64(uint64(nq))
 	st.launch("gated_mul", hip.Dim3{X: (nq + 255) / 256}, hip.Dim3{X: 256}, 0)

@@ -10,9 +10,10 @@ package engine
 // the rows go up) to the output norm: a pass's token ids go up, its
 // output-normed rows come back (hidden-sized, never vocabulary-sized) and
 // the head (devicehead.go) takes them up again. The blocks themselves are
-// a devLayers: the dense ones here, the hybrids' in devicehybrid.go. Any
-// model this cannot run (a weight type outside the table, FlashPrefill)
-// keeps its layers on the CPU.
+// a devLayers: the dense ones here, the hybrids' in devicehybrid.go.
+// FlashPrefill's prefill attention runs there too (deviceflashprefill.go).
+// Any model this cannot run (a weight type or KV cache type outside the
+// table) keeps its layers on the CPU.
 
 import (
 	"fmt"
@@ -158,6 +159,7 @@ type deviceStack struct {
 	xq                                           hip.Buffer // quantized activations (the products'; a q8_0 cache's queries)
 	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
 	embd                                         devMatrix  // token_embd; zero when the CPU embeds
+	fp                                           devFlashPrefill
 }
 
 // deviceStackOps are the ops a device stack runs.
@@ -175,8 +177,6 @@ func canRunStack(m *Model) string {
 	switch {
 	case !ok:
 		return "the " + m.hp.arch + " layers"
-	case m.opt.FlashPrefill != nil:
-		return "FlashPrefill attention"
 	case !slices.Contains(deviceKVTypes, m.opt.KVType):
 		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
 	}
@@ -211,6 +211,9 @@ func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
 		return nil, err
 	}
 	if err := st.allocPass(ws); err != nil {
+		return nil, err
+	}
+	if err := st.initFlashPrefill(); err != nil {
 		return nil, err
 	}
 	if err := layers.upload(st); err != nil {

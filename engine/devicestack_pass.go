@@ -29,7 +29,9 @@ func (st *deviceStack) forward(p *pass) error {
 		st.send("rope table", st.cos, kernels.BytesOf(p.cos[:p.n*half]))
 		st.send("rope table", st.sin, kernels.BytesOf(p.sin[:p.n*half]))
 	}
+	st.startKept(p)
 	st.layers.forward(st, p)
+	st.addKept(p)
 	st.rmsNorm(st.xn, st.x, st.outNorm, p.n, e)
 	if st.err != nil {
 		return st.err
@@ -68,7 +70,7 @@ func (st *deviceStack) block(p *pass, l int, b *devBlock) {
 	st.rope(st.k, n, kv)
 	st.store(st.k, b.k, n, kv, p.pos0)
 	st.store(st.v, b.v, n, kv, p.pos0)
-	st.attention(b.k, b.v, n, heads, kv, p.pos0)
+	st.attention(p, b.k, b.v, n, heads, kv)
 	st.linear(st.tmp, b.wo, b.bo, st.att, n)
 	st.add(st.x, st.tmp, n*e)
 	st.rmsNorm(st.xn, st.x, b.ffnNorm, n, e)
@@ -166,11 +168,12 @@ func (st *deviceStack) store(src, cache hip.Buffer, n, kv, pos0 int) {
 	st.launch("kv_store_"+st.kv, grid, block, 0)
 }
 
-// attention attends n queries of heads heads over the cached keys k, v;
-// a q8_0 cache takes the queries quantized to Q8_0 (into xq), as the
-// CPU's K·Q converts them to the cache type.
-func (st *deviceStack) attention(k, v hip.Buffer, n, heads, kv, pos0 int) {
-	hd := st.m.hp.headDim
+// attention attends p's n queries of heads heads over the cached keys k,
+// v (FlashPrefill's kept blocks in a prefill pass that runs it); a q8_0
+// cache takes the queries quantized to Q8_0 (into xq), as the CPU's K·Q
+// converts them to the cache type.
+func (st *deviceStack) attention(p *pass, k, v hip.Buffer, n, heads, kv int) {
+	hd, pos0 := st.m.hp.headDim, p.pos0
 	q := st.q
 	if st.m.opt.KVType == kernels.Q8_0 {
 		nb := n * heads * hd / 32
@@ -178,6 +181,10 @@ func (st *deviceStack) attention(k, v hip.Buffer, n, heads, kv, pos0 int) {
 		st.args.Ptr(st.q, 0).Ptr(st.xq, 0).U64(uint64(nb))
 		st.launch("quantize_q8_0", hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}, 0)
 		q = st.xq
+	}
+	if st.flashPrefillOn(p) {
+		st.sparseAttention(p, q, k, v, n, heads, kv)
+		return
 	}
 	st.args.Reset()
 	st.args.Ptr(q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).

@@ -46,6 +46,9 @@ func (a *Args) U32(v uint32) *Args { return a.add(uint64(v), 4) }
 // F32 adds a float.
 func (a *Args) F32(v float32) *Args { return a.add(uint64(math.Float32bits(v)), 4) }
 
+// F64 adds a double.
+func (a *Args) F64(v float64) *Args { return a.add(math.Float64bits(v), 8) }
+
 // U64 adds a 64-bit integer (size_t, long long).
 func (a *Args) U64(v uint64) *Args { return a.add(v, 8) }
 

@@ -10,6 +10,7 @@ package hip
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -316,6 +317,75 @@ func checkTopK(t *testing.T) {
 	check(t, "topk_f32 k=1,5,32 V=151936 (bad)", float64(bad), 0)
 }
 
+func TestDeviceTopKRadix(t *testing.T) { onDevices(t, checkTopKRadix) }
+
+// topKRows are rows of V logits made for ties and edges: a normal row
+// with a block of equal values across the top-k boundary (every 13th is 3,
+// about the 68th best), a row rounded to quarters (ties everywhere), one
+// with NaNs, ±0 and −inf, and one with fewer numbers than k (the rest NaN).
+func topKRows(r *rand.Rand, V int) []float32 {
+	x := make([]float32, 4*V)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for j := 0; j < V; j += 13 {
+		x[j] = 3
+	}
+	for j := range V {
+		x[V+j] = float32(math.Round(float64(x[V+j])*4) / 4)
+		switch j % 5 {
+		case 0:
+			x[2*V+j] = float32(math.NaN())
+		case 1:
+			x[2*V+j] = float32(math.Copysign(0, float64(j%2*2-1)))
+		case 2:
+			x[2*V+j] = float32(math.Inf(-1))
+		}
+		if j%3 != 0 {
+			x[3*V+j] = float32(math.NaN())
+		}
+	}
+	return x
+}
+
+func checkTopKRadix(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct {
+		entry   string
+		threads int
+		ks      []int
+	}{{"topk_radix_f32", 256, []int{1, 32, 33, 256, 1024}}, {"topk_f32", 128, []int{1, 32}}} {
+		f := fn(t, "topk.cu", c.entry)
+		for _, V := range []int{50021, 1031} {
+			const rows = 4
+			x := topKRows(r, V)
+			bx := upload(t, f32Bytes(x))
+			bad := 0
+			for _, k := range c.ks {
+				if k > V {
+					continue
+				}
+				bi, bv := output(t, 4*rows*k), output(t, 4*rows*k)
+				var a Args
+				a.Ptr(bx, 0).I32(int32(V)).I32(int32(k)).Ptr(bi, 0).Ptr(bv, 0)
+				launch(t, f, Dim3{X: rows}, Dim3{X: c.threads}, &a)
+				gi, gv := download(t, bi, 4*rows*k), bytesF32(download(t, bv, 4*rows*k))
+				ids, vals := make([]int32, k), make([]float32, k)
+				for row := range rows {
+					kernels.TopK(x[row*V:(row+1)*V], k, ids, vals)
+					for i := range k {
+						j := row*k + i
+						if int32(binary.LittleEndian.Uint32(gi[4*j:])) != ids[i] || math.Float32bits(gv[j]) != math.Float32bits(vals[i]) {
+							bad++
+						}
+					}
+				}
+			}
+			check(t, fmt.Sprintf("%s k=%v V=%d, ties, NaN, ±0, −inf (bad)", c.entry, c.ks, V), float64(bad), 0)
+		}
+	}
+}
+
 // refMatMul is y[m][n] = Σ_k W[n][k]·x[m][k] in float64, and the bound
 // Σ|W·x| for the tolerance.
 func refMatMul(W, x []float32, N, K, M int) (y, mag []float64) {
@@ -453,20 +523,27 @@ func checkEmbed(t *testing.T) {
 func TestDeviceAttention(t *testing.T) { onDevices(t, checkAttention) }
 
 // refAttention is attention.cu's procedure on the host: scores s(t, h,
-// g, j) (K·Q, unscaled), f64 sums, p rounded by rnd, v the cached values
-// expanded to f32; out and Σ p·|v|.
-func refAttention(score func(t, h, g, j int) float32, v []float32, rnd func(float32) float32, tokens, nh, nkv, hd, capacity, pos0 int, scale float32) (out, mag []float64) {
+// g, j) (K·Q, unscaled) over the keys keep(t, h, j) allows (nil: all),
+// f64 sums, p rounded by rnd, v the cached values expanded to f32; out
+// and Σ p·|v|.
+func refAttention(score func(t, h, g, j int) float32, keep func(t, h, j int) bool, v []float32, rnd func(float32) float32, tokens, nh, nkv, hd, capacity, pos0 int, scale float32) (out, mag []float64) {
 	out, mag = make([]float64, tokens*nh*hd), make([]float64, tokens*nh*hd)
 	for t := range tokens {
 		for h := range nh {
 			g, nk := h/(nh/nkv), pos0+t+1
 			s, mx := make([]float32, nk), float32(math.Inf(-1))
 			for j := range nk {
-				s[j] = score(t, h, g, j) * scale
-				mx = max(mx, s[j])
+				if keep == nil || keep(t, h, j) {
+					s[j] = score(t, h, g, j) * scale
+					mx = max(mx, s[j])
+				}
 			}
 			var sum float64
 			for j := range s {
+				if keep != nil && !keep(t, h, j) {
+					s[j] = 0
+					continue
+				}
 				s[j] = float32(math.Exp(float64(s[j] - mx)))
 				sum += float64(s[j])
 			}
@@ -515,7 +592,7 @@ func checkAttention(t *testing.T) {
 			qb, _ = cacheRows(t, c.typ, q, hd)
 			score = q8Scores(qb, kb, nh, hd, capacity)
 		}
-		want, mag := refAttention(score, v, rnd, tokens, nh, nkv, hd, capacity, pos0, scale)
+		want, mag := refAttention(score, nil, v, rnd, tokens, nh, nkv, hd, capacity, pos0, scale)
 		bq, bk, bv, bo := upload(t, qb), upload(t, kb), upload(t, vb), output(t, 4*len(want))
 		var a Args
 		a.Ptr(bq, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(nh).I32(nkv).I32(hd).I32(capacity).I32(pos0).F32(scale)

@@ -142,51 +142,144 @@ func (f FlashPrefill) Pool(typ Type, keys []byte, rb, n, d int, pooled, row []fl
 	}
 }
 
-// FlashPrefillScratch is one worker's scratch for FlashPrefillSelect, grown on use.
+// FlashPrefillScratch is one worker's scratch for FlashPrefill.Select, grown on use.
 type FlashPrefillScratch struct {
-	qm    Matrix    // the block's queries as a matrix (MatMul keeps a pointer during the call)
-	s     []float32 // (qb+1, nq) scores, then exp(score − Mx)
-	m     []float32 // (qb+1) m(qb, kb)
+	s     []float64 // (qb+1, nq) scores s(q, kb)
 	a     []float64 // (qb+1) A(qb, kb)
 	order []int32
-	ms    MatScratch
 }
 
-// FlashPrefillSelect runs steps 2 and 3 for query block qb of one query head of an
+// Select runs steps 2 and 3 for query block qb of one query head of an
 // L-token sequence: q holds the block's nq = min(B, L − qb·B) queries
 // (nq, d), pooled the pooled keys of blocks 0..qb ((qb+1, d), Pool). It
-// sets sel[kb] for kb ≤ qb and returns how many are active. The scores
-// run through the set's MatMul and the streaming softmax's ScaleMax and
-// ExpSum: Σ over the valid queries of exp(s − Mx), s in float32.
-func (ks KernelSet) FlashPrefillSelect(f FlashPrefill, sel []bool, q []float32, pooled []float32, d, L, qb int, sc *FlashPrefillScratch) int {
-	b := f.BlockSize
-	nq := min(b, L-qb*b)
+// sets sel[kb] for kb ≤ qb and returns how many are active.
+//
+// The selection is discrete, so its arithmetic is fixed to the bit
+// (BlockScores): every CPU kernel set and the device kernel
+// (kernels/gpu/flashprefill.cu) compute the same A from the same queries
+// and cached keys, and so make the same selection, ties included.
+func (f FlashPrefill) Select(sel []bool, q []float32, pooled []float32, d, L, qb int, sc *FlashPrefillScratch) int {
 	nk := qb + 1
-	sc.s = Grow(sc.s, nk*nq)
-	sc.m = Grow(sc.m, nk)
 	sc.a = Grow(sc.a, nk)
 	if cap(sc.order) < nk {
 		sc.order = make([]int32, nk)
 	}
-	// (nk, nq): row kb holds s(q, kb) for the block's queries in order.
-	sc.qm = Matrix{Type: F32, Rows: nq, Cols: d, Data: BytesOf(q[:nq*d])}
-	s := sc.s[:nk*nq]
-	ks.MatMul(nil, s, &sc.qm, pooled[:nk*d], nk, &sc.ms)
-	tau := float32(FlashPrefillScale(d))
-	mx := float32(math.Inf(-1))
+	f.BlockScores(sc.a, q, pooled, d, L, qb, sc)
+	return selectRow(f, sc.a[:nk], qb, f.Blocks(L), sel, sc.order)
+}
+
+// BlockScores writes A(qb, kb) for kb ≤ qb to a, from query block qb's
+// queries q and the pooled keys (Select's shapes), in arithmetic that
+// every platform rounds alike:
+//   - s(q, kb) = f64(FlashPrefillDot(q, K̄[kb]) · τ), τ = FlashPrefillScale(d);
+//   - Mx is the largest valid s of the row, m(qb, kb) never leaves it;
+//   - A(qb, kb) = Σ FlashPrefillExp(s − Mx) over the valid queries in
+//     increasing order, one float64 add each.
+//
+// Each step is a correctly rounded IEEE float64 operation or an exact one
+// (the products of float32s, max, the power-of-two scaling): no fused
+// multiply-add can change a result (FlashPrefillDot's products are exact;
+// the exp's are explicit FMAs) and there is no library call, so no
+// compiler or libm makes another choice.
+func (f FlashPrefill) BlockScores(a []float64, q []float32, pooled []float32, d, L, qb int, sc *FlashPrefillScratch) {
+	b := f.BlockSize
+	nq := min(b, L-qb*b)
+	nk := qb + 1
+	sc.s = Grow(sc.s, nk*nq)
+	tau := FlashPrefillScale(d)
+	mx := math.Inf(-1)
 	for kb := range nk {
-		v := validFrom(b, qb, kb, nq)
-		sc.m[kb] = ks.ScaleMax(s[kb*nq+v:(kb+1)*nq], tau)
-		mx = max(mx, sc.m[kb])
-	}
-	for kb := range nk {
-		v := validFrom(b, qb, kb, nq)
-		sc.a[kb] = 0
-		if v < nq {
-			sc.a[kb] = ks.ExpSum(s[kb*nq+v:(kb+1)*nq], mx)
+		k := pooled[kb*d : (kb+1)*d]
+		s := sc.s[kb*nq : (kb+1)*nq]
+		for i := validFrom(b, qb, kb, nq); i < nq; i++ {
+			s[i] = float64(FlashPrefillDot(q[i*d:(i+1)*d], k) * tau)
+			mx = max(mx, s[i])
 		}
 	}
-	return selectRow(f, sc.a, qb, f.Blocks(L), sel, sc.order)
+	for kb := range nk {
+		sum := 0.0
+		for _, x := range sc.s[kb*nq+validFrom(b, qb, kb, nq) : (kb+1)*nq] {
+			sum += FlashPrefillExp(x - mx)
+		}
+		a[kb] = sum
+	}
+}
+
+// FlashPrefillDot is Σ x[i]·y[i] over len(x) in float64 in a fixed order:
+// eight partial sums, lane l taking i ≡ l (mod 8) in increasing i, then
+// ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)). A product of two float32s is exact
+// in float64, so a fused multiply-add gives the same sum as a product and
+// an add: the order is the only choice, and this one vectorizes (two
+// 4-lane float64 registers) as well as it runs one lane per thread.
+func FlashPrefillDot(x, y []float32) float64 {
+	var l [8]float64
+	y = y[:len(x)]
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		x, y := x[i:i+8], y[i:i+8]
+		l[0] += float64(x[0]) * float64(y[0])
+		l[1] += float64(x[1]) * float64(y[1])
+		l[2] += float64(x[2]) * float64(y[2])
+		l[3] += float64(x[3]) * float64(y[3])
+		l[4] += float64(x[4]) * float64(y[4])
+		l[5] += float64(x[5]) * float64(y[5])
+		l[6] += float64(x[6]) * float64(y[6])
+		l[7] += float64(x[7]) * float64(y[7])
+	}
+	for ; i < len(x); i++ {
+		l[i%8] += float64(x[i]) * float64(y[i])
+	}
+	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+}
+
+// The exp's constants, as hex literals both languages read exactly:
+// ln 2 split in a high part with trailing zero bits and the rest (fdlibm's),
+// and log2 e.
+const (
+	fpLn2Hi = 0x1.62e42feep-1
+	fpLn2Lo = 0x1.a39ef35793c76p-33
+	fpLog2E = 0x1.71547652b82fep+0
+)
+
+// FlashPrefillExp is e^x for the block scores, within 2 ulp, defined by
+// its operations so that the device's pb_fp_exp (flashprefill.cu) rounds
+// bit for bit alike: k = round-half-even(x·log2 e), r = x − k·ln 2 by two
+// FMAs, e^r by the degree-13 Taylor polynomial in Horner form of FMAs
+// (coefficients 1/n!, each a correctly rounded quotient), times 2^k built
+// from its bits. x below −708 (where 2^k would leave the normal range)
+// and NaN give 0; x above 709 gives +Inf.
+func FlashPrefillExp(x float64) float64 {
+	if !(x >= -708) {
+		return 0
+	}
+	if x > 709 {
+		return math.Inf(1)
+	}
+	k := math.RoundToEven(float64(x * fpLog2E))
+	r := math.FMA(-k, fpLn2Hi, x)
+	r = math.FMA(-k, fpLn2Lo, r)
+	p := 1.0 / 6227020800
+	p = math.FMA(p, r, 1.0/479001600)
+	p = math.FMA(p, r, 1.0/39916800)
+	p = math.FMA(p, r, 1.0/3628800)
+	p = math.FMA(p, r, 1.0/362880)
+	p = math.FMA(p, r, 1.0/40320)
+	p = math.FMA(p, r, 1.0/5040)
+	p = math.FMA(p, r, 1.0/720)
+	p = math.FMA(p, r, 1.0/120)
+	p = math.FMA(p, r, 1.0/24)
+	p = math.FMA(p, r, 1.0/6)
+	p = math.FMA(p, r, 0.5)
+	p = math.FMA(p, r, 1)
+	p = math.FMA(p, r, 1)
+	return p * math.Float64frombits(uint64(int64(k)+1023)<<52)
+}
+
+// SelectRow is §4's rule for query block qb of an M-block sequence given
+// a[kb] = A(qb, kb) for kb ≤ qb (selectRow): the device kernel's twin
+// takes its scores through it.
+func (f FlashPrefill) SelectRow(a []float64, qb, m int, sel []bool) int {
+	return selectRow(f, a, qb, m, sel, make([]int32, qb+1))
 }
 
 // validFrom is the first of query block qb's nq queries that counts

@@ -1,8 +1,8 @@
 package kernels
 
 // Tests of FlashPrefill V2's selection: the fast kernel (pooling from
-// every KV cache type, MatMul scores, vector exp) against the float64
-// reference on random inputs of odd lengths, constructed Q/K whose mass
+// every KV cache type, the fixed-order float64 scores) against the float64
+// reference on random inputs of odd lengths, the fixed exp against math.Exp, constructed Q/K whose mass
 // sits in known blocks, the structural rules, and the parameter checks.
 
 import (
@@ -44,7 +44,7 @@ func fastSelect(t *testing.T, ks KernelSet, f FlashPrefill, typ Type, q, k []flo
 			for kb := qb + 1; kb < m; kb++ {
 				r[kb] = true
 			}
-			kept += ks.FlashPrefillSelect(f, r, qs, pooled, d, L, qb, &sc)
+			kept += f.Select(r, qs, pooled, d, L, qb, &sc)
 			for kb := qb + 1; kb < m; kb++ {
 				if !r[kb] {
 					t.Fatalf("h %d qb %d: entry %d past the diagonal was written", h, qb, kb)
@@ -101,8 +101,9 @@ func refScores(f FlashPrefill, q, k []float32, L, nh, nkv, d int) []float64 {
 // TestFlashPrefillSelectMatchesReference compares the fast selection and
 // its block scores with the float64 reference on random Q/K (KV heads
 // shared by two query heads), lengths with a partial last block, every
-// KV cache type and every attention variant (ScaleMax/ExpSum). A block
-// may differ only where its score lies within rounding of the threshold.
+// KV cache type and every attention variant's kernel set. A block may
+// differ from the reference only where its score lies within rounding of
+// the threshold; every set's scores and selection are the same to the bit.
 func TestFlashPrefillSelectMatchesReference(t *testing.T) {
 	const nh, nkv, d = 4, 2, 64
 	lengths := []int{1, 31, 150, 333}
@@ -111,6 +112,11 @@ func TestFlashPrefillSelectMatchesReference(t *testing.T) {
 		// the last partial) already selects among many blocks per row.
 		lengths = lengths[:3]
 	}
+	type result struct {
+		sel []bool
+		a   []float64
+	}
+	first := map[[2]int]result{}
 	for _, v := range variantSets(t, OpAttention) {
 		for _, typ := range []Type{F32, F16, BF16, Q8_0} {
 			for _, L := range lengths {
@@ -123,6 +129,15 @@ func TestFlashPrefillSelectMatchesReference(t *testing.T) {
 				}
 				f := FlashPrefill{BlockSize: 16, Alpha: 0.6, SinkBlocks: 1, Window: 2, LastNFull: 1, MinBudget: 1}
 				sel, a, kept := fastSelect(t, v.ks, f, typ, q, k, L, nh, nkv, d)
+				if r, ok := first[[2]int{int(typ), L}]; !ok {
+					first[[2]int{int(typ), L}] = result{sel, a}
+				} else {
+					for i := range a {
+						if math.Float64bits(a[i]) != math.Float64bits(r.a[i]) || sel[i] != r.sel[i] {
+							t.Fatalf("%s %v L %d: A[%d] %v (selected %v), another set %v (%v)", v.name, typ, L, i, a[i], sel[i], r.a[i], r.sel[i])
+						}
+					}
+				}
 				// The reference sees the keys as the cache holds them.
 				kr := roundTo(v.ks, typ, k, d)
 				_, want, _ := FlashPrefillRef(f, q, kr, kr, L, nh, nkv, d, 0.125)
@@ -151,6 +166,33 @@ func TestFlashPrefillSelectMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFlashPrefillExp checks the selection's fixed exp against math.Exp
+// (within 2 ulp: the last Horner steps round twice) over its range, and
+// its edges.
+func TestFlashPrefillExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	worst := 0.0
+	for i := range 200000 {
+		x := -708 * rng.Float64()
+		if i%4 == 0 {
+			x = -rng.Float64() // most scores lie near the row's best
+		}
+		got, want := FlashPrefillExp(x), math.Exp(x)
+		worst = max(worst, math.Abs(got-want)/(want*0x1p-52))
+	}
+	if worst > 2 {
+		t.Errorf("FlashPrefillExp: %.3g ulp from math.Exp", worst)
+	}
+	for _, c := range []struct{ x, want float64 }{
+		{0, 1}, {-708.5, 0}, {math.NaN(), 0}, {math.Inf(-1), 0}, {710, math.Inf(1)}, {1, math.E},
+	} {
+		if got := FlashPrefillExp(c.x); got != c.want && math.Abs(got-c.want) > 0x1p-52*c.want {
+			t.Errorf("FlashPrefillExp(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	t.Logf("FlashPrefillExp within %.3g ulp of math.Exp on [-708, 0]", worst)
 }
 
 // roundTo rounds the (n, d) rows of x into typ and back, as the KV cache

@@ -400,9 +400,6 @@ func (p Profile) validateFlashPrefill(bad func(key, format string, args ...any))
 			bad("flashprefill."+c.key, "%d is outside 0..%d", c.v, maxCtx)
 		}
 	}
-	if p.Backend != "cpu" {
-		bad("prefill_attention", "%s runs on the cpu backend only, not %q", FlashPrefillV2, p.Backend)
-	}
 }
 
 // validateStop checks the stopping settings' ranges; the condition's

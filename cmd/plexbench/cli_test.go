@@ -114,7 +114,6 @@ func TestBadInput(t *testing.T) {
 		{"flashprefill alpha negative", []string{"score", "--prefill-attention", "flashprefill-v2", "--flashprefill-alpha=-0.1"}, "alpha"},
 		{"flashprefill window 0", []string{"score", "--FlashPrefillV2=on", "--flashprefill-window", "0"}, "window"},
 		{"flashprefill passes cut blocks", []string{"score", "--FlashPrefillV2=on", "--perplexity-ctx", "512", "--flashprefill-block-size", "64", "--ubatch-size", "96"}, "whole blocks"},
-		{"flashprefill on hip", []string{"score", "--FlashPrefillV2=on", "--backend", "hip"}, "cpu backend only"},
 		{"unknown prefill attention", []string{"score", "--prefill-attention", "sparse"}, "sparse"},
 	}
 	for _, c := range cases {

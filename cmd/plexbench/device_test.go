@@ -315,3 +315,38 @@ func TestDeviceNoise(t *testing.T) {
 	}
 	t.Logf("device vs CPU: mean KLD %.3g, floor %.3g", n.Changes[i].MeanKLD, n.Floor)
 }
+
+// TestDeviceTopK1024: the device head's top-k beyond the 32 of topk_f32
+// (topk_radix_f32): a one-layer qwen3-shaped model of 2048 tokens records
+// a base of the top 1024 on the emulated CUDA device (--no-cpu-fallback),
+// the CPU scores against it and the other way round; each sees a mean
+// KLD below 1e-6 and the same top token everywhere.
+func TestDeviceTopK1024(t *testing.T) {
+	emulatedDevice(t, nil)
+	dir := t.TempDir()
+	model := filepath.Join(dir, "qwen3-v2048.gguf")
+	if err := synth.Write(model, synth.Config{Layers: 1, Types: synth.AllOf(kernels.F32), Vocab: synth.PlaceholderVocab(2048)}); err != nil {
+		t.Fatal(err)
+	}
+	tokens := make([]int32, 64)
+	for i := range tokens {
+		tokens[i] = int32((i*389 + 7) % 2048)
+	}
+	ids, _ := json.Marshal(tokens)
+	tokFile := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokFile, ids, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--model", model, "--perplexity-tokens", tokFile, "--perplexity-ctx", "32", "--kv-cache-dtype", "f32", "--kernels", cpuTwin}
+	device := []string{"--backend", "cuda", "--no-cpu-fallback"}
+	for _, c := range []struct{ record, score []string }{{device, nil}, {nil, device}} {
+		base := filepath.Join(t.TempDir(), "top1024.kld")
+		deviceScore(t, slices.Concat(common, c.record, []string{"--perplexity-kld-base-out", base, "--perplexity-kld-top-k", "1024"})...)
+		rep := deviceScore(t, slices.Concat(common, c.score, []string{"--perplexity-kld", base})...)
+		k := rep.KLD
+		if k == nil || !(k.MeanKLD < 1e-6) || k.SameTop != 1 {
+			t.Fatalf("recorded with %v, scored with %v: %+v", c.record, c.score, k)
+		}
+		t.Logf("top 1024 recorded with %v, scored with %v: mean KLD %.3g, same top %.4f", c.record, c.score, k.MeanKLD, k.SameTop)
+	}
+}

@@ -18,6 +18,15 @@
 // (tokens, nh, hd) f32; K, V: (nkv, cap, hd) in the cache type.
 // Launch: grid = (tokens, nh), block = ATT_THREADS, dynamic shared =
 // 4·(pos0 + tokens) bytes (the scores).
+//
+// attn_fp_<kv> is the same attention over FlashPrefill's kept key blocks
+// only (§5: the softmax renormalized over them; flashprefill.cu selects):
+// key j counts for token t of head h iff sel[(h·nqb + t/B)·M + j/B], B =
+// 2^bshift, the pass starting on a block boundary. Where a row keeps
+// every block it is attn_<kv> to the bit. CPU twin: the engine's
+// FlashPrefill attention (attention_flashprefill.go), whose sparse rows
+// stream the kept blocks through the "flash" online softmax: the dense
+// tolerances.
 #include "blocks.h"
 
 #define ATT_THREADS 128
@@ -76,7 +85,7 @@ struct att_q8_0 {
 template <class C>
 __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, const u8* __restrict__ K, const u8* __restrict__ V,
                                          float* __restrict__ out, int nh, int nkv, int hd, int cap, int pos0, float scale,
-                                         float* s, double* red) {
+                                         float* s, double* red, const u8* __restrict__ sel, int bshift) {
     const int t = blockIdx.x, h = blockIdx.y, g = h / (nh / nkv);
     const int nk = pos0 + t + 1, rb = C::row_bytes(hd);
     const int qrb = sizeof(typename C::Q) == 1 ? rb : hd;
@@ -85,12 +94,17 @@ __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, co
     const u8* vg = V + (i64)g * cap * rb;
     float mx = PB_NEG_INF;
     for (int j = threadIdx.x; j < nk; j += ATT_THREADS) {
+        if (sel && !sel[j >> bshift]) continue;
         s[j] = C::score(qr, kg + (i64)j * rb, hd) * scale;
         mx = fmaxf(mx, s[j]);
     }
     mx = (float)att_reduce<true>((double)mx, red);
     double sum = 0.0;
     for (int j = threadIdx.x; j < nk; j += ATT_THREADS) {
+        if (sel && !sel[j >> bshift]) {
+            s[j] = 0.0f; // a dropped key: no weight
+            continue;
+        }
         float e = expf(s[j] - mx);
         s[j] = e;
         sum += (double)e;
@@ -100,19 +114,26 @@ __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, co
     __syncthreads();
     for (int d = threadIdx.x; d < hd; d += ATT_THREADS) {
         float acc = 0.0f;
-        for (int j = 0; j < nk; ++j) acc = fmaf(s[j], C::value(vg + (i64)j * rb, d), acc);
+        for (int j = 0; j < nk; ++j)
+            if (!sel || sel[j >> bshift]) acc = fmaf(s[j], C::value(vg + (i64)j * rb, d), acc);
         out[((i64)t * nh + h) * hd + d] = acc;
     }
 }
 
 #define ATT_ARGS(Q) const Q* __restrict__ q, const u8* __restrict__ K, const u8* __restrict__ V, float* __restrict__ out, \
     int nh, int nkv, int hd, int cap, int pos0, float scale
-#define ATT_BODY(...)                       \
-    extern __shared__ float att_s[];        \
-    __shared__ double red[ATT_THREADS];     \
-    att_rows<__VA_ARGS__>(q, K, V, out, nh, nkv, hd, cap, pos0, scale, att_s, red);
+#define ATT_BODY(SEL, BSHIFT, ...)       \
+    extern __shared__ float att_s[];    \
+    __shared__ double red[ATT_THREADS]; \
+    att_rows<__VA_ARGS__>(q, K, V, out, nh, nkv, hd, cap, pos0, scale, att_s, red, SEL, BSHIFT);
+#define ATT_FP_ARGS(Q) ATT_ARGS(Q), const u8* __restrict__ sel, int nqb, int M, int bshift
+#define ATT_FP_SEL sel + ((i64)blockIdx.y * nqb + (blockIdx.x >> bshift)) * M
 
-PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_f32(ATT_ARGS(float)) { ATT_BODY(att_float<float, att_id, att_id>) }
-PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_f16(ATT_ARGS(float)) { ATT_BODY(att_float<u16, pb_f16_to_f32, att_round_f16>) }
-PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_bf16(ATT_ARGS(float)) { ATT_BODY(att_float<u16, pb_bf16_to_f32, att_round_bf16>) }
-PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_q8_0(ATT_ARGS(u8)) { ATT_BODY(att_q8_0) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_f32(ATT_ARGS(float)) { ATT_BODY(nullptr, 0, att_float<float, att_id, att_id>) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_f16(ATT_ARGS(float)) { ATT_BODY(nullptr, 0, att_float<u16, pb_f16_to_f32, att_round_f16>) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_bf16(ATT_ARGS(float)) { ATT_BODY(nullptr, 0, att_float<u16, pb_bf16_to_f32, att_round_bf16>) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_q8_0(ATT_ARGS(u8)) { ATT_BODY(nullptr, 0, att_q8_0) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_fp_f32(ATT_FP_ARGS(float)) { ATT_BODY(ATT_FP_SEL, bshift, att_float<float, att_id, att_id>) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_fp_f16(ATT_FP_ARGS(float)) { ATT_BODY(ATT_FP_SEL, bshift, att_float<u16, pb_f16_to_f32, att_round_f16>) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_fp_bf16(ATT_FP_ARGS(float)) { ATT_BODY(ATT_FP_SEL, bshift, att_float<u16, pb_bf16_to_f32, att_round_bf16>) }
+PB_KERNEL void __launch_bounds__(ATT_THREADS) attn_fp_q8_0(ATT_FP_ARGS(u8)) { ATT_BODY(ATT_FP_SEL, bshift, att_q8_0) }
