@@ -519,7 +519,7 @@ func TestFlashPrefillSettings(t *testing.T) {
 		"flashprefill.alpha:":      func(p *Profile) { p.FlashPrefill.Alpha = alpha(-0.1) },
 		"flashprefill.window":      func(p *Profile) { p.FlashPrefill.Window = 0 },
 		"flashprefill.sink_blocks": func(p *Profile) { p.FlashPrefill.SinkBlocks = -1 },
-		"prefill_attention":        func(p *Profile) { p.PrefillAttention, p.Backend = FlashPrefillV2, "hip" },
+		"prefill_attention":        func(p *Profile) { p.PrefillAttention = "sparse" },
 	} {
 		p := Default()
 		p.PrefillAttention, p.Ctx = FlashPrefillV2, 4096
