@@ -298,23 +298,32 @@ func checkTopK(t *testing.T) {
 	bx := upload(t, f32Bytes(x))
 	bad := 0
 	for _, k := range []int{1, 5, 32} {
-		bi, bv := output(t, 4*rows*k), output(t, 4*rows*k)
-		var a Args
-		a.Ptr(bx, 0).I32(int32(V)).I32(int32(k)).Ptr(bi, 0).Ptr(bv, 0)
-		launch(t, f, Dim3{X: rows}, Dim3{X: 128}, &a)
-		gi, gv := download(t, bi, 4*rows*k), bytesF32(download(t, bv, 4*rows*k))
-		ids, vals := make([]int32, k), make([]float32, k)
-		for row := range rows {
-			kernels.TopK(x[row*V:(row+1)*V], k, ids, vals)
-			for i := range k {
-				j := row*k + i
-				if int32(binary.LittleEndian.Uint32(gi[4*j:])) != ids[i] || math.Float32bits(gv[j]) != math.Float32bits(vals[i]) {
-					bad++
-				}
+		bad += topKMismatches(t, f, 128, bx, x, V, rows, k)
+	}
+	check(t, "topk_f32 k=1,5,32 V=151936 (bad)", float64(bad), 0)
+}
+
+// topKMismatches launches top-k kernel f (threads per row) over the rows
+// of V logits x (uploaded as bx) and counts the ids and values that differ
+// from kernels.TopK's, bit for bit.
+func topKMismatches(t *testing.T, f *Function, threads int, bx Buffer, x []float32, V, rows, k int) int {
+	bi, bv := output(t, 4*rows*k), output(t, 4*rows*k)
+	var a Args
+	a.Ptr(bx, 0).I32(int32(V)).I32(int32(k)).Ptr(bi, 0).Ptr(bv, 0)
+	launch(t, f, Dim3{X: rows}, Dim3{X: threads}, &a)
+	gi, gv := download(t, bi, 4*rows*k), bytesF32(download(t, bv, 4*rows*k))
+	ids, vals := make([]int32, k), make([]float32, k)
+	bad := 0
+	for row := range rows {
+		kernels.TopK(x[row*V:(row+1)*V], k, ids, vals)
+		for i := range k {
+			j := row*k + i
+			if int32(binary.LittleEndian.Uint32(gi[4*j:])) != ids[i] || math.Float32bits(gv[j]) != math.Float32bits(vals[i]) {
+				bad++
 			}
 		}
 	}
-	check(t, "topk_f32 k=1,5,32 V=151936 (bad)", float64(bad), 0)
+	return bad
 }
 
 func TestDeviceTopKRadix(t *testing.T) { onDevices(t, checkTopKRadix) }
@@ -365,21 +374,7 @@ func checkTopKRadix(t *testing.T) {
 				if k > V {
 					continue
 				}
-				bi, bv := output(t, 4*rows*k), output(t, 4*rows*k)
-				var a Args
-				a.Ptr(bx, 0).I32(int32(V)).I32(int32(k)).Ptr(bi, 0).Ptr(bv, 0)
-				launch(t, f, Dim3{X: rows}, Dim3{X: c.threads}, &a)
-				gi, gv := download(t, bi, 4*rows*k), bytesF32(download(t, bv, 4*rows*k))
-				ids, vals := make([]int32, k), make([]float32, k)
-				for row := range rows {
-					kernels.TopK(x[row*V:(row+1)*V], k, ids, vals)
-					for i := range k {
-						j := row*k + i
-						if int32(binary.LittleEndian.Uint32(gi[4*j:])) != ids[i] || math.Float32bits(gv[j]) != math.Float32bits(vals[i]) {
-							bad++
-						}
-					}
-				}
+				bad += topKMismatches(t, f, c.threads, bx, x, V, rows, k)
 			}
 			check(t, fmt.Sprintf("%s k=%v V=%d, ties, NaN, ±0, −inf (bad)", c.entry, c.ks, V), float64(bad), 0)
 		}

@@ -50,11 +50,15 @@ func hybridModel(t *testing.T, dir, arch string, typ kernels.Type, full bool) st
 
 // hybridTokens writes n token ids of the 64-token vocabulary to a file for
 // --perplexity-tokens.
-func hybridTokens(t *testing.T, dir string, n int) string {
+func hybridTokens(t *testing.T, dir string, n int) string { return tokenFile(t, dir, n, 64, 37, 11) }
+
+// tokenFile writes n token ids (i·step + offset mod vocab) to dir's
+// tokens.json for --perplexity-tokens.
+func tokenFile(t *testing.T, dir string, n, vocab, step, offset int) string {
 	t.Helper()
 	tokens := make([]int32, n)
 	for i := range tokens {
-		tokens[i] = int32((i*37 + 11) % 64)
+		tokens[i] = int32((i*step + offset) % vocab)
 	}
 	ids, _ := json.Marshal(tokens)
 	path := filepath.Join(dir, "tokens.json")

@@ -250,15 +250,7 @@ func withOutputBias(t *testing.T, path string) string {
 func TestDeviceQwen3(t *testing.T) {
 	emulatedDevice(t, nil)
 	dir := t.TempDir()
-	tokens := make([]int32, 96)
-	for i := range tokens {
-		tokens[i] = int32((i*37 + 11) % 64)
-	}
-	ids, _ := json.Marshal(tokens)
-	tokFile := filepath.Join(dir, "tokens.json")
-	if err := os.WriteFile(tokFile, ids, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tokFile := hybridTokens(t, dir, 96)
 	for _, c := range []struct {
 		name  string
 		types func(int, string) kernels.Type
@@ -328,15 +320,7 @@ func TestDeviceTopK1024(t *testing.T) {
 	if err := synth.Write(model, synth.Config{Layers: 1, Types: synth.AllOf(kernels.F32), Vocab: synth.PlaceholderVocab(2048)}); err != nil {
 		t.Fatal(err)
 	}
-	tokens := make([]int32, 64)
-	for i := range tokens {
-		tokens[i] = int32((i*389 + 7) % 2048)
-	}
-	ids, _ := json.Marshal(tokens)
-	tokFile := filepath.Join(dir, "tokens.json")
-	if err := os.WriteFile(tokFile, ids, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	tokFile := tokenFile(t, dir, 64, 2048, 389, 7)
 	common := []string{"--model", model, "--perplexity-tokens", tokFile, "--perplexity-ctx", "32", "--kv-cache-dtype", "f32", "--kernels", cpuTwin}
 	device := []string{"--backend", "cuda", "--no-cpu-fallback"}
 	for _, c := range []struct{ record, score []string }{{device, nil}, {nil, device}} {
