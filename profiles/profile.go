@@ -69,6 +69,12 @@ type Profile struct {
 	StopMinWindows  int     `toml:"stop_min_windows,omitzero"`
 	StopWhenDecided string  `toml:"stop_when_decided,omitempty"`
 
+	// Sweep, when set, makes the profile a sweep's: `plexbench sweep
+	// --profile` and `plexbench tui --profile` score its models against
+	// its base model with the settings above (model is then unset: each
+	// run's model is the sweep's).
+	Sweep *Sweep `toml:"sweep,omitempty"`
+
 	// Source is the file the profile was loaded from or saved to; relative
 	// paths resolve against its directory. Not written to the file.
 	Source string `toml:"-"`
@@ -82,6 +88,14 @@ type FlashPrefill struct {
 	Window     int      `toml:"window"`          // local blocks kept, the diagonal included (≥ 1)
 	LastNFull  int      `toml:"last_n_full"`     // final query blocks computed densely
 	MinBudget  int      `toml:"min_budget"`      // top-scoring blocks always kept (0: off)
+}
+
+// Sweep is the [sweep] table: the base model, which records the base,
+// and the models compared with it (files or globs), paths relative to the
+// profile as every path is.
+type Sweep struct {
+	Base   string   `toml:"base"`
+	Models []string `toml:"models"`
 }
 
 // FlashPrefillV2 is prefill_attention's name for FlashPrefill V2.
@@ -210,7 +224,7 @@ func keyType(key string) (string, bool) {
 		return "Float", true
 	case "strict_device_kernels":
 		return "Bool", true
-	case "kernels", "flashprefill":
+	case "kernels", "flashprefill", "sweep":
 		return "Hash", true
 	}
 	return "", false
@@ -243,6 +257,10 @@ func checkTypes(name, data string, md toml.MetaData) *Error {
 			want = w
 		case len(k) == 2 && k[0] == "kernels":
 			want = "String"
+		case len(k) == 2 && k[0] == "sweep" && (k[1] == "base" || k[1] == "models"):
+			want = map[string]string{"base": "String", "models": "Array"}[k[1]]
+		case len(k) == 3 && k[0] == "sweep" && k[1] == "models":
+			continue // the array's strings; their type is checked with the array's
 		case len(k) == 2 && k[0] == "flashprefill":
 			w, ok := flashPrefillKeyType(k[1])
 			if !ok {
@@ -350,6 +368,7 @@ func (p Profile) Validate() error {
 		bad("kld_top_k", "%d is outside 1..%d", p.KLDTopK, maxTopK)
 	}
 	p.validateStop(bad)
+	p.validateSweep(bad)
 	for _, op := range slices.Sorted(maps.Keys(p.Kernels)) {
 		v := p.Kernels[op]
 		if !isIdent(op) {
@@ -413,6 +432,28 @@ func (p Profile) validateStop(bad func(key, format string, args ...any)) {
 	}
 }
 
+// validateSweep checks the [sweep] table, when there is one.
+func (p Profile) validateSweep(bad func(key, format string, args ...any)) {
+	sw := p.Sweep
+	if sw == nil {
+		return
+	}
+	if p.Model != "" {
+		bad("model", "%q set beside [sweep]: a sweep's runs take their models from [sweep] base and models", p.Model)
+	}
+	if strings.TrimSpace(sw.Base) == "" {
+		bad("sweep.base", "empty: the model whose base the others are compared with")
+	}
+	if len(sw.Models) == 0 {
+		bad("sweep.models", "empty: give the models to compare with the base (files or globs)")
+	}
+	for i, m := range sw.Models {
+		if strings.TrimSpace(m) == "" {
+			bad("sweep.models", "entry %d is empty", i+1)
+		}
+	}
+}
+
 func isIdent(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
@@ -472,7 +513,21 @@ func (p Profile) Resolve() Profile {
 		return filepath.Clean(s)
 	}
 	p.Model, p.Text, p.Tokens = abs(p.Model), abs(p.Text), abs(p.Tokens)
+	p.Sweep = p.Sweep.mapPaths(abs)
 	return p
+}
+
+// mapPaths is a copy of the table with f applied to its paths (a glob's
+// directory resolves as a path does); nil stays nil.
+func (sw *Sweep) mapPaths(f func(string) string) *Sweep {
+	if sw == nil {
+		return nil
+	}
+	out := &Sweep{Base: f(sw.Base), Models: make([]string, len(sw.Models))}
+	for i, m := range sw.Models {
+		out.Models[i] = f(m)
+	}
+	return out
 }
 
 // RelativeTo returns p (resolved) with its paths rewritten relative to dir,
@@ -495,6 +550,7 @@ func (p Profile) RelativeTo(dir string) Profile {
 		return filepath.ToSlash(r)
 	}
 	p.Model, p.Text, p.Tokens = rel(p.Model), rel(p.Text), rel(p.Tokens)
+	p.Sweep = p.Sweep.mapPaths(rel)
 	return p
 }
 

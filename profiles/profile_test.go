@@ -415,6 +415,8 @@ func FuzzProfile(f *testing.F) {
 	f.Add([]byte("ctx = \"a\"\n"))
 	f.Add([]byte("[kernels]\n\"a.b\" = \"c\"\n"))
 	f.Add([]byte("name = '''\nmulti\n'''\nctx = -1\n"))
+	f.Add([]byte("name = \"s\"\n[sweep]\nbase = \"f16.gguf\"\nmodels = [\"q8_0.gguf\", \"q4_*.gguf\"]\n"))
+	f.Add([]byte("[sweep]\nbase = \"b\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.toml", data)
 		if err != nil {
@@ -539,5 +541,84 @@ func TestFlashPrefillSettings(t *testing.T) {
 	p.FlashPrefill = FlashPrefill{}
 	if err := p.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSweepTable parses the [sweep] table, resolves its paths against the
+// profile's folder (globs too), round-trips it and refuses bad tables.
+func TestSweepTable(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sweep.toml")
+	text := "name = \"quants\"\nctx = 128\n[sweep]\nbase = \"m/f16.gguf\"\nmodels = [\"m/q8_0.gguf\", \"m/q4_*.gguf\"]\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	want := &Sweep{Base: "m/f16.gguf", Models: []string{"m/q8_0.gguf", "m/q4_*.gguf"}}
+	if !reflect.DeepEqual(p.Sweep, want) {
+		t.Fatalf("sweep = %+v, want %+v", p.Sweep, want)
+	}
+	r := p.Resolve()
+	if r.Sweep.Base != filepath.Join(dir, "m/f16.gguf") || r.Sweep.Models[1] != filepath.Join(dir, "m/q4_*.gguf") {
+		t.Errorf("resolved sweep = %+v", r.Sweep)
+	}
+	if p.Sweep.Base != "m/f16.gguf" {
+		t.Errorf("Resolve changed the original's table: %+v", p.Sweep)
+	}
+	back := r.RelativeTo(dir)
+	if !reflect.DeepEqual(back.Sweep, want) {
+		t.Errorf("RelativeTo = %+v, want %+v", back.Sweep, want)
+	}
+	saved := filepath.Join(dir, "again.toml")
+	if err := Save(saved, p); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(q.Sweep, want) {
+		t.Errorf("round trip: %+v", q.Sweep)
+	}
+	// A plain profile writes no [sweep] table.
+	enc, _ := Default().Encode()
+	if strings.Contains(string(enc), "sweep") {
+		t.Errorf("a plain profile encodes a sweep table:\n%s", enc)
+	}
+	for _, c := range []struct{ text, want string }{
+		{"name = \"a\"\n[sweep]\nbase = \"b.gguf\"\n", "sweep.models: empty"},
+		{"name = \"a\"\n[sweep]\nmodels = [\"q.gguf\"]\n", "sweep.base: empty"},
+		{"name = \"a\"\nmodel = \"m.gguf\"\n[sweep]\nbase = \"b.gguf\"\nmodels = [\"q.gguf\"]\n", "model: \"m.gguf\" set beside [sweep]"},
+		{"name = \"a\"\n[sweep]\nbase = \"b.gguf\"\nmodels = [\"q.gguf\", \"\"]\n", "sweep.models: entry 2 is empty"},
+	} {
+		p, err := Parse("s.toml", []byte(c.text))
+		if err == nil {
+			err = p.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want %q", c.text, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		text string
+		line int
+		key  string
+	}{
+		{"name = \"a\"\n[sweep]\nbase = 3\n", 3, "sweep.base"},
+		{"name = \"a\"\n[sweep]\nmodels = \"q.gguf\"\n", 3, "sweep.models"},
+		{"name = \"a\"\n[sweep]\nbase = \"b\"\nextra = 1\n", 4, "sweep.extra"},
+		{"name = \"a\"\nsweep = 1\n", 2, "sweep"},
+	} {
+		_, err := Parse("s.toml", []byte(c.text))
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Line != c.line || pe.Key != c.key {
+			t.Errorf("%q: err %v, want line %d key %s", c.text, err, c.line, c.key)
+		}
 	}
 }

@@ -31,7 +31,7 @@ type sweepFlags struct {
 }
 
 func runSweep(args []string) int {
-	fs := newFlags("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...")
+	fs := newFlags("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	var j workbench.Job
@@ -72,12 +72,11 @@ func runSweep(args []string) int {
 }
 
 // sweepJob checks the flags and builds the sweep, before any model loads.
+// The base and models come from the flags and arguments, else from the
+// profile's [sweep] table.
 func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Job, pos []string) (workbench.SweepJob, error) {
 	var sj workbench.SweepJob
-	switch {
-	case x.base == "":
-		return sj, errors.New("sweep: --base MODEL.gguf is required: the model whose base the others are compared with")
-	case x.plot != "":
+	if x.plot != "" {
 		if _, err := plotFormat("", x.plot); err != nil {
 			return sj, fmt.Errorf("sweep: --plot: %w", err)
 		}
@@ -85,11 +84,22 @@ func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Jo
 	if err := checkCompareFormat("sweep", x.format); err != nil {
 		return sj, err
 	}
-	models, err := sweepModels(x.base, pos, x.quiet)
-	if err != nil {
+	var err error
+	if j.Profile, err = withProfile(fs, p, x.profile); err != nil {
 		return sj, err
 	}
-	if j.Profile, err = withProfile(fs, p, x.profile); err != nil {
+	if sw := j.Profile.Resolve().Sweep; sw != nil {
+		x.base = cmp.Or(x.base, sw.Base)
+		if len(pos) == 0 {
+			pos = sw.Models
+		}
+	}
+	j.Profile.Sweep = nil
+	if x.base == "" {
+		return sj, errors.New("sweep: --base MODEL.gguf is required (or a profile's [sweep] base): the model whose base the others are compared with")
+	}
+	models, err := sweepModels(x.base, pos, x.quiet)
+	if err != nil {
 		return sj, err
 	}
 	if x.profile == "" {
@@ -192,7 +202,7 @@ func sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
 			}
 		}
 	}
-	recs := append(slices.Clone(out.Reports), measurements(results.Root(x.results), out.Reports[1:])...)
+	recs := append(slices.Clone(out.Reports), results.Measurements(results.Root(x.results), out.Reports[1:])...)
 	groups := scoring.GroupRecords(recs)
 	if x.plot != "" {
 		ft, _ := plotFormat("", x.plot) // checked before the sweep
@@ -205,26 +215,6 @@ func sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
 		}
 	}
 	return writeCompare(os.Stdout, results.CompareTables(groups), x.format)
-}
-
-// measurements are the floor and noise records under root in the
-// protocol groups of the compared records, so that the table marks
-// results within their floors. Unreadable records only lose the marks.
-func measurements(root string, compared []scoring.Report) []scoring.Report {
-	recs, err := results.Records(root, nil)
-	if err != nil {
-		return nil
-	}
-	var out []scoring.Report
-	for _, r := range recs {
-		if r.Floor == nil && r.Noise == nil {
-			continue
-		}
-		if slices.ContainsFunc(compared, func(c scoring.Report) bool { return c.Record.ProtocolDigest == r.Record.ProtocolDigest }) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // sweepExit is exitThreshold when a model's --stop-when-decided condition

@@ -215,3 +215,49 @@ func TestSweepBadInput(t *testing.T) {
 		t.Errorf("bad sweeps wrote %v", ents)
 	}
 }
+
+// TestSweepProfile: a profile's [sweep] table (paths relative to the
+// profile, a glob among them) runs the sweep `sweep --base … MODELS`
+// runs with the same settings: the same records, number for number.
+func TestSweepProfile(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "models")
+	if err := os.Mkdir(models, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"f32", "q8_0", "q4_0"} {
+		if err := os.Symlink(stories(t, q), filepath.Join(models, filepath.Base(stories(t, q)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	prof := filepath.Join(dir, "quants.toml")
+	if err := os.WriteFile(prof, []byte("name = \"quants\"\ntext = \""+text+"\"\nctx = 64\nchunks = 6\nthreads = 1\n"+
+		"[sweep]\nbase = \"models/stories260K-f32.gguf\"\nmodels = [\"models/stories260K-q8_*.gguf\", \"models/stories260K-q4_0.gguf\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromProfile, fromFlags := filepath.Join(dir, "p"), filepath.Join(dir, "f")
+	code, stdout, stderr := runCLI(t, "sweep", "--profile", prof, "--results", fromProfile, "--quiet")
+	if code != 0 {
+		t.Fatalf("sweep --profile: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "stories260K-q8_0") || !strings.Contains(stdout, "stories260K-q4_0") {
+		t.Errorf("the compare table lacks the models:\n%s", stdout)
+	}
+	code, _, stderr = runCLI(t, "sweep", "--profile", prof, "--results", fromFlags, "--quiet",
+		"--base", filepath.Join(models, "stories260K-f32.gguf"),
+		filepath.Join(models, "stories260K-q8_0.gguf"), filepath.Join(models, "stories260K-q4_0.gguf"))
+	if code != 0 {
+		t.Fatalf("sweep --base: exit %d: %s", code, stderr)
+	}
+	got, want := rootRecords(t, fromProfile), rootRecords(t, fromFlags)
+	if len(got) != 3 {
+		t.Fatalf("%d records, want the base model's and two", len(got))
+	}
+	sameRecords(t, got, want)
+	// --model beside a [sweep] table is refused, naming both.
+	code, _, stderr = runCLI(t, "sweep", "--profile", prof, "--model", stories(t, "q8_0"), "--results", fromFlags, "--quiet")
+	if code == 0 || !strings.Contains(stderr, "set beside [sweep]") {
+		t.Errorf("sweep --profile --model: exit %d, %s", code, stderr)
+	}
+}

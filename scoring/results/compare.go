@@ -7,6 +7,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 
 	"plexbench/scoring"
 )
@@ -200,4 +201,25 @@ func FloorNotes(g CompareGroup) []string {
 			fl.TopK, fl.AgainstModel, fl.TopK, scoring.Percent(a.SeenFraction, 1), a.MeanTopKKLD, a.MeanFullKLD))
 	}
 	return notes
+}
+
+// Measurements are the floor and noise records under root in the
+// protocol groups of the compared records, so that a compare table of
+// them marks results within their floors. Unreadable records only lose
+// the marks.
+func Measurements(root string, compared []scoring.Report) []scoring.Report {
+	recs, err := Records(root, nil)
+	if err != nil {
+		return nil
+	}
+	var out []scoring.Report
+	for _, r := range recs {
+		if r.Floor == nil && r.Noise == nil {
+			continue
+		}
+		if slices.ContainsFunc(compared, func(c scoring.Report) bool { return c.Record.ProtocolDigest == r.Record.ProtocolDigest }) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -134,7 +134,7 @@ type sweepRun struct {
 // baseJob records the base with the base model.
 func (s *sweepRun) baseJob() Job {
 	p := s.j.Job.Profile
-	p.Model, p.StopAtPrecision, p.StopWhenDecided = s.j.BaseModel, 0, ""
+	p.Model, p.StopAtPrecision, p.StopWhenDecided, p.Sweep = s.j.BaseModel, 0, "", nil
 	return Job{Profile: p, Record: s.j.Base, RecordFormat: scoring.BaseFormatPlexbench,
 		TokenIDs: s.j.Job.TokenIDs, Journal: true, Resume: s.j.Resume}
 }
@@ -143,7 +143,7 @@ func (s *sweepRun) baseJob() Job {
 func (s *sweepRun) modelJob(model string) Job {
 	t := s.j.Job
 	p := t.Profile
-	p.Model = model
+	p.Model, p.Sweep = model, nil // each run's profile, as its record keeps it
 	return Job{Profile: p, Compare: s.j.Base, GeometryFromBase: t.GeometryFromBase, GeometryGiven: t.GeometryGiven,
 		TokenIDs: t.TokenIDs, Journal: true, Resume: s.j.Resume,
 		JournalAt: s.j.Base + "." + results.SafeName(strings.TrimSuffix(filepath.Base(model), filepath.Ext(model))) + ".journal"}
