@@ -25,6 +25,7 @@ import (
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
 
 // Config is what the app runs.
@@ -46,6 +47,11 @@ type Config struct {
 	Now func() time.Time
 	// Context is the app's parent context; nil is Background.
 	Context context.Context
+	// Sweep, when set, opens the sweep view instead: Sweeper runs it (the
+	// TUI sets its progress and its keep-going rule), and Profiles are
+	// not used. Its records go to Sweep.Root.
+	Sweep   *workbench.SweepJob
+	Sweeper Sweeper
 }
 
 // view is the root's state.
@@ -56,6 +62,7 @@ const (
 	viewAB
 	viewHistory
 	viewWorst
+	viewSweep
 )
 
 // env is what child models need to start runs.
@@ -93,6 +100,7 @@ type Model struct {
 	ab    abModel
 	hist  historyModel
 	worst worstModel // the worst-tokens list
+	sweep sweepModel
 
 	ticking      bool     // a clock tick is scheduled
 	flash        string   // one-line message under the view
@@ -113,6 +121,13 @@ type profileSavedMsg struct {
 func New(cfg Config) (Model, error) {
 	if cfg.Runner == nil {
 		return Model{}, errors.New("tui: no runner")
+	}
+	if cfg.Sweep != nil {
+		if cfg.Sweeper == nil {
+			return Model{}, errors.New("tui: a sweep and no sweeper")
+		}
+		// The sweep's profile is the one the history's b key runs.
+		cfg.Profiles = []profiles.Profile{cfg.Sweep.Job.Profile}
 	}
 	if len(cfg.Profiles) > 2 {
 		return Model{}, fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(cfg.Profiles))
@@ -144,10 +159,14 @@ func New(cfg Config) (Model, error) {
 		hist: historyModel{dir: cfg.ResultsDir},
 	}
 	m.help.Styles = m.styles.Help
-	if len(cfg.Profiles) == 2 {
+	switch {
+	case cfg.Sweep != nil:
+		m.view = viewSweep
+		m.sweep = newSweepModel(*cfg.Sweep)
+	case len(cfg.Profiles) == 2:
 		m.view = viewAB
 		m.ab = newABModel(m.env, cfg.Profiles[0], cfg.Profiles[1], cfg.Base)
-	} else {
+	default:
 		m.view = viewRun
 		m.run = newRunModel("", cfg.Profiles[0], cfg.Base)
 	}
@@ -186,6 +205,7 @@ func (m Model) withClock(cmd tea.Cmd) (Model, tea.Cmd) {
 func (m Model) onTick() (Model, tea.Cmd) {
 	m.ticking = false
 	m.run, m.ab = m.run.tick(), m.ab.tick()
+	m.sweep.live = m.sweep.live.tick()
 	return m.withClock(nil)
 }
 
@@ -202,6 +222,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.onKey(msg)
 	case eventMsg, doneMsg, pairSavedMsg:
 		return m.onRun(msg)
+	case sweepEventMsg, sweepDoneMsg:
+		return m.onSweep(msg)
 	case tickMsg:
 		return m.onTick()
 	case historyMsg:
@@ -216,12 +238,29 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m Model) start() (Model, tea.Cmd) {
 	var cmd tea.Cmd
-	if m.view == viewAB {
+	switch m.view {
+	case viewSweep:
+		m.sweep, cmd = m.sweep.start(m.cfg.Sweeper, m.env.newJob())
+	case viewAB:
 		m.ab, cmd = m.ab.init()
-	} else {
+	default:
 		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
 	}
 	return m.withClock(cmd)
+}
+
+// onSweep hands the sweep its message; a model's record joins the
+// session's saved files.
+func (m Model) onSweep(msg tea.Msg) (Model, tea.Cmd) {
+	var cmd tea.Cmd
+	m.sweep, cmd = m.sweep.update(msg)
+	if e, ok := msg.(sweepEventMsg); ok && e.ev.Kind == workbench.SweepModelDone {
+		m.saved = append(m.saved, e.ev.Record)
+	}
+	if _, ok := msg.(sweepDoneMsg); ok && m.quitWhenDone && !m.active() {
+		return m.quit()
+	}
+	return m, cmd
 }
 
 // onRun hands a run's message to both run owners; each drops what it
@@ -254,7 +293,7 @@ func (m Model) onRun(msg tea.Msg) (Model, tea.Cmd) {
 // SavedReports lists the reports (and A/B summaries) this session saved.
 func (m Model) SavedReports() []string { return m.saved }
 
-func (m Model) active() bool { return m.run.active() || m.ab.active() }
+func (m Model) active() bool { return m.run.active() || m.ab.active() || m.sweep.active() }
 
 func (m Model) quit() (Model, tea.Cmd) {
 	m.cancel()
@@ -299,15 +338,21 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		}
 		return m.quit()
 	case key.Matches(msg, k.Keep):
-		if m.view == viewAB {
+		switch m.view {
+		case viewSweep:
+			m.sweep.live = m.sweep.live.toggleKeep()
+		case viewAB:
 			m.ab.a, m.ab.b = m.ab.a.toggleKeep(), m.ab.b.toggleKeep()
-		} else {
+		default:
 			m.run = m.run.toggleKeep()
 		}
 	case key.Matches(msg, k.Pause):
-		if m.view == viewAB {
+		switch m.view {
+		case viewSweep:
+			m.sweep.live = m.sweep.live.togglePause()
+		case viewAB:
 			m.ab = m.ab.togglePause()
-		} else {
+		default:
 			m.run = m.run.togglePause()
 		}
 	case key.Matches(msg, k.Save):
@@ -323,7 +368,7 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 }
 
 func (m Model) stop() Model {
-	m.run, m.ab = m.run.stop(), m.ab.stop()
+	m.run, m.ab, m.sweep = m.run.stop(), m.ab.stop(), m.sweep.stop()
 	return m
 }
 
@@ -371,9 +416,12 @@ func (m Model) saveProfiles() tea.Cmd {
 		p     profiles.Profile
 	}
 	var items []item
-	if m.view == viewAB {
+	switch m.view {
+	case viewAB:
 		items = []item{{"A", m.ab.a.profile}, {"B", m.ab.b.profile}}
-	} else {
+	case viewSweep:
+		items = []item{{"", m.sweep.profile()}}
+	default:
 		items = []item{{"", m.run.profile}}
 	}
 	var cmds []tea.Cmd
@@ -439,7 +487,7 @@ func (m Model) View() tea.View {
 	if m.flash != "" {
 		footer = append(footer, m.styles.Warn.Render(m.flash))
 	}
-	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule()}
+	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule() || m.sweep.live.hasRule()}
 	switch {
 	case m.showHelp:
 		km = closeHelp{k: m.keys}
@@ -463,6 +511,8 @@ func (m Model) View() tea.View {
 		body = m.worst.view(m.styles, w, bodyH)
 	case m.view == viewAB:
 		body = m.ab.view(m.styles, w, bodyH)
+	case m.view == viewSweep:
+		body = m.sweep.view(m.styles, w, bodyH)
 	default:
 		body = m.run.view(m.styles, w, bodyH)
 	}
@@ -512,8 +562,11 @@ func (m Model) helpPage() string {
 // trace kept beside it.
 func (m Model) openWorst() (Model, tea.Cmd) {
 	r := m.run
-	if m.view == viewAB {
+	switch m.view {
+	case viewAB:
 		r = m.ab.b
+	case viewSweep:
+		r = m.sweep.live // the model in flight, or the last finished
 	}
 	title := r.profile.Name
 	if r.base != "" {

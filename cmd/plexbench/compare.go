@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
 
 	"plexbench/scoring"
 	"plexbench/scoring/results"
@@ -56,7 +54,7 @@ func writeCompare(w io.Writer, out results.CompareOutput, format string) error {
 	case "csv":
 		return writeCompareCSV(w, out)
 	}
-	return writeCompareText(w, out, format == "md")
+	return out.WriteText(w, format == "md")
 }
 
 // checkCompareFormat refuses a --format writeCompare does not write.
@@ -66,46 +64,6 @@ func checkCompareFormat(cmd, format string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: --format %q: want table, md, csv or json", cmd, format)
-}
-
-func writeCompareText(w io.Writer, out results.CompareOutput, md bool) error {
-	for gi, g := range out.Groups {
-		if gi > 0 {
-			fmt.Fprintln(w)
-		}
-		if md {
-			fmt.Fprintf(w, "### Group %d: %s\n\n", gi+1, g.Title)
-			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(g.Header(), " | "), strings.Repeat(" --- |", len(g.Header())))
-			for i := range g.Rows {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(g.RowCells(i), " | "))
-			}
-			if notes := results.FloorNotes(g); len(notes) > 0 {
-				fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "  \n"))
-			}
-			continue
-		}
-		fmt.Fprintf(w, "group %d: %s\n", gi+1, g.Title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(g.Header(), "\t"))
-		for i := range g.Rows {
-			fmt.Fprintln(tw, strings.Join(g.RowCells(i), "\t"))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		for _, n := range results.FloorNotes(g) {
-			fmt.Fprintln(w, n)
-		}
-	}
-	if len(out.Differ) > 0 {
-		if md {
-			fmt.Fprintln(w)
-		}
-		_, err := fmt.Fprintf(w, "\nlegend: the %d groups differ in %s; their numbers are not comparable across groups\n",
-			len(out.Groups), strings.Join(out.Differ, ", "))
-		return err
-	}
-	return nil
 }
 
 func writeCompareCSV(w io.Writer, out results.CompareOutput) error {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	"testing"
 
 	"plexbench/kernels/shareddata"
+	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
 
 // sweepGeometry is a short protocol over the shared TinyStories text.
@@ -259,5 +262,93 @@ func TestSweepProfile(t *testing.T) {
 	code, _, stderr = runCLI(t, "sweep", "--profile", prof, "--model", stories(t, "q8_0"), "--results", fromFlags, "--quiet")
 	if code == 0 || !strings.Contains(stderr, "set beside [sweep]") {
 		t.Errorf("sweep --profile --model: exit %d, %s", code, stderr)
+	}
+}
+
+// TestTUISweep: `tui --sweep BASE MODELS` and `tui --profile SWEEP.toml`
+// build the sweep `plexbench sweep` builds from the same flags, and bad
+// combinations are one line each, before the terminal check.
+func TestTUISweep(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	args := []string{"--perplexity", text, "--perplexity-ctx", "64", "--results", root}
+	build := func(cmd string, a ...string) workbench.SweepJob {
+		t.Helper()
+		fs := newFlags(cmd, "")
+		p := profiles.Default()
+		p.BindFlags(fs)
+		var x sweepFlags
+		fs.StringVar(&x.base, "sweep", "", "")
+		fs.StringVar(&x.results, "results", "", "")
+		pos, code := parseInterleaved(fs, append(slices.Clone(args), a...))
+		if code >= 0 {
+			t.Fatalf("flags %v", a)
+		}
+		var sj *workbench.SweepJob
+		var err error
+		if cmd == "tui" {
+			sj, err = tuiSweep(fs, p, nil, pos, x.base, x.results, "", false)
+		} else {
+			var j workbench.SweepJob
+			j, err = sweepJob(fs, p, sweepFlags{base: x.base, results: x.results, quiet: true, format: "table"}, workbench.Job{}, pos)
+			sj = &j
+		}
+		if err != nil || sj == nil {
+			t.Fatalf("%s %v: %v", cmd, a, err)
+		}
+		sj.Progress = nil
+		return *sj
+	}
+	tj := build("tui", "--sweep", stories(t, "f32"), stories(t, "q8_0"), "--perplexity-chunks", "4", stories(t, "q4_0"))
+	sj := build("sweep", "--sweep", stories(t, "f32"), stories(t, "q8_0"), "--perplexity-chunks", "4", stories(t, "q4_0"))
+	if !reflect.DeepEqual(tj, sj) {
+		t.Errorf("tui's sweep:\n%+v\nsweep's:\n%+v", tj, sj)
+	}
+	if tj.Job.Profile.Chunks != 4 || len(tj.Models) != 2 || tj.Root != root {
+		t.Errorf("tui's sweep: %+v", tj)
+	}
+
+	prof := filepath.Join(dir, "s.toml")
+	os.WriteFile(prof, []byte("name = \"s\"\n[sweep]\nbase = \""+stories(t, "f32")+"\"\nmodels = [\""+stories(t, "q8_0")+"\"]\n"), 0o644)
+	plain := filepath.Join(dir, "p.toml")
+	os.WriteFile(plain, []byte("name = \"p\"\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sweep", stories(t, "f32")}, "give the models to compare"},
+		{[]string{stories(t, "q8_0")}, `unexpected argument`},
+		{[]string{"--resume"}, "--resume continues a sweep"},
+		{[]string{"--sweep", stories(t, "f32"), "--base", filepath.Join(dir, "x.kld"), stories(t, "q8_0")}, "a sweep records its own"},
+		{[]string{"--profile", prof, "--profile", plain}, "a sweep takes one profile"},
+		{[]string{"--profile", prof, "--model", stories(t, "q4_0")}, "set beside [sweep]"},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"tui", "--results", root}, c.args...)...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code == 0 || code == 2 || stdout != "" || len(lines) != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("tui %v: exit %d, stdout %q, stderr %q: want one line with %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+	// A good sweep gets as far as the terminal check.
+	if code, _, stderr := runCLI(t, "tui", "--results", root, "--profile", prof); code != 2 || !strings.Contains(stderr, "not a terminal") {
+		t.Errorf("tui --profile SWEEP on a pipe: exit %d, %s", code, stderr)
+	}
+}
+
+// TestSweepProfileElsewhere: score and ab refuse a sweep's profile (it
+// names no one model) in one line, instead of scoring the demo model.
+func TestSweepProfileElsewhere(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "s.toml")
+	os.WriteFile(prof, []byte("name = \"s\"\n[sweep]\nbase = \""+stories(t, "f32")+"\"\nmodels = [\""+stories(t, "q8_0")+"\"]\n"), 0o644)
+	for _, args := range [][]string{
+		{"score", "--profile", prof, "--perplexity-output", filepath.Join(dir, "r.json")},
+		{"ab", "--profile", prof, "--profile", prof, "--results", dir},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code == 0 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "holds a [sweep] table") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -26,31 +27,42 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runTUI(args []string) int {
-	fs := newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]")
+	fs := newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]\n"+
+		"       plexbench tui --sweep BASE.gguf [--profile P.toml] [flags] MODEL.gguf|GLOB...\n"+
+		"       plexbench tui --profile SWEEP.toml (its [sweep] table names the base and models)")
 	var paths stringList
 	fs.Var(&paths, "profile", "TOML profile to run; give two for an A/B (A first)")
 	base := fs.String("base", "", "compare every run against this saved KLD base")
 	resultsDir := fs.String("results", "", resultsUsage("where runs are saved as records and listed"))
 	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
+	sweepBase := fs.String("sweep", "", "show a sweep: this base model records the base, the models given as arguments\n"+
+		"(files or globs) are scored against it, as `plexbench sweep` does")
+	resume := fs.Bool("resume", false, "a sweep: continue a stopped or killed one (same flags): recorded models are skipped,\n"+
+		"the interrupted one resumes from its journal")
 	// Setting flags override every profile's fields; bound to the defaults
 	// so -h shows them.
 	scratch := profiles.Default()
 	scratch.BindFlags(fs)
-	if code := parseFlags(fs, args); code >= 0 {
+	pos, code := parseInterleaved(fs, args)
+	if code >= 0 {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("tui: unexpected argument %q", fs.Arg(0)))
+	sweep, err := tuiSweep(fs, scratch, paths, pos, *sweepBase, *resultsDir, *base, *resume)
+	if err != nil {
+		return fail(err)
 	}
 	if !isTerminal(os.Stdout) {
 		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
 			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
-			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict).")
+			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict);\n"+
+			"for a sweep use `plexbench sweep` (the same records and table).")
 		return 2
 	}
 	cfg := tui.Config{Base: *base, ResultsDir: results.Root(*resultsDir), NoColor: os.Getenv("NO_COLOR") != "",
 		Runner: tui.RunnerFunc(workbench.Run)}
-	var err error
+	if sweep != nil {
+		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)
+	}
 	if cfg.Compare, err = profiles.ParseComparison(*compare); err != nil {
 		return fail(fmt.Errorf("tui: %w", err))
 	}
@@ -58,7 +70,7 @@ func runTUI(args []string) int {
 		return fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
 	}
 	loaded := []profiles.Profile{profiles.Default()}
-	if len(paths) > 0 {
+	if len(paths) > 0 && sweep == nil {
 		loaded = loaded[:0]
 		for _, path := range paths {
 			p, err := profiles.Load(path)
@@ -96,6 +108,42 @@ func runTUI(args []string) int {
 		}
 	}
 	return 0
+}
+
+// tuiSweep is the sweep the TUI's flags ask for (nil: none): --sweep with
+// the models as arguments, or one profile with a [sweep] table; built as
+// `plexbench sweep` builds it.
+func tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string, base, resultsDir, kldBase string, resume bool) (*workbench.SweepJob, error) {
+	isSweep := base != ""
+	for _, path := range paths {
+		loaded, err := profiles.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		isSweep = isSweep || loaded.Sweep != nil
+	}
+	switch {
+	case !isSweep && len(pos) > 0:
+		return nil, fmt.Errorf("tui: unexpected argument %q (models to sweep go with --sweep BASE.gguf)", pos[0])
+	case !isSweep && resume:
+		return nil, errors.New("tui: --resume continues a sweep; a run or A/B keeps no journal here")
+	case !isSweep:
+		return nil, nil
+	case len(paths) > 1:
+		return nil, fmt.Errorf("tui: a sweep takes one profile, not %d", len(paths))
+	case kldBase != "":
+		return nil, errors.New("tui: --base compares a run with a saved base; a sweep records its own")
+	}
+	x := sweepFlags{base: base, results: resultsDir, resume: resume, quiet: true, format: "table"}
+	if len(paths) == 1 {
+		x.profile = paths[0]
+	}
+	sj, err := sweepJob(fs, p, x, workbench.Job{}, pos)
+	if err != nil {
+		return nil, err
+	}
+	sj.Progress = nil // the TUI's
+	return &sj, nil
 }
 
 // isTerminal reports whether f is a character device (a terminal).

@@ -7,7 +7,10 @@ package results
 
 import (
 	"fmt"
+	"io"
 	"slices"
+	"strings"
+	"text/tabwriter"
 
 	"plexbench/scoring"
 )
@@ -222,4 +225,46 @@ func Measurements(root string, compared []scoring.Report) []scoring.Report {
 		}
 	}
 	return out
+}
+
+// WriteText writes the tables as `plexbench compare` prints them: aligned
+// text, or Markdown when md is set.
+func (out CompareOutput) WriteText(w io.Writer, md bool) error {
+	for gi, g := range out.Groups {
+		if gi > 0 {
+			fmt.Fprintln(w)
+		}
+		if md {
+			fmt.Fprintf(w, "### Group %d: %s\n\n", gi+1, g.Title)
+			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(g.Header(), " | "), strings.Repeat(" --- |", len(g.Header())))
+			for i := range g.Rows {
+				fmt.Fprintf(w, "| %s |\n", strings.Join(g.RowCells(i), " | "))
+			}
+			if notes := FloorNotes(g); len(notes) > 0 {
+				fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "  \n"))
+			}
+			continue
+		}
+		fmt.Fprintf(w, "group %d: %s\n", gi+1, g.Title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(g.Header(), "\t"))
+		for i := range g.Rows {
+			fmt.Fprintln(tw, strings.Join(g.RowCells(i), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, n := range FloorNotes(g) {
+			fmt.Fprintln(w, n)
+		}
+	}
+	if len(out.Differ) > 0 {
+		if md {
+			fmt.Fprintln(w)
+		}
+		_, err := fmt.Fprintf(w, "\nlegend: the %d groups differ in %s; their numbers are not comparable across groups\n",
+			len(out.Groups), strings.Join(out.Differ, ", "))
+		return err
+	}
+	return nil
 }

@@ -20,6 +20,14 @@ import (
 
 // modelPath is the model file p names, or the embedded demo's.
 func modelPath(p profiles.Profile) (string, error) {
+	if p.Sweep != nil {
+		// Its model is the sweep's to set, run by run (Sweep clears the table).
+		what := "profile " + p.Name
+		if p.Source != "" {
+			what = p.Source
+		}
+		return "", fmt.Errorf("%s holds a [sweep] table: run it with `plexbench sweep --profile` or `plexbench tui --profile`", what)
+	}
 	if p.Model == "" {
 		return demo.ModelPath()
 	}
