@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"plexbench/kernels"
 	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
 )
@@ -137,5 +140,42 @@ func TestStopWhenDecided(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "score", "--quiet", "--model", q4, "--perplexity", text, "--stop-when-decided", "delta_ppl_percent<1"); code == 0 || !strings.Contains(stderr, "needs a base") {
 		t.Fatalf("delta_ppl_percent without a base: exit %d, %q", code, stderr)
+	}
+}
+
+// TestStopAtPrecisionHybrids: the same on synth's tiny qwen35 and
+// qwen35moe (two layers: Gated DeltaNet, then gated attention), Q4_0
+// against the F32 file's base on 48 windows of random tokens: the rule
+// stops before the last window and its interval holds the full run's
+// mean KLD.
+func TestStopAtPrecisionHybrids(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(23, 29))
+	ids := make([]int32, 48*64+1)
+	for i := range ids {
+		ids[i] = int32(r.IntN(64))
+	}
+	data, _ := json.Marshal(ids)
+	tokens := filepath.Join(dir, "random.json")
+	if err := os.WriteFile(tokens, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range []string{"qwen35", "qwen35moe"} {
+		t.Run(arch, func(t *testing.T) {
+			f32, q4 := hybridModel(t, dir, arch, kernels.F32, false), hybridModel(t, dir, arch, kernels.Q4_0, false)
+			geo := []string{"--perplexity-tokens", tokens, "--perplexity-ctx", "64", "--threads", "1"}
+			base := filepath.Join(dir, arch+".kld")
+			scoreReport(t, 0, filepath.Join(dir, arch+"-f32.json"), append([]string{"--model", f32, "--perplexity-kld-base-out", base}, geo...)...)
+			full, _ := scoreReport(t, 0, filepath.Join(dir, arch+"-full.json"), "--model", q4, "--perplexity-kld", base)
+			rep, _ := scoreReport(t, 0, filepath.Join(dir, arch+"-stop.json"), "--model", q4, "--perplexity-kld", base, "--stop-at-precision", "0.10")
+			s := rep.StoppedEarly
+			if s == nil || !s.Met || s.Statistic != scoring.StatMeanKLD {
+				t.Fatalf("stopped_early %+v: want a met precision rule on mean_kld", s)
+			}
+			t.Logf("stopped at window %d of %d: mean KLD %.6f ± %.6f (full run %.6f)", s.Windows, rep.WindowsTotal, s.Value, s.HalfWidth, full.KLD.MeanKLD)
+			if s.Windows >= rep.WindowsTotal || math.Abs(s.Value-full.KLD.MeanKLD) > s.HalfWidth || s.HalfWidth > 0.1*s.Value {
+				t.Errorf("stopped after %d of %d windows at %.6f ± %.6f; full run %.6f", s.Windows, rep.WindowsTotal, s.Value, s.HalfWidth, full.KLD.MeanKLD)
+			}
+		})
 	}
 }
