@@ -6,6 +6,7 @@ package tui
 // chart of the running ΔPPL and the verdict line.
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -25,6 +26,12 @@ type abModel struct {
 	diff      []profiles.Change
 	givenBase string // --base: both runs compare against it
 
+	// allow: a tokenizer mismatch found before A scores compares the two
+	// by bits per byte only (mismatch says how they differ), each run on
+	// its own, instead of failing.
+	allow    bool
+	mismatch string
+
 	cmp    scoring.Comparison // over the windows both have scored
 	points []chartPoint       // running ΔPPL% after each paired window
 
@@ -38,10 +45,13 @@ type pairSavedMsg struct {
 	err  error
 }
 
-func newABModel(e env, a, b profiles.Profile, givenBase string) abModel {
+func newABModel(e env, a, b profiles.Profile, givenBase string, allow bool) abModel {
 	return abModel{env: e, a: newRunModel("A", a, givenBase), b: newRunModel("B", b, givenBase),
-		diff: profiles.Diff(a, b), givenBase: givenBase}
+		diff: profiles.Diff(a, b), givenBase: givenBase, allow: allow}
 }
+
+// bytesOnly reports whether the pair is compared by bits per byte only.
+func (m abModel) bytesOnly() bool { return m.mismatch != "" }
 
 // init starts A.
 func (m abModel) init() (abModel, tea.Cmd) {
@@ -99,6 +109,13 @@ func (m abModel) update(msg tea.Msg) (abModel, tea.Cmd) {
 		return m, cmd
 	case doneMsg:
 		switch {
+		case m.a.owns(msg.id) && m.allow && !m.bytesOnly() && errors.Is(msg.err, scoring.ErrTokenizerMismatch):
+			// Refused before scoring: A runs again on its own, then B.
+			m.mismatch = msg.err.Error()
+			m.a, m.b.base = newRunModel("A", m.a.profile, ""), ""
+			var cmd tea.Cmd
+			m.a, cmd = m.a.start(m.env.runner, m.env.newJob(), m.env.spec(m.a.profile))
+			return m, cmd
 		case m.a.owns(msg.id):
 			m.a, _ = m.a.update(msg)
 			return m.afterA()
@@ -122,7 +139,7 @@ func (m abModel) afterA() (abModel, tea.Cmd) {
 		}
 		return m, m.savePair()
 	}
-	if m.givenBase == "" {
+	if m.givenBase == "" && !m.bytesOnly() {
 		if m.a.report == nil || m.a.report.KLDBaseOut == "" {
 			m.b.status, m.b.err = runFailed, fmt.Errorf("A finished without recording a base")
 			return m, nil
@@ -137,6 +154,9 @@ func (m abModel) afterA() (abModel, tea.Cmd) {
 // compare recomputes the comparison over the paired windows and the
 // running ΔPPL chart, one pair at a time in B's order.
 func (m abModel) compare() abModel {
+	if m.bytesOnly() {
+		return m // no token pairs across tokenizers
+	}
 	byIndex := make(map[int]scoring.WindowReport, len(m.a.windows))
 	for _, w := range m.a.windows {
 		byIndex[w.Index] = w
@@ -175,8 +195,15 @@ func (m abModel) savePair() tea.Cmd {
 	for i, c := range m.diff {
 		diff[i] = c.String()
 	}
-	sum := results.NewABSummary(m.cmp, m.side(&m.a), m.side(&m.b))
-	sum.Diff, sum.Base, sum.Verdict, sum.Partial = diff, m.b.base, m.verdict(), m.b.status != runDone
+	var sum results.ABSummary
+	if m.bytesOnly() && m.a.report != nil && m.b.report != nil {
+		sum = results.PairBitsPerByte(m.a.report, m.b.report, m.mismatch)
+		sum.A, sum.B = m.side(&m.a), m.side(&m.b)
+	} else {
+		sum = results.NewABSummary(m.cmp, m.side(&m.a), m.side(&m.b))
+		sum.Base = m.b.base
+	}
+	sum.Diff, sum.Verdict, sum.Partial = diff, m.verdict(), m.b.status != runDone
 	path := results.ABPath(beside)
 	return func() tea.Msg { return pairSavedMsg{path: path, err: results.WriteAB(path, sum)} }
 }
@@ -202,6 +229,9 @@ func (m abModel) verdict() string {
 		return "B failed; no comparison"
 	}
 	v := m.cmp.Verdict()
+	if m.bytesOnly() {
+		v = m.bytesVerdict()
+	}
 	total := m.b.last.WindowsTotal
 	switch m.b.status {
 	case runRunning, runStopping:
@@ -214,6 +244,17 @@ func (m abModel) verdict() string {
 		return fmt.Sprintf("stopped at %d/%d windows: %s", m.cmp.Windows, total, v)
 	}
 	return v
+}
+
+// bytesVerdict is the bits-per-byte comparison's verdict: the summary's
+// once both runs are done, else B − A over the text each has scored.
+func (m abModel) bytesVerdict() string {
+	if m.a.report != nil && m.b.report != nil && m.b.status == runDone {
+		return results.PairBitsPerByte(m.a.report, m.b.report, m.mismatch).Verdict
+	}
+	a, b := m.a.last, m.b.last
+	d, u := b.BitsPerByte-a.BitsPerByte, math.Hypot(a.BitsPerByteUncertainty, b.BitsPerByteUncertainty)
+	return fmt.Sprintf("by bits per byte only (tokenizers differ): B − A %s", pmSigned(d, u))
 }
 
 // --- drawing ---
@@ -248,6 +289,9 @@ func (m abModel) headerView(s Styles, w int) string {
 	}
 	if m.givenBase != "" {
 		diff += s.Dim.Render(" · both vs " + base(m.givenBase, ""))
+	}
+	if m.bytesOnly() {
+		diff += s.Warn.Render(" · by bits per byte only")
 	}
 	return spread(title, cur.label+" "+cur.badge(s), w) + "\n" + l2 + "\n" + diff
 }
@@ -285,6 +329,22 @@ func (m abModel) sideBySide(s Styles, w int) []string {
 		return s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)),
 			pctPM(k.SameTop, k.SameTopUncertainty) + " · Δp " + signedPct(k.MeanDeltaP),
 			fmt.Sprintf("p50 %s p99 %s max %s", small(k.P50), small(k.P99), small(k.Max))
+	}
+	bpb := func(r runModel) string {
+		if r.last.BitsPerByte == 0 {
+			return "–"
+		}
+		return s.Value.Render(pm(r.last.BitsPerByte, r.last.BitsPerByteUncertainty))
+	}
+	if m.bytesOnly() {
+		lines = append(lines, row("bits/byte", bpb(m.a), bpb(m.b)))
+		d := "–"
+		if a, b := m.a.last, m.b.last; a.BitsPerByte > 0 && b.BitsPerByte > 0 {
+			d = pmSigned(b.BitsPerByte-a.BitsPerByte, math.Hypot(a.BitsPerByteUncertainty, b.BitsPerByteUncertainty))
+		}
+		return append(lines, row("KLD vs base", s.Dim.Render("– (tokenizers differ)"), s.Dim.Render("–")),
+			s.Label.Render(padRight("Δbits/byte", 14))+s.Value.Render(d)+s.Dim.Render("  B − A, errors in quadrature (no paired tokens)"),
+			s.Dim.Render(truncate(m.mismatch, w)))
 	}
 	ka1, ka2, ka3 := kv(m.a)
 	kb1, kb2, kb3 := kv(m.b)
@@ -357,7 +417,7 @@ func (m abModel) view(s Styles, w, h int) string {
 	verdict := m.verdictView(s, w)
 	left := h - fixed - strings.Count(verdict, "\n") - 2 // verdict and status lines
 	out := top
-	if left >= 5 {
+	if left >= 5 && !m.bytesOnly() {
 		title := s.Label.Render("ΔPPL% B−A: per window ") + s.ChartDot.Render("·") + s.Label.Render("  running ") +
 			s.ChartLine.Render("─") + s.Label.Render(" ± ") + s.ChartBand.Render("░")
 		c := chart{Points: m.points, Total: max(m.b.last.WindowsTotal, m.a.last.WindowsTotal), Zero: true}

@@ -354,3 +354,72 @@ func TestEndToEndStopRule(t *testing.T) {
 		})
 	}
 }
+
+// TestEndToEndABBitsPerByte: an A/B whose models' tokenizers differ is
+// refused before A scores; with AllowTokenizerMismatch each side runs on
+// its own and they are compared by bits per byte only: the screen and
+// the saved summary say so, and the summary's Δ is B's − A's bits per
+// byte from their reports.
+func TestEndToEndABBitsPerByte(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprint("allow=", allow), func(t *testing.T) {
+			dir := t.TempDir()
+			a, b := abProfiles()
+			a.Model, a.Text, b.Model, b.Text = "", "", "", ""
+			app, err := New(Config{Profiles: []profiles.Profile{a, b}, ResultsDir: dir, AllowTokenizerMismatch: allow,
+				Runner: fakeRunner{text: fakeText(64 * 6), otherTokenizers: true}, NoColor: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			obs := &observer{notify: make(chan struct{}, 1)}
+			tm := teatest.NewTestModel(t, observed{m: app, obs: obs}, teatest.WithInitialTermSize(120, 40))
+			if !allow {
+				obs.waitScreen(t, "A refused", func(s string) bool { return strings.Contains(s, "tokenize the text differently") })
+				if s := obs.screen; !strings.Contains(s, "A failed") {
+					t.Errorf("refused A/B screen:\n%s", s)
+				}
+				tm.Send(press('q'))
+				tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+				return
+			}
+			obs.waitScreen(t, "the A/B summary saved", func(s string) bool { return strings.Contains(s, ".ab.json") })
+			s := obs.screen
+			for _, want := range []string{"by bits per byte only", "Δbits/byte", "tokenizers differ", "bits/byte"} {
+				if !strings.Contains(s, want) {
+					t.Errorf("A/B screen lacks %q:\n%s", want, s)
+				}
+			}
+			tm.Send(press('q'))
+			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+			pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
+			if len(pairs) != 1 {
+				t.Fatalf("A/B summaries: %v", pairs)
+			}
+			var pf results.ABSummary
+			data, _ := os.ReadFile(pairs[0])
+			if err := json.Unmarshal(data, &pf); err != nil {
+				t.Fatal(err)
+			}
+			var ra, rb scoring.Report
+			for _, x := range []struct {
+				path string
+				r    *scoring.Report
+			}{{pf.A.Report, &ra}, {pf.B.Report, &rb}} {
+				data, err := os.ReadFile(x.path)
+				if err != nil || json.Unmarshal(data, x.r) != nil {
+					t.Fatalf("report %q: %v", x.path, err)
+				}
+			}
+			if rb.KLD != nil || pf.TokenizerMismatch == "" || pf.DeltaBitsPerByte == nil || pf.Comparison.Windows != 0 {
+				t.Fatalf("summary %+v, B's KLD %v: want bits per byte only", pf, rb.KLD)
+			}
+			if d := rb.BitsPerByte - ra.BitsPerByte; *pf.DeltaBitsPerByte != d || ra.BitsPerByte <= 0 {
+				t.Errorf("Δ bits/byte %v, the reports say %v − %v", *pf.DeltaBitsPerByte, rb.BitsPerByte, ra.BitsPerByte)
+			}
+			if want := results.PairBitsPerByte(&ra, &rb, pf.TokenizerMismatch).Verdict; pf.Verdict != want {
+				t.Errorf("verdict %q, want %q", pf.Verdict, want)
+			}
+		})
+	}
+}

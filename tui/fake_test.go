@@ -166,10 +166,16 @@ func fakeText(n int) string {
 type fakeRunner struct {
 	text string
 	step chan struct{}
+	// otherTokenizers: an A/B's two models have different tokenizers, so
+	// A's run is refused before it scores, as workbench.Run refuses one.
+	otherTokenizers bool
 }
 
 func (r fakeRunner) Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
 	p := j.Profile
+	if r.otherTokenizers && j.Partner != nil && !j.AllowTokenizerMismatch {
+		return workbench.Outcome{}, fmt.Errorf("%w: %s and %s tokenize the text differently at token 0", scoring.ErrTokenizerMismatch, p.Name, j.Partner.Name)
+	}
 	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress, KeepGoing: j.KeepGoing}
 	stop, err := workbench.StopRule(p)
 	if err != nil {

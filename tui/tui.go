@@ -38,6 +38,10 @@ type Config struct {
 	// Compare says what an A/B compares; CompareEngine refuses profiles
 	// that differ in model, text or windows.
 	Compare profiles.Comparison
+	// AllowTokenizerMismatch compares an A/B whose models' tokenizers or
+	// token streams differ by bits per byte only (as ab's
+	// --allow-tokenizer-mismatch) instead of refusing it.
+	AllowTokenizerMismatch bool
 	// ResultsDir is where runs are saved (default results.DefaultRoot).
 	ResultsDir string
 	Runner     Runner
@@ -165,7 +169,7 @@ func New(cfg Config) (Model, error) {
 		m.sweep = newSweepModel(*cfg.Sweep)
 	case len(cfg.Profiles) == 2:
 		m.view = viewAB
-		m.ab = newABModel(m.env, cfg.Profiles[0], cfg.Profiles[1], cfg.Base)
+		m.ab = newABModel(m.env, cfg.Profiles[0], cfg.Profiles[1], cfg.Base, cfg.AllowTokenizerMismatch)
 	default:
 		m.view = viewRun
 		m.run = newRunModel("", cfg.Profiles[0], cfg.Base)

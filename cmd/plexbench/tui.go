@@ -35,6 +35,8 @@ func runTUI(args []string) int {
 	base := fs.String("base", "", "compare every run against this saved KLD base")
 	resultsDir := fs.String("results", "", resultsUsage("where runs are saved as records and listed"))
 	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
+	allow := fs.Bool("allow-tokenizer-mismatch", false, "an A/B of models whose tokenizers or token streams differ: compare them by bits per byte only\n"+
+		"(no KLD, no paired statistics) instead of refusing, as ab does")
 	sweepBase := fs.String("sweep", "", "show a sweep: this base model records the base, the models given as arguments\n"+
 		"(files or globs) are scored against it, as `plexbench sweep` does")
 	resume := fs.Bool("resume", false, "a sweep: continue a stopped or killed one (same flags): recorded models are skipped,\n"+
@@ -58,7 +60,7 @@ func runTUI(args []string) int {
 			"for a sweep use `plexbench sweep` (the same records and table).")
 		return 2
 	}
-	cfg := tui.Config{Base: *base, ResultsDir: results.Root(*resultsDir), NoColor: os.Getenv("NO_COLOR") != "",
+	cfg := tui.Config{Base: *base, ResultsDir: results.Root(*resultsDir), NoColor: os.Getenv("NO_COLOR") != "", AllowTokenizerMismatch: *allow,
 		Runner: tui.RunnerFunc(workbench.Run)}
 	if sweep != nil {
 		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)
