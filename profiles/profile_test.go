@@ -415,6 +415,8 @@ func FuzzProfile(f *testing.F) {
 	f.Add([]byte("ctx = \"a\"\n"))
 	f.Add([]byte("[kernels]\n\"a.b\" = \"c\"\n"))
 	f.Add([]byte("name = '''\nmulti\n'''\nctx = -1\n"))
+	f.Add([]byte("name = \"c\"\ncorpora = [\"a.txt\", \"b.txt\"]\n"))
+	f.Add([]byte("corpora = []\ntext = \"a\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.toml", data)
 		if err != nil {
