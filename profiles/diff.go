@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -89,6 +90,9 @@ func CheckComparable(a, b Profile, kind Comparison) error {
 		if !same || (a.Text == "") != (b.Text == "") {
 			why = append(why, fmt.Sprintf("text (%s vs %s)", inputName(a), inputName(b)))
 		}
+	}
+	if !slices.Equal(a.Corpora, b.Corpora) {
+		why = append(why, fmt.Sprintf("corpora (%d texts vs %d)", len(a.Corpora), len(b.Corpora)))
 	}
 	if a.Method != b.Method {
 		why = append(why, fmt.Sprintf("method (%s vs %s)", a.Method, b.Method))

@@ -22,8 +22,16 @@ type field struct {
 	path   bool // a file path: resolved against the profile file or the working directory
 	isBool bool
 	alias  bool // a second flag for a setting listed before it: not diffed
+	// shared is a setting with no flag of its own, given through the flag
+	// of the setting before it (corpora, through text's repeated
+	// --perplexity): diffed, never bound, applied or overridden itself.
+	shared bool
 	get    func(p *Profile) string
 	set    func(p *Profile, s string) error
+	// add and list make the flag repeatable: the first value given sets,
+	// each later one adds (add); list is every value p holds, in order.
+	add  func(p *Profile, s string) error
+	list func(p *Profile) []string
 }
 
 func strField(key, flagName, usage string, path bool, f func(p *Profile) *string) field {
@@ -61,7 +69,24 @@ func floatField(key, flagName, usage string, f func(p *Profile) *float64) field 
 // fields lists the settings in file order. It is read-only after init.
 var fields = []field{
 	strField("model", "model", "GGUF model file (empty: the embedded demo model)", true, func(p *Profile) *string { return &p.Model }),
-	strField("text", "perplexity", "UTF-8 text file to score (empty: the embedded demo text)", true, func(p *Profile) *string { return &p.Text }),
+	{key: "text", flag: "perplexity", usage: "UTF-8 text file to score (empty: the embedded demo text); given again, several corpora:\n" +
+		"each text scored as its own run on one loaded model, a report section per text and their averages", path: true,
+		get: func(p *Profile) string { return p.Text },
+		set: func(p *Profile, s string) error { p.Text, p.Corpora = s, nil; return nil },
+		add: func(p *Profile, s string) error {
+			if len(p.Corpora) == 0 {
+				p.Corpora = []string{p.Text}
+			}
+			p.Text, p.Corpora = "", append(p.Corpora, s)
+			return nil
+		},
+		list: func(p *Profile) []string {
+			if len(p.Corpora) > 0 {
+				return p.Corpora
+			}
+			return []string{p.Text}
+		}},
+	{key: "corpora", flag: "perplexity", shared: true, get: func(p *Profile) string { return strings.Join(p.Corpora, ", ") }},
 	strField("tokens", "perplexity-tokens", "JSON array of token ids to score instead of text", true, func(p *Profile) *string { return &p.Tokens }),
 	strField("method", "perplexity-method", "chunks | sliding", false, func(p *Profile) *string { return &p.Method }),
 	intField("ctx", "perplexity-ctx", "tokens per chunk or window", func(p *Profile) *int { return &p.Ctx }),
@@ -220,18 +245,23 @@ func (p Profile) ApplyTo(fs *flag.FlagSet) error {
 	}
 	for i := range fields {
 		f := &fields[i]
-		if fs.Lookup(f.flag) == nil || keyGiven[f.key] {
+		if f.shared || fs.Lookup(f.flag) == nil || keyGiven[f.key] {
 			continue
 		}
 		if inputGiven && (f.key == "text" || f.key == "tokens") {
 			continue
 		}
-		v := f.get(&p)
-		if v == "" {
-			continue
+		vals := []string{f.get(&p)}
+		if f.list != nil {
+			vals = f.list(&p) // a repeatable flag (a plain one keeps the last)
 		}
-		if err := fs.Set(f.flag, v); err != nil {
-			return fmt.Errorf("profile %s: %s → --%s: %w", p.Source, f.key, f.flag, err)
+		for _, v := range vals {
+			if v == "" {
+				continue
+			}
+			if err := fs.Set(f.flag, v); err != nil {
+				return fmt.Errorf("profile %s: %s → --%s: %w", p.Source, f.key, f.flag, err)
+			}
 		}
 	}
 	return nil
@@ -247,23 +277,32 @@ func (p Profile) Override(fs *flag.FlagSet) (Profile, error) {
 	for i := range fields {
 		f := &fields[i]
 		fl := fs.Lookup(f.flag)
-		if fl == nil || !set[f.flag] {
+		if f.shared || fl == nil || !set[f.flag] {
 			continue
 		}
-		v := fl.Value.String()
-		if f.path && v != "" {
-			if a, err := filepath.Abs(v); err == nil {
-				v = a
-			}
+		vals := []string{fl.Value.String()}
+		if fv, ok := fl.Value.(*fieldValue); ok && f.list != nil {
+			vals = fv.f.list(fv.p) // every value a repeated flag was given
 		}
-		if err := f.set(&p, v); err != nil {
-			return p, fmt.Errorf("--%s: %w", f.flag, err)
+		for n, v := range vals {
+			if f.path && v != "" {
+				if a, err := filepath.Abs(v); err == nil {
+					v = a
+				}
+			}
+			apply := f.set
+			if n > 0 {
+				apply = f.add
+			}
+			if err := apply(&p, v); err != nil {
+				return p, fmt.Errorf("--%s: %w", f.flag, err)
+			}
 		}
 		switch f.key {
 		case "text":
 			p.Tokens = ""
 		case "tokens":
-			p.Text = ""
+			p.Text, p.Corpora = "", nil
 		}
 	}
 	return p, nil
@@ -276,16 +315,18 @@ func (p Profile) Override(fs *flag.FlagSet) (Profile, error) {
 func (p *Profile) BindFlags(fs *flag.FlagSet, keys ...string) {
 	for i := range fields {
 		f := &fields[i]
-		if len(keys) == 0 || slices.Contains(keys, f.key) {
+		if !f.shared && (len(keys) == 0 || slices.Contains(keys, f.key)) {
 			fs.Var(&fieldValue{p: p, f: f}, f.flag, f.usage)
 		}
 	}
 }
 
-// fieldValue is a flag.Value over one profile field.
+// fieldValue is a flag.Value over one profile field; n counts the values
+// given, so that a repeatable field's later ones add to the first.
 type fieldValue struct {
 	p *Profile
 	f *field
+	n int
 }
 
 func (v *fieldValue) String() string {
@@ -295,7 +336,13 @@ func (v *fieldValue) String() string {
 	return v.f.get(v.p)
 }
 
-func (v *fieldValue) Set(s string) error { return v.f.set(v.p, s) }
+func (v *fieldValue) Set(s string) error {
+	v.n++
+	if v.n > 1 && v.f.add != nil {
+		return v.f.add(v.p, s)
+	}
+	return v.f.set(v.p, s)
+}
 
 // IsBoolFlag lets a bool setting be given as a bare --flag.
 func (v *fieldValue) IsBoolFlag() bool { return v.f.isBool }

@@ -36,6 +36,11 @@ type Profile struct {
 	Model  string `toml:"model"`
 	Text   string `toml:"text,omitempty"`   // UTF-8 text to tokenize
 	Tokens string `toml:"tokens,omitempty"` // JSON array of token ids, instead of Text
+	// Corpora are several texts, each scored as its own run of these
+	// settings on the one loaded model (`score` only), instead of Text:
+	// the report has a section per text and their averages. One entry is
+	// the same run as text set to it.
+	Corpora []string `toml:"corpora,omitempty"`
 
 	Method string `toml:"method"` // chunks | sliding
 	Ctx    int    `toml:"ctx"`
@@ -117,6 +122,7 @@ const (
 	maxThreads = 4096
 	maxTopK    = 1024
 	maxFile    = 1 << 20 // a profile is a few hundred bytes; refuse anything over 1 MiB
+	maxCorpora = 256
 )
 
 // Default is the configuration a bare `plexbench score` runs: llama.cpp's
@@ -205,6 +211,9 @@ func Parse(name string, data []byte) (Profile, error) {
 	if e := checkTypes(name, string(data), md); e != nil {
 		return Profile{}, e
 	}
+	if len(p.Corpora) == 0 {
+		p.Corpora = nil // corpora = [] is no corpora, as an absent key
+	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
 		return Profile{}, &Error{Path: name, Line: keyLine(string(data), k), Key: k.String(), Msg: "unknown setting"}
@@ -226,6 +235,8 @@ func keyType(key string) (string, bool) {
 		return "Bool", true
 	case "kernels", "flashprefill", "sweep":
 		return "Hash", true
+	case "corpora":
+		return "Array", true
 	}
 	return "", false
 }
@@ -314,6 +325,7 @@ func (p Profile) Validate() error {
 	if p.Text != "" && p.Tokens != "" {
 		bad("tokens", "both text and tokens are set; give one")
 	}
+	p.validateCorpora(bad)
 	if !slices.Contains(methods, p.Method) {
 		bad("method", "%q is not one of %s", p.Method, strings.Join(methods, ", "))
 	}
@@ -421,6 +433,40 @@ func (p Profile) validateFlashPrefill(bad func(key, format string, args ...any))
 	}
 }
 
+// validateCorpora checks the corpora list: texts only, each named, not
+// beside text (which of the two would be scored first is a guess).
+func (p Profile) validateCorpora(bad func(key, format string, args ...any)) {
+	if len(p.Corpora) == 0 {
+		return
+	}
+	if p.Text != "" {
+		bad("corpora", "both text and corpora are set; give one (corpora lists every text, the first included)")
+	}
+	if p.Tokens != "" {
+		bad("corpora", "both tokens and corpora are set; corpora are texts: give one")
+	}
+	if len(p.Corpora) > maxCorpora {
+		bad("corpora", "%d texts; at most %d", len(p.Corpora), maxCorpora)
+	}
+	for i, c := range p.Corpora {
+		if strings.TrimSpace(c) == "" {
+			bad("corpora", "entry %d is empty; name a text file", i+1)
+		}
+	}
+}
+
+// Texts is what p scores: its corpora, or its one text (nil for the demo
+// text or a token file).
+func (p Profile) Texts() []string {
+	if len(p.Corpora) > 0 {
+		return p.Corpora
+	}
+	if p.Text != "" {
+		return []string{p.Text}
+	}
+	return nil
+}
+
 // validateStop checks the stopping settings' ranges; the condition's
 // language and names are scoring's, checked when the run is planned.
 func (p Profile) validateStop(bad func(key, format string, args ...any)) {
@@ -513,7 +559,7 @@ func (p Profile) Resolve() Profile {
 		return filepath.Clean(s)
 	}
 	p.Model, p.Text, p.Tokens = abs(p.Model), abs(p.Text), abs(p.Tokens)
-	p.Sweep = p.Sweep.mapPaths(abs)
+	p.Corpora, p.Sweep = mapPaths(p.Corpora, abs), p.Sweep.mapPaths(abs)
 	return p
 }
 
@@ -523,11 +569,7 @@ func (sw *Sweep) mapPaths(f func(string) string) *Sweep {
 	if sw == nil {
 		return nil
 	}
-	out := &Sweep{Base: f(sw.Base), Models: make([]string, len(sw.Models))}
-	for i, m := range sw.Models {
-		out.Models[i] = f(m)
-	}
-	return out
+	return &Sweep{Base: f(sw.Base), Models: mapPaths(sw.Models, f)}
 }
 
 // RelativeTo returns p (resolved) with its paths rewritten relative to dir,
@@ -550,8 +592,21 @@ func (p Profile) RelativeTo(dir string) Profile {
 		return filepath.ToSlash(r)
 	}
 	p.Model, p.Text, p.Tokens = rel(p.Model), rel(p.Text), rel(p.Tokens)
-	p.Sweep = p.Sweep.mapPaths(rel)
+	p.Corpora, p.Sweep = mapPaths(p.Corpora, rel), p.Sweep.mapPaths(rel)
 	return p
+}
+
+// mapPaths is paths through f, in a new slice (a profile's copies share
+// the old one); nil stays nil.
+func mapPaths(paths []string, f func(string) string) []string {
+	if paths == nil {
+		return nil
+	}
+	out := make([]string, len(paths))
+	for i, s := range paths {
+		out[i] = f(s)
+	}
+	return out
 }
 
 // sharesParent reports whether two absolute paths have a common directory

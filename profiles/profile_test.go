@@ -417,6 +417,8 @@ func FuzzProfile(f *testing.F) {
 	f.Add([]byte("name = '''\nmulti\n'''\nctx = -1\n"))
 	f.Add([]byte("name = \"s\"\n[sweep]\nbase = \"f16.gguf\"\nmodels = [\"q8_0.gguf\", \"q4_*.gguf\"]\n"))
 	f.Add([]byte("[sweep]\nbase = \"b\"\n"))
+	f.Add([]byte("name = \"c\"\ncorpora = [\"a.txt\", \"b.txt\"]\n"))
+	f.Add([]byte("corpora = []\ntext = \"a\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("fuzz.toml", data)
 		if err != nil {

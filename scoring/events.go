@@ -99,6 +99,18 @@ type Event struct {
 	Reason  string `json:"reason,omitempty"`
 	// StoppedEarly (Finished only) is the stopping rule that ended the run.
 	StoppedEarly *StopReport `json:"stopped_early,omitempty"`
+
+	// Corpus, in a run of several corpora, is the one this event's run
+	// scores (set by the caller that runs them; scoring never does).
+	Corpus *CorpusStep `json:"corpus,omitempty"`
+}
+
+// CorpusStep is which corpus of a run of several an event is about:
+// Index of Of (from 1), and its text's path.
+type CorpusStep struct {
+	Index int    `json:"index"`
+	Of    int    `json:"of"`
+	Text  string `json:"text"`
 }
 
 // MarshalJSON encodes e with its durations in seconds.

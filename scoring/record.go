@@ -69,6 +69,9 @@ type Protocol struct {
 	// content and how many tasks it scored (the draw follows from both).
 	TaskFileSHA256 string `json:"task_file_sha256,omitempty"`
 	Tasks          int    `json:"tasks,omitempty"`
+	// Corpora is the number of texts of a record of several corpora
+	// (corpora.go); its token ids hash is over theirs.
+	Corpora int `json:"corpora,omitempty"`
 }
 
 // RecordModel identifies the model file and its size in bits.
@@ -146,6 +149,9 @@ func (p Protocol) Title() string {
 // takes the base's tokens and no limit, so the run that wrote it and the
 // runs compared with it share one protocol.
 func ProtocolOf(r *Report, base BaseID) Protocol {
+	if len(r.Corpora) > 0 {
+		return corporaProtocol(r)
+	}
 	if c := r.Choice(); c != nil {
 		// The context window only decides whether a task fits.
 		return Protocol{Method: c.Method, Text: filepath.Base(r.Text), TaskFileSHA256: c.TaskFileSHA256, Tasks: c.Tasks}

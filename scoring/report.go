@@ -83,6 +83,11 @@ type Report struct {
 	// methods.
 	Winogrande     *ChoiceReport `json:"winogrande,omitempty"`
 	MultipleChoice *ChoiceReport `json:"multiple_choice,omitempty"`
+	// Corpora, in a run of several texts, is each text's own report in the
+	// order given, and CorporaAverage their averages (corpora.go); such a
+	// report's own perplexity fields are empty and left out of its JSON.
+	Corpora        []Report        `json:"corpora,omitempty"`
+	CorporaAverage *CorporaAverage `json:"corpora_average,omitempty"`
 }
 
 // ShardSpec is the report's shard ("" for none).

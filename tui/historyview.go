@@ -120,8 +120,11 @@ func (m historyModel) view(s Styles, w, h int) string {
 			if e.Base != "" {
 				kept = "kept"
 			}
-			l = cols(when, name, base(r.Config.Model.Path, "?"), fmt.Sprintf("%s %d", r.Method, r.Ctx),
-				pm(r.Perplexity, r.PerplexityUncertainty), done, kept)
+			ppl := pm(r.Perplexity, r.PerplexityUncertainty)
+			if a := r.CorporaAverage; a != nil { // several corpora: no PPL of its own
+				ppl, done = fmt.Sprintf("%.4f tok-wt", a.TokenWeighted.Perplexity), fmt.Sprintf("%d texts", len(r.Corpora))
+			}
+			l = cols(when, name, base(r.Config.Model.Path, "?"), fmt.Sprintf("%s %d", r.Method, r.Ctx), ppl, done, kept)
 		}
 		if i == m.cursor {
 			l = s.Selected.Render(padRight(">"+l[1:], w))

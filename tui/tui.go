@@ -389,6 +389,11 @@ func (m Model) onHistoryKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		}
 		e := *m.hist.selected()
 		if act == histOpen {
+			if n := len(e.Run.Corpora); n > 0 {
+				// The run view shows one run: the first corpus's.
+				m.flash = fmt.Sprintf("a run of %d corpora: showing the first, %s (plexbench compare lists each)", n, base(e.Run.Corpora[0].Text, "?"))
+				e.Run, e.HasProfile = e.Run.Corpora[0], false
+			}
 			m.run, m.view = openedRun(e), viewRun
 			return m, nil
 		}

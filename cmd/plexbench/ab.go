@@ -324,6 +324,9 @@ func readReport(path string) (scoring.Report, error) {
 	if r.Object != scoring.ReportObject {
 		return r, fmt.Errorf("%s: object is %q, not a plexbench report (%q)", path, r.Object, scoring.ReportObject)
 	}
+	if len(r.Corpora) > 0 {
+		return r, fmt.Errorf("%s: a report of %d corpora; an A/B pairs two runs of one text", path, len(r.Corpora))
+	}
 	return r, nil
 }
 

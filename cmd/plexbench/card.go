@@ -52,6 +52,9 @@ func writeCard(path string, rep *scoring.Report) error {
 
 // modelCard is the Markdown card of a record.
 func modelCard(r *scoring.Report) string {
+	if len(r.Corpora) > 0 {
+		return corporaCard(r)
+	}
 	rec := r.Record
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s — plexbench quality card\n\n", rec.Model.File)
@@ -123,4 +126,51 @@ func reproduceCommand(r *scoring.Report) string {
 		}
 	}
 	return strings.Join(args, " ")
+}
+
+// corporaCard is the card of a record of several corpora: a row per
+// corpus (each comparable only within its own protocol) and the averages.
+func corporaCard(r *scoring.Report) string {
+	rec := r.Record
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s — plexbench quality card, %d corpora\n\n", rec.Model.File, len(r.Corpora))
+	b.WriteString("| corpus | tokens | perplexity | bits per byte | protocol |\n| --- | --- | --- | --- | --- |\n")
+	for i := range r.Corpora {
+		c := &r.Corpora[i]
+		proto := "–"
+		if c.Record != nil {
+			proto = fmt.Sprintf("token ids %.12s…, protocol %s", c.TokenIDsSHA256, c.Record.ProtocolDigest)
+		}
+		fmt.Fprintf(&b, "| %s | %d (%d bytes) | %s | %s | %s |\n", filepath.Base(c.Text), c.ScoredTokens, c.TextBytes,
+			scoring.PM(c.Perplexity, c.PerplexityUncertainty), scoring.PM(c.BitsPerByte, c.BitsPerByteUncertainty), proto)
+	}
+	if a := r.CorporaAverage; a != nil {
+		tw := a.TokenWeighted
+		fmt.Fprintf(&b, "| token-weighted | %d (%d bytes) | %.4f | %.4f | |\n", tw.Tokens, tw.TextBytes, tw.Perplexity, tw.BitsPerByte)
+		fmt.Fprintf(&b, "| macro (mean of %d) | | %.4f | %.4f | |\n", a.Macro.Corpora, a.Macro.Perplexity, a.Macro.BitsPerByte)
+	}
+	types := make([]string, 0, len(rec.Model.TypeHistogram))
+	for t, n := range rec.Model.TypeHistogram {
+		types = append(types, fmt.Sprintf("%s ×%d", t, n))
+	}
+	slices.Sort(types)
+	fmt.Fprintf(&b, "\nEffective bits per weight %.3f (tensors: %s); prefill %.0f tok/s, %d threads; KV cache %s; model sha256 %s….\n",
+		rec.Model.EffectiveBPW, strings.Join(types, ", "), r.PrefillTokensPerSecond, r.Config.Threads, r.Config.KVCacheDType, rec.Model.SHA256Prefix)
+	b.WriteString("\n**Comparable only corpus by corpus**, each within its own protocol (its tokens, the same windows); the averages only with runs of the same corpora.\n")
+	args := []string{"plexbench", "score", "--model", rec.Model.File}
+	for i := range r.Corpora {
+		args = append(args, "--perplexity", filepath.Base(r.Corpora[i].Text))
+	}
+	args = append(args, "--perplexity-method", r.Method, "--perplexity-ctx", fmt.Sprint(r.Ctx))
+	if r.Method == scoring.MethodSliding {
+		args = append(args, "--perplexity-stride", fmt.Sprint(r.Stride))
+	}
+	if r.ChunkLimit > 0 {
+		args = append(args, "--perplexity-chunks", fmt.Sprint(r.ChunkLimit))
+	}
+	c := r.Config
+	args = append(args, "--kv-cache-dtype", c.KVCacheDType, "--batch-size", fmt.Sprint(c.BatchSize), "--ubatch-size", fmt.Sprint(c.UBatchSize))
+	fmt.Fprintf(&b, "\n**Reproduce:**\n\n```sh\n%s\n```\n", strings.Join(args, " "))
+	fmt.Fprintf(&b, "\nplexbench %s · record %s\n", rec.Version, rec.Name)
+	return b.String()
 }

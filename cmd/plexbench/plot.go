@@ -78,7 +78,7 @@ func runPlot(args []string) int {
 			if !ok {
 				return bad("--record %s: not a complete record (an A/B summary or a stopped run's report)", f)
 			}
-			recs = append(recs, r)
+			recs = append(recs, scoring.ExpandCorpora([]scoring.Report{r})...)
 		}
 	}
 	if len(patterns) > 0 || len(files) == 0 {

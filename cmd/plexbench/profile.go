@@ -24,6 +24,10 @@ A profile is a TOML file holding a named run configuration: model, text,
 method, ctx and the engine settings, with paths relative to the file.
 'new' takes the same setting flags as 'score' (--model, --perplexity,
 --perplexity-ctx, --kv-cache-dtype, ...) and writes to stdout unless -o.
+--perplexity given more than once makes a corpora list (corpora = ["a.txt",
+"b.txt"] in the file): score runs each text on its own and reports each and
+their averages. A profile sets text or corpora, not both (an error naming
+both keys); other commands score one text and refuse a list.
 `
 
 func runProfile(args []string) int {

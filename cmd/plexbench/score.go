@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -71,7 +72,7 @@ func runScore(args []string) int {
 	}
 	defer closeProgress()
 	j.Progress = progress
-	out, err := workbench.Run(ctx, j)
+	out, err := workbench.RunCorpora(ctx, j)
 	if err != nil && !errors.Is(err, scoring.ErrStopped) {
 		return fail(err)
 	}
@@ -84,6 +85,10 @@ func runScore(args []string) int {
 	}
 	if err := out.Done(); err != nil {
 		return fail(err)
+	}
+	if a := out.Report.CorporaAverage; a != nil && !x.quiet && x.progress == "text" {
+		fmt.Fprintf(os.Stderr, "plexbench: %d corpora: token-weighted PPL %.4f, %.4f bits per byte over %d tokens; macro PPL %.4f, %.4f bits per byte\n",
+			a.Macro.Corpora, a.TokenWeighted.Perplexity, a.TokenWeighted.BitsPerByte, a.TokenWeighted.Tokens, a.Macro.Perplexity, a.Macro.BitsPerByte)
 	}
 	return stopExit(&out.Report, x.quiet)
 }
@@ -132,6 +137,16 @@ func stopStatus(rep *scoring.Report) (*scoring.StopReport, string) {
 // and what it kept.
 func stopped(out *workbench.Outcome, j workbench.Job, err error) {
 	rep, kept := &out.Report, ""
+	if len(rep.Corpora) > 0 {
+		done := 0
+		for i := range rep.Corpora {
+			if !rep.Corpora[i].Partial {
+				done++
+			}
+		}
+		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d corpora scored; rerun it)\n", err, done, len(j.Profile.Corpora))
+		return
+	}
 	if rep.KLDBaseOut != "" {
 		kept = ", partial base kept in " + rep.KLDBaseOut
 	}
@@ -325,10 +340,14 @@ func (p *progressPrinter) event(e scoring.Event) {
 		p.choice(e)
 		return
 	}
+	corpus := "" // which of several corpora, before each line
+	if c := e.Corpus; c != nil {
+		corpus = fmt.Sprintf("corpus %d/%d %s: ", c.Index, c.Of, filepath.Base(c.Text))
+	}
 	switch e.Kind {
 	case scoring.EventStarted:
-		fmt.Fprintf(p.out, "plexbench: %s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
-			e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
+		fmt.Fprintf(p.out, "plexbench: %s%s, ctx %d, stride %d: %d windows, %d tokens to score, %d through prefill\n",
+			corpus, e.Method, e.Ctx, e.Stride, e.WindowsTotal, e.ScoredTotal, e.PrefillTotal)
 		if n := e.BaseOutBytesPerToken; n > 0 {
 			fmt.Fprintf(p.out, "plexbench: recording the base: %d bytes per scored token, %.3g MiB for %d tokens\n",
 				n, float64(n)*float64(e.ScoredTotal)/(1<<20), e.ScoredTotal)
@@ -337,8 +356,8 @@ func (p *progressPrinter) event(e scoring.Event) {
 			fmt.Fprintf(p.out, "plexbench: resumed: %d of %d windows taken from the journal\n", e.Resumed, e.WindowsTotal)
 		}
 	case scoring.EventWindowDone:
-		line := fmt.Sprintf("window %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
-			e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,
+		line := fmt.Sprintf("%swindow %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
+			corpus, e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,
 			e.MeanTokensPerSecond, e.ETA.Round(time.Second))
 		if p.kept {
 			line += fmt.Sprintf("  attn kept %.1f%%", 100*e.AttentionKept)
@@ -356,8 +375,8 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if p.kept {
 			kept = fmt.Sprintf(", FlashPrefill kept %.1f%% of attention blocks", 100*e.AttentionKept)
 		}
-		fmt.Fprintf(p.out, "plexbench: %s in %s: PPL = %.4f +/- %.5f, %.4f +/- %.5f bits per byte over %d tokens (%.0f tok/s prefill%s)\n",
-			status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty,
+		fmt.Fprintf(p.out, "plexbench: %s%s in %s: PPL = %.4f +/- %.5f, %.4f +/- %.5f bits per byte over %d tokens (%.0f tok/s prefill%s)\n",
+			corpus, status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty,
 			e.BitsPerByte, e.BitsPerByteUncertainty, e.ScoredDone, e.MeanTokensPerSecond, kept)
 	}
 }

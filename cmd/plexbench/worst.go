@@ -63,6 +63,9 @@ func worstOf(path, by string, n int, byGiven bool) (scoring.WorstList, *scoring.
 	if rep.Object == "" {
 		return scoring.WorstList{}, nil, fmt.Errorf("%s: not a run's report (an A/B summary?)", path)
 	}
+	if len(rep.Corpora) > 0 {
+		return scoring.WorstList{}, nil, fmt.Errorf("%s: a record of %d corpora keeps no token trace; score the text alone for worst", path, len(rep.Corpora))
+	}
 	tr, err := results.ReadTrace(path, &rep)
 	if err != nil {
 		return scoring.WorstList{}, nil, err

@@ -14,7 +14,8 @@ package results
 //	MODEL_TEXT.sweep-base.kld         the base a sweep's base model recorded, its journals beside it
 //
 // MODEL is the model file's stem, TEXT the text's ("tokens" for a token
-// file, "vs-BASE" when the tokens came from a base), DIGEST the record's
+// file, "vs-BASE" when the tokens came from a base, "corpora-A-B" for a
+// run of several texts), DIGEST the record's
 // digest of protocol, engine config and model hash: an identical rerun
 // gets its own name back and replaces its files, anything else gets
 // another. Names starting with '.' are files being written.
@@ -66,6 +67,13 @@ func runStem(rep *scoring.Report, model string, started time.Time) string {
 }
 
 func textStem(rep *scoring.Report) string {
+	if len(rep.Corpora) > 0 {
+		stems := make([]string, len(rep.Corpora))
+		for i := range rep.Corpora {
+			stems[i] = stem(rep.Corpora[i].Text, "demo")
+		}
+		return SafeName("corpora-" + strings.Join(stems, "+"))
+	}
 	if rep.Text == "" && rep.KLD != nil {
 		return "vs-" + stem(rep.KLD.Base, "base") // the tokens came from the base
 	}

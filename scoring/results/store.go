@@ -245,7 +245,7 @@ func loadEntry(path string) (Entry, bool) {
 }
 
 // Records reads the records that patterns (globs in root, or paths; *.json
-// when none) match, skipping files being written (a leading dot), runs'
+// when none) match, a record of several corpora as its corpora's records, skipping files being written (a leading dot), runs'
 // sidecars and JSON that is not a complete report; a file that should be a
 // record and is not is an error. No match at all is an error too.
 func Records(root string, patterns []string) ([]scoring.Report, error) {
@@ -282,5 +282,5 @@ func Records(root string, patterns []string) ([]scoring.Report, error) {
 	if len(recs) == 0 {
 		return nil, fmt.Errorf("no records match %s in %s", strings.Join(patterns, ", "), root)
 	}
-	return recs, nil
+	return scoring.ExpandCorpora(recs), nil
 }

@@ -49,7 +49,7 @@ func choiceConflicts(j Job, c choiceJob) error {
 		bad = "shard"
 	case j.TokenIDs:
 		bad = "token ids"
-	case j.Profile.Text != "" || j.Profile.Tokens != "":
+	case j.Profile.Text != "" || j.Profile.Tokens != "" || len(j.Profile.Corpora) > 0:
 		bad = "perplexity text (--perplexity, --perplexity-tokens)"
 	case j.Profile.StopAtPrecision > 0 || j.Profile.StopWhenDecided != "":
 		bad = "stop rule (--stop-at-precision, --stop-when-decided: they watch a perplexity or KLD run)"

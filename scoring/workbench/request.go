@@ -25,6 +25,12 @@ func request(j Job) (scoring.Request, error) {
 		CoarsenTopKs: j.CoarsenTopKs, Shard: j.Shard, Resume: j.Resume,
 		AllowTokenizerMismatch: j.AllowTokenizerMismatch, Progress: j.Progress, KeepGoing: j.KeepGoing,
 	}
+	switch n := len(p.Corpora); {
+	case n > 1:
+		return req, fmt.Errorf("%d corpora: only plexbench score scores several texts (one run per text); this run scores one: give --perplexity once, or text in the profile", n)
+	case n == 1:
+		p.Text = p.Corpora[0]
+	}
 	var err error
 	if req.Stop, err = StopRule(p); err != nil {
 		return req, err
