@@ -15,7 +15,8 @@ import (
 )
 
 func runWorst(args []string) int {
-	fs := newFlags("worst", "RECORD.json [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
+	fs := newFlags("worst", "RECORD.json|RECORD-NAME [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
+	root := fs.String("results", "", resultsUsage("a record given by name is looked up in"))
 	n := fs.Int("n", scoring.WorstN, "how many tokens (and windows) to list")
 	by := fs.String("by", scoring.WorstByKLD, "rank by kld, nll (the NLL's increase over the base; without a base, the NLL) or delta_p (the drop in the true token's probability); without a base: nll")
 	windows := fs.Bool("windows", false, "list the windows by the mean of the measure, with their opening text")
@@ -25,9 +26,12 @@ func runWorst(args []string) int {
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(errors.New("worst: give one record file"))
+		return fail(errors.New("worst: give one record (its file, or its name in the results root)"))
 	}
-	path := pos[0]
+	path, err := results.RecordPath(results.Root(*root), pos[0])
+	if err != nil {
+		return fail(err)
+	}
 	l, tr, err := worstOf(path, *by, *n, given(fs, "by"))
 	if err != nil {
 		return fail(err)

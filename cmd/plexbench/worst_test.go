@@ -56,6 +56,15 @@ func TestWorst(t *testing.T) {
 	if want := strings.Join(scoring.WorstLines(l, false), "\n"); code != 0 || !strings.Contains(stdout, want) {
 		t.Errorf("worst lines:\n%s\nwant\n%s", stdout, want)
 	}
+	// By the record's name (as sweep prints it), looked up in the root.
+	name := strings.TrimSuffix(filepath.Base(rec), ".json")
+	code, byName, stderr := runCLI(t, "worst", name, "--results", f.root, "-n", "5")
+	if code != 0 || byName != stdout {
+		t.Errorf("worst %s --results: exit %d, %s\n%s", name, code, stderr, byName)
+	}
+	if code, _, stderr := runCLI(t, "worst", "no-such-record", "--results", f.root); code == 0 || !strings.Contains(stderr, "no record of that name in "+f.root) {
+		t.Errorf("worst of an unknown name: exit %d, %s", code, stderr)
+	}
 
 	plain := recordOf(t, f.root, "stories260K-f32")
 	code, stdout, stderr = runCLI(t, "worst", plain, "-n", "3", "--json")

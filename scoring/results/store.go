@@ -244,6 +244,24 @@ func loadEntry(path string) (Entry, bool) {
 	return e, true
 }
 
+// RecordPath is the record file arg names: arg itself when it is a file,
+// else, for a bare name (no folder in it), root/NAME.json or root/NAME as
+// the record names it (sweep and score print them). The error names what
+// was looked for.
+func RecordPath(root, arg string) (string, error) {
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		return arg, nil
+	} else if strings.ContainsRune(arg, filepath.Separator) || filepath.IsAbs(arg) {
+		return "", err
+	}
+	for _, p := range []string{filepath.Join(root, arg+extReport), filepath.Join(root, arg)} {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no such file, and no record of that name in %s", arg, root)
+}
+
 // Records reads the records that patterns (globs in root, or paths; *.json
 // when none) match, a record of several corpora as its corpora's records, skipping files being written (a leading dot), runs'
 // sidecars and JSON that is not a complete report; a file that should be a
