@@ -90,6 +90,12 @@ type Event struct {
 	// Started only: the windows taken from a resumed run's journal
 	// (WindowsDone counts them too).
 	Resumed int `json:"resumed,omitempty"`
+	// Started only, when the resumed journal was begun on another backend
+	// or device: where it was begun and where this run computes ("cpu",
+	// "cuda (sm_90)"): the Resumed windows were computed there (or in a
+	// resume since: the journal names only where its run began).
+	ResumedFrom string `json:"resumed_from,omitempty"`
+	ResumedOn   string `json:"resumed_on,omitempty"`
 	// Started only, when the run records a base: the bytes each scored
 	// token's record takes in it (BaseRecordBytes for a top-k base).
 	BaseOutBytesPerToken int `json:"base_out_bytes_per_token,omitempty"`

@@ -32,6 +32,10 @@ type fakeEngine struct {
 	failPrefill  int     // fail the n-th prefill (1-based); 0 never
 	sparse       bool    // PrefillBlocks reports dropped blocks
 	failHead     int     // fail the n-th head call (1-based); 0 never
+
+	// device, when set, is where the config says the engine runs
+	// (backend, device arch, device ops), as a GPU backend's would.
+	device *EngineConfig
 }
 
 func newFake(v, h int, seed uint64, noise float64) *fakeEngine {
@@ -75,8 +79,13 @@ func (f *fakeEngine) PrefillBlocks() AttentionBlocks {
 }
 
 func (f *fakeEngine) Config() EngineConfig {
-	return EngineConfig{DeviceArch: "cpu", PrefillAttention: "dense", KVCacheDType: "f32",
+	c := EngineConfig{DeviceArch: "cpu", PrefillAttention: "dense", KVCacheDType: "f32",
 		KVCapacity: f.kv, BatchSize: f.ubatch, UBatchSize: f.ubatch, HeadRows: HeadRows, Threads: 1, Backend: "fake"}
+	if d := f.device; d != nil {
+		c.Backend, c.DeviceArch, c.DeviceOps = d.Backend, d.DeviceArch, d.DeviceOps
+		c.CPUFallbackAllowed, c.CPUFallbackOps = d.CPUFallbackAllowed, d.CPUFallbackOps
+	}
+	return c
 }
 
 func (f *fakeEngine) Tokenize(text string) ([]int32, error) {

@@ -12,6 +12,8 @@ package scoring
 //	4      u32 version (4)
 //	4      u32 identity length H (<= 1 MiB)
 //	H      identity JSON: model file, text, protocol, base, engine config
+//	       (that of the run that began the journal: its backend and device
+//	       say where it began; a resume elsewhere is not refused for them)
 //	4      u32 CRC-32C of the identity
 //	then one record per window, in window order:
 //	4      u32 payload length L
@@ -146,8 +148,21 @@ func flattenValue(out []idField, prefix string, v any) []idField {
 	return append(out, idField{prefix, string(data)})
 }
 
+// placementFields are the engine config's fields that say only where a
+// run computes, not what it computes: the backend, the device and which
+// ops ran on it or fell back to the CPU. A journal begun on one backend
+// or device continues on another (a fault on the device, resumed on the
+// CPU), so they are not compared; its windows agree with this run's to
+// the backends' own spread (TestResumeAcrossBackends). Everything that
+// changes the numbers (ctx, batch and ubatch, the KV cache type,
+// FlashPrefill, the CPU kernels chosen, threads, the CPU level) still is.
+var placementFields = []string{
+	"config.backend", "config.device_arch", "config.device_ops",
+	"config.cpu_fallback_allowed", "config.cpu_fallback_ops",
+}
+
 // mismatch names the first field where the journal (j) and this run (r)
-// differ; "" when none does.
+// differ, placement aside; "" when none does.
 func identityMismatch(j, r journalIdentity) string {
 	jf, rf := j.fields(), r.fields()
 	rm := map[string]string{}
@@ -155,7 +170,13 @@ func identityMismatch(j, r journalIdentity) string {
 		rm[f.name] = f.value
 	}
 	jm := map[string]bool{}
+	for _, f := range placementFields {
+		jm[f] = true
+	}
 	for _, f := range jf {
+		if jm[f.name] {
+			continue
+		}
 		jm[f.name] = true
 		if v, ok := rm[f.name]; !ok || v != f.value {
 			if !ok {
@@ -170,6 +191,15 @@ func identityMismatch(j, r journalIdentity) string {
 		}
 	}
 	return ""
+}
+
+// placement names where a run with config c computes: "cpu", or the
+// backend and its device's architecture, "cuda (sm_90)".
+func placement(c EngineConfig) string {
+	if c.Backend == "" || c.Backend == "cpu" {
+		return "cpu"
+	}
+	return fmt.Sprintf("%s (%s)", c.Backend, c.DeviceArch)
 }
 
 // journal is an open run journal.
@@ -207,30 +237,32 @@ func (j *journal) payloadSize(scored int) int {
 
 // openJournal starts a journal at path for a run with identity id, or,
 // when resume is set and one is there, opens it for continuing (it must
-// have been written for the same identity). A journal left by another run
-// is never overwritten unless resuming it.
-func openJournal(path string, id journalIdentity, resume, kld bool, k int) (*journal, bool, error) {
+// have been written for the same identity, placement aside) and returns
+// the identity it was begun with. A journal left by another run is never
+// overwritten unless resuming it.
+func openJournal(path string, id journalIdentity, resume, kld bool, k int) (*journal, *journalIdentity, error) {
 	j := &journal{path: path, kld: kld, k: k}
 	if resume {
 		f, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err == nil {
 			j.f = f
-			if err := j.checkHeader(id); err != nil {
+			begun, err := j.checkHeader(id)
+			if err != nil {
 				f.Close()
-				return nil, false, err
+				return nil, nil, err
 			}
-			return j, true, nil
+			return j, &begun, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return nil, false, fmt.Errorf("run journal: %w", err)
+			return nil, nil, fmt.Errorf("run journal: %w", err)
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, os.ErrExist) {
-		return nil, false, fmt.Errorf("run journal %s: an unfinished run's journal is there: continue it with --resume, or remove it", path)
+		return nil, nil, fmt.Errorf("run journal %s: an unfinished run's journal is there: continue it with --resume, or remove it", path)
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("run journal: %w", err)
+		return nil, nil, fmt.Errorf("run journal: %w", err)
 	}
 	j.f = f
 	meta, err := json.Marshal(id)
@@ -250,10 +282,10 @@ func openJournal(path string, id journalIdentity, resume, kld bool, k int) (*jou
 	}
 	if err != nil {
 		j.remove()
-		return nil, false, fmt.Errorf("run journal %s: %w", path, err)
+		return nil, nil, fmt.Errorf("run journal %s: %w", path, err)
 	}
 	syncDir(filepath.Dir(path))
-	return j, false, nil
+	return j, nil, nil
 }
 
 // syncDir makes a new file's directory entry durable where the platform
@@ -299,15 +331,17 @@ func readJournalHeader(r io.Reader, name string) (journalIdentity, int64, error)
 	return id, 20 + int64(n), nil
 }
 
-func (j *journal) checkHeader(id journalIdentity) error {
+// checkHeader reads the journal's identity and checks that the run id
+// may continue it; it returns the journal's.
+func (j *journal) checkHeader(id journalIdentity) (journalIdentity, error) {
 	got, _, err := readJournalHeader(j.f, j.path)
 	if err != nil {
-		return err
+		return got, err
 	}
 	if d := identityMismatch(got, id); d != "" {
-		return fmt.Errorf("%w: %s: %s", ErrJournalMismatch, j.path, d)
+		return got, fmt.Errorf("%w: %s: %s", ErrJournalMismatch, j.path, d)
 	}
-	return nil
+	return got, nil
 }
 
 // replay reads the records after the header, in window order, calling fn
@@ -517,12 +551,12 @@ func (r *runner) openJournal() (int, error) {
 	if b := sourceFile(r.base); b != nil {
 		id.KLDBase = &baseIdentity{Size: b.size, Checksum: hex.EncodeToString(b.checksum[:])}
 	}
-	j, resuming, err := openJournal(r.req.Journal, id, r.req.Resume, r.kld != nil, r.recordTopK())
+	j, begun, err := openJournal(r.req.Journal, id, r.req.Resume, r.kld != nil, r.recordTopK())
 	if err != nil {
 		return 0, err
 	}
 	r.journal = j
-	if !resuming {
+	if begun == nil {
 		return 0, nil
 	}
 	n, err := j.replay(r.plan, r.replay)
@@ -531,6 +565,9 @@ func (r *runner) openJournal() (int, error) {
 		return 0, fmt.Errorf("resuming from %s: window %d: %w", j.path, n, err)
 	}
 	r.prefillResumed = r.prefillDone
+	if from, on := placement(begun.Config), placement(r.cfg); n > 0 && from != on {
+		r.resumedFrom = from
+	}
 	return n, nil
 }
 

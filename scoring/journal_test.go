@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -182,6 +183,89 @@ func TestJournalRefusesOtherRun(t *testing.T) {
 	}
 	if n, _ := JournalWindows(fresh); n != 10 {
 		t.Errorf("fresh journal holds %d windows", n)
+	}
+}
+
+// TestJournalAcrossBackends: the fields that say only where a run
+// computes (backend, device, its ops, the CPU fallback) are not compared
+// when a journal is resumed; one that changes the numbers still is, and
+// named. A run stopped on a "device" and resumed on the CPU backend ends
+// with the uninterrupted CPU run's numbers, this run's config, a warning
+// saying where its first windows come from, and a started event naming
+// both placements.
+func TestJournalAcrossBackends(t *testing.T) {
+	cpu := EngineConfig{Backend: "cpu", DeviceArch: "cpu", KVCacheDType: "f16", KVCapacity: 512, BatchSize: 512,
+		UBatchSize: 512, Threads: 4, CPUFallbackAllowed: true, Kernels: map[string]string{"matmul.f32": "avx2"}, CPULevel: "native"}
+	dev := cpu
+	dev.Backend, dev.DeviceArch, dev.CPUFallbackAllowed = "cuda", "sm_90", false
+	dev.DeviceOps, dev.CPUFallbackOps = []string{"matmul", "attention", "head"}, []string{"gdn"}
+	id := func(c EngineConfig) journalIdentity {
+		return journalIdentity{TokenIDsSHA256: "ab", Tokens: 1000, Method: MethodChunks, Ctx: 100, Windows: 10, Config: c}
+	}
+	if d := identityMismatch(id(dev), id(cpu)); d != "" {
+		t.Errorf("device journal, CPU run: %s", d)
+	}
+	if d := identityMismatch(id(cpu), id(dev)); d != "" {
+		t.Errorf("CPU journal, device run: %s", d)
+	}
+	for _, c := range []struct {
+		change func(*EngineConfig)
+		want   string
+	}{
+		{func(c *EngineConfig) { c.KVCacheDType = "q8_0" }, `config.kv_cache_dtype is "f16" in the journal, "q8_0" in this run`},
+		{func(c *EngineConfig) { c.UBatchSize = 256 }, "config.ubatch_size is 512 in the journal, 256 in this run"},
+		{func(c *EngineConfig) { c.Kernels = map[string]string{"matmul.f32": "go"} }, `config.kernels.matmul.f32 is "avx2" in the journal, "go" in this run`},
+		{func(c *EngineConfig) { c.CPULevel = "generic" }, `config.cpu_level is "native" in the journal, "generic" in this run`},
+	} {
+		r := cpu
+		r.Kernels = maps.Clone(cpu.Kernels)
+		c.change(&r)
+		if d := identityMismatch(id(dev), id(r)); d != c.want {
+			t.Errorf("mismatch %q, want %q", d, c.want)
+		}
+	}
+
+	dir := t.TempDir()
+	tokens := randomTokens(2, 1000, 64)
+	f := newFake(64, 8, 3, 0)
+	want, err := Run(context.Background(), f, Request{Tokens: tokens, Ctx: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newFake(64, 8, 3, 0)
+	g.device = &dev
+	req := Request{Tokens: tokens, Ctx: 100, Journal: filepath.Join(dir, "r.json.journal")}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := req
+	stopped.Progress = stopAfter(4, cancel)
+	if _, err := Run(ctx, g, stopped); !errors.Is(err, ErrStopped) {
+		t.Fatalf("stopped run: %v", err)
+	}
+	cancel()
+	req.Resume = true
+	var started Event
+	req.Progress = func(e Event) {
+		if e.Kind == EventStarted {
+			started = e
+		}
+	}
+	got, err := Run(context.Background(), f, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started.Resumed != 4 || started.ResumedFrom != "cuda (sm_90)" || started.ResumedOn != "fake (cpu)" {
+		t.Errorf("started event: resumed %d from %q on %q, want 4 from cuda (sm_90) on fake (cpu)", started.Resumed, started.ResumedFrom, started.ResumedOn)
+	}
+	const warning = "the first 4 of 10 windows come from the journal of a run begun on cuda (sm_90); this run, whose config this is, computed the rest on fake (cpu)"
+	if len(got.Warnings) != 1 || got.Warnings[0] != warning {
+		t.Errorf("warnings %q, want [%q]", got.Warnings, warning)
+	}
+	if !reflect.DeepEqual(got.Config, want.Config) {
+		t.Errorf("config %+v, want this run's %+v", got.Config, want.Config)
+	}
+	got.Warnings = nil
+	if a, b := untimed(t, got), untimed(t, want); a != b {
+		t.Errorf("resumed report differs:\n%s\nwant\n%s", a, b)
 	}
 }
 

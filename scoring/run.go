@@ -65,6 +65,9 @@ type runner struct {
 	journal *journal
 	jw      journalWindow // the window in flight's journal record
 	resumed int           // windows taken from the journal
+	// resumedFrom is where the journal's run began (placement), when
+	// that is not where this run computes; "" otherwise.
+	resumedFrom string
 	// prefillResumed is the prefill work taken from a journal, left out
 	// of rates.
 	prefillResumed int
@@ -223,7 +226,11 @@ func (r *runner) close() {
 // complete over the windows scored.
 func (r *runner) loop() (reason string, err error) {
 	r.loopStart = time.Now()
-	r.event(Event{Kind: EventStarted, Resumed: r.resumed, BaseOutBytesPerToken: r.recordBytes()})
+	started := Event{Kind: EventStarted, Resumed: r.resumed, BaseOutBytesPerToken: r.recordBytes()}
+	if r.resumedFrom != "" {
+		started.ResumedFrom, started.ResumedOn = r.resumedFrom, placement(r.cfg)
+	}
+	r.event(started)
 	for _, w := range r.plan.Windows[r.resumed:] {
 		if r.stop != nil && r.stop.met != nil && (r.req.KeepGoing == nil || !r.req.KeepGoing()) {
 			break
@@ -408,6 +415,10 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	if r.mismatch != "" {
 		rep.TokenizerMismatch = r.mismatch
 		rep.Warnings = append(rep.Warnings, "compared by bits per byte only, not against the base: "+r.mismatch)
+	}
+	if r.resumedFrom != "" {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the first %d of %d windows come from the journal of a run begun on %s; this run, whose config this is, computed the rest on %s",
+			r.resumed, len(plan.Windows), r.resumedFrom, placement(r.cfg)))
 	}
 	if req.IncludeTokenIDs {
 		rep.TokenIDs = r.tokens

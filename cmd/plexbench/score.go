@@ -72,6 +72,9 @@ func runScore(args []string) int {
 	}
 	defer closeProgress()
 	j.Progress = progress
+	if j.Resume {
+		j.Progress = resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
+	}
 	out, err := workbench.RunCorpora(ctx, j)
 	if err != nil && !errors.Is(err, scoring.ErrStopped) {
 		return fail(err)
@@ -232,6 +235,22 @@ func given(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// resumeWarning passes a resuming run's events on to progress (nil: none)
+// and, when its journal was begun on another backend or device, says so
+// on stderr, --quiet or not, unless the jsonl events already go there
+// (their started event carries it).
+func resumeWarning(progress func(scoring.Event), jsonlOnStderr bool) func(scoring.Event) {
+	return func(e scoring.Event) {
+		if e.Kind == scoring.EventStarted && e.ResumedFrom != "" && !jsonlOnStderr {
+			fmt.Fprintf(os.Stderr, "plexbench: warning: resuming a run begun on %s on %s: its first %d of %d windows come from its journal\n",
+				e.ResumedFrom, e.ResumedOn, e.Resumed, e.WindowsTotal)
+		}
+		if progress != nil {
+			progress(e)
+		}
+	}
 }
 
 // progressSink is where score's progress goes: a status line or JSON
