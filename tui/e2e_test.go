@@ -183,21 +183,13 @@ func TestEndToEndAB(t *testing.T) {
 	tm.Send(press('q'))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 
-	pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
-	if len(pairs) != 1 {
-		t.Fatalf("A/B summaries: %v", pairs)
-	}
-	var pf results.ABSummary
-	data, _ := os.ReadFile(pairs[0])
-	if err := json.Unmarshal(data, &pf); err != nil {
-		t.Fatal(err)
-	}
+	pf := onlySummary(t, dir)
 	if pf.Object != results.ABObject || pf.Comparison.Windows != 12 || pf.Comparison.KLD == nil || pf.Verdict == "" {
 		t.Errorf("A/B summary: %+v", pf)
 	}
 	// B's report compares against A's base, which is kept.
 	var rb scoring.Report
-	data, _ = os.ReadFile(pf.B.Report)
+	data, _ := os.ReadFile(pf.B.Report)
 	if err := json.Unmarshal(data, &rb); err != nil || rb.KLD == nil {
 		t.Fatalf("B's report: %v, kld %v", err, rb.KLD)
 	}
@@ -222,6 +214,21 @@ func TestEndToEndAB(t *testing.T) {
 		c.SpeedRatio != pf.Comparison.SpeedRatio {
 		t.Errorf("from the reports %+v %q,\nthe view's %+v %q", c, c.Verdict(), pf.Comparison, pf.Verdict)
 	}
+}
+
+// onlySummary reads the one A/B summary saved in dir.
+func onlySummary(t *testing.T, dir string) results.ABSummary {
+	t.Helper()
+	pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
+	if len(pairs) != 1 {
+		t.Fatalf("A/B summaries: %v, want one", pairs)
+	}
+	var pf results.ABSummary
+	data, _ := os.ReadFile(pairs[0])
+	if err := json.Unmarshal(data, &pf); err != nil {
+		t.Fatal(err)
+	}
+	return pf
 }
 
 func abs(x float64) float64 {
@@ -267,15 +274,7 @@ func TestEndToEndABCtrlC(t *testing.T) {
 			steps <- struct{}{}
 			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
 
-			pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
-			if len(pairs) != 1 {
-				t.Fatalf("A/B summaries after ctrl+c during %s: %v", during, pairs)
-			}
-			var pf results.ABSummary
-			data, _ := os.ReadFile(pairs[0])
-			if err := json.Unmarshal(data, &pf); err != nil {
-				t.Fatal(err)
-			}
+			pf := onlySummary(t, dir)
 			if pf.Object != results.ABObject || !pf.Partial || pf.A.Report == "" || pf.Verdict == "" {
 				t.Errorf("A/B summary: %+v", pf)
 			}
@@ -392,15 +391,7 @@ func TestEndToEndABBitsPerByte(t *testing.T) {
 			}
 			tm.Send(press('q'))
 			tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
-			pairs, _ := filepath.Glob(filepath.Join(dir, "*.ab.json"))
-			if len(pairs) != 1 {
-				t.Fatalf("A/B summaries: %v", pairs)
-			}
-			var pf results.ABSummary
-			data, _ := os.ReadFile(pairs[0])
-			if err := json.Unmarshal(data, &pf); err != nil {
-				t.Fatal(err)
-			}
+			pf := onlySummary(t, dir)
 			var ra, rb scoring.Report
 			for _, x := range []struct {
 				path string

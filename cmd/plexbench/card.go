@@ -109,16 +109,9 @@ func reproduceCommand(r *scoring.Report) string {
 		} else {
 			args = append(args, "--perplexity", text)
 		}
-		args = append(args, "--perplexity-method", r.Method, "--perplexity-ctx", fmt.Sprint(r.Ctx))
-		if r.Method == scoring.MethodSliding {
-			args = append(args, "--perplexity-stride", fmt.Sprint(r.Stride))
-		}
-		if r.ChunkLimit > 0 {
-			args = append(args, "--perplexity-chunks", fmt.Sprint(r.ChunkLimit))
-		}
+		args = append(args, windowFlags(r)...)
 	}
-	c := r.Config
-	args = append(args, "--kv-cache-dtype", c.KVCacheDType, "--batch-size", fmt.Sprint(c.BatchSize), "--ubatch-size", fmt.Sprint(c.UBatchSize))
+	args = append(args, planFlags(r.Config)...)
 	if r.KLDBaseOut != "" {
 		args = append(args, "--perplexity-kld-base-out", filepath.Base(r.KLDBaseOut))
 		if r.KLDBaseFormat == scoring.BaseFormatLlama {
@@ -126,6 +119,23 @@ func reproduceCommand(r *scoring.Report) string {
 		}
 	}
 	return strings.Join(args, " ")
+}
+
+// windowFlags are the score flags of r's windows.
+func windowFlags(r *scoring.Report) []string {
+	args := []string{"--perplexity-method", r.Method, "--perplexity-ctx", fmt.Sprint(r.Ctx)}
+	if r.Method == scoring.MethodSliding {
+		args = append(args, "--perplexity-stride", fmt.Sprint(r.Stride))
+	}
+	if r.ChunkLimit > 0 {
+		args = append(args, "--perplexity-chunks", fmt.Sprint(r.ChunkLimit))
+	}
+	return args
+}
+
+// planFlags are the score flags of c's KV cache and pass plan.
+func planFlags(c scoring.EngineConfig) []string {
+	return []string{"--kv-cache-dtype", c.KVCacheDType, "--batch-size", fmt.Sprint(c.BatchSize), "--ubatch-size", fmt.Sprint(c.UBatchSize)}
 }
 
 // corporaCard is the card of a record of several corpora: a row per
@@ -161,15 +171,7 @@ func corporaCard(r *scoring.Report) string {
 	for i := range r.Corpora {
 		args = append(args, "--perplexity", filepath.Base(r.Corpora[i].Text))
 	}
-	args = append(args, "--perplexity-method", r.Method, "--perplexity-ctx", fmt.Sprint(r.Ctx))
-	if r.Method == scoring.MethodSliding {
-		args = append(args, "--perplexity-stride", fmt.Sprint(r.Stride))
-	}
-	if r.ChunkLimit > 0 {
-		args = append(args, "--perplexity-chunks", fmt.Sprint(r.ChunkLimit))
-	}
-	c := r.Config
-	args = append(args, "--kv-cache-dtype", c.KVCacheDType, "--batch-size", fmt.Sprint(c.BatchSize), "--ubatch-size", fmt.Sprint(c.UBatchSize))
+	args = append(append(args, windowFlags(r)...), planFlags(r.Config)...)
 	fmt.Fprintf(&b, "\n**Reproduce:**\n\n```sh\n%s\n```\n", strings.Join(args, " "))
 	fmt.Fprintf(&b, "\nplexbench %s · record %s\n", rec.Version, rec.Name)
 	return b.String()

@@ -380,11 +380,7 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 	if !strings.Contains(string(line), "task 40/40  accuracy ") || !strings.Contains(string(line), "% over 40 tasks") {
 		t.Errorf("progress:\n%s", line)
 	}
-	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
-	var out results.CompareOutput
-	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
-		t.Fatalf("compare: exit %d %s", code, stderr)
-	}
+	out := compareJSON(t)
 	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "tasks" {
 		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
 	}
@@ -398,10 +394,10 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 		!strings.Contains(g.Title, "winogrande, 40 tasks of winogrande.csv") {
 		t.Fatalf("group %q: %+v", g.Title, g.Rows)
 	}
-	if code, stdout, _ = runCLI(t, "compare", "--format", "md"); code != 0 || !strings.Contains(stdout, "| # | model | kv | bpw | accuracy | tasks |") {
+	if code, stdout, _ := runCLI(t, "compare", "--format", "md"); code != 0 || !strings.Contains(stdout, "| # | model | kv | bpw | accuracy | tasks |") {
 		t.Errorf("compare --format md:\n%s", stdout)
 	}
-	if code, stdout, _ = runCLI(t, "compare", "--format", "csv"); code != 0 || !strings.Contains(stdout, ",accuracy,tasks,record\n") ||
+	if code, stdout, _ := runCLI(t, "compare", "--format", "csv"); code != 0 || !strings.Contains(stdout, ",accuracy,tasks,record\n") ||
 		!strings.Contains(stdout, fmt.Sprintf(",%s,40,%s\n", g.Rows[0].Figure, g.Rows[0].Record)) {
 		t.Errorf("compare --format csv:\n%s", stdout)
 	}
@@ -412,7 +408,7 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 		}
 		return paths
 	}(2)
-	code, stdout, stderr = runCLI(t, "ab", recs[0], recs[1], "--json")
+	code, stdout, stderr := runCLI(t, "ab", recs[0], recs[1], "--json")
 	if code != 0 {
 		t.Fatalf("ab: exit %d %s", code, stderr)
 	}

@@ -383,6 +383,17 @@ func newRecordsFixture(t *testing.T, chunks string, quants ...string) recordsFix
 }
 
 // stories is the stories260K GGUF of quantization q.
+// compareJSON is `compare --format json` with args, parsed.
+func compareJSON(t *testing.T, args ...string) results.CompareOutput {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, append([]string{"compare", "--format", "json"}, args...)...)
+	var out results.CompareOutput
+	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
+		t.Fatalf("compare %v: exit %d, %s", args, code, stderr)
+	}
+	return out
+}
+
 func stories(t *testing.T, q string) string {
 	return shareddata.Path(t, "models", "stories260K-"+q+".gguf")
 }
@@ -398,14 +409,7 @@ func TestCompareRecords(t *testing.T) {
 	if ents, _ := os.ReadDir(root); len(recs) != 5 || len(traces) != 5 || len(ents) != 10 {
 		t.Fatalf("%d records, %d traces after 6 runs (one a rerun), want 5 of each", len(recs), len(traces))
 	}
-	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
-	if code != 0 {
-		t.Fatal(stderr)
-	}
-	var out results.CompareOutput
-	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-		t.Fatal(err)
-	}
+	out := compareJSON(t)
 	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "ctx,stride,base,top-k" {
 		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
 	}
@@ -422,7 +426,7 @@ func TestCompareRecords(t *testing.T) {
 	if len(out.Groups[0].Rows) != 1 || out.Groups[0].Protocol.Ctx != 64 {
 		t.Fatalf("first group %+v", out.Groups[0])
 	}
-	code, stdout, _ = runCLI(t, "compare", "--pattern", "stories260K-q*", "--format", "md")
+	code, stdout, _ := runCLI(t, "compare", "--pattern", "stories260K-q*", "--format", "md")
 	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") ||
 		!strings.Contains(stdout, "| PPL ± | bits/byte ± |") {
 		t.Fatalf("compare --format md: exit %d\n%s", code, stdout)

@@ -166,14 +166,7 @@ func TestCorpora(t *testing.T) {
 	// with both models; the f32 rows are the multi-corpus record's.
 	score("multi-q8.json", "--model", q8, "--perplexity", ts, "--perplexity", wiki)
 	os.Remove(filepath.Join(root, single[0].Record.Name+".json")) // ts.txt's f32 row is then the multi record's
-	code, stdout, stderr := runCLI(t, "compare", "--format", "json")
-	if code != 0 {
-		t.Fatal(stderr)
-	}
-	var out results.CompareOutput
-	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-		t.Fatal(err)
-	}
+	out := compareJSON(t)
 	if len(out.Groups) != 2 {
 		t.Fatalf("%d compare groups, want one per text", len(out.Groups))
 	}
