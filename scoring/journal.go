@@ -111,6 +111,15 @@ func modelIdentityOf(info ModelInfo) modelIdentity {
 	return id
 }
 
+// textSHA256 is a text's SHA-256 in hex; "" for no text (token ids).
+func textSHA256(text string) string {
+	if text == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
+}
+
 // idField is one flattened identity field.
 type idField struct{ name, value string }
 
@@ -543,10 +552,7 @@ func (r *runner) openJournal() (int, error) {
 		Model: modelIdentityOf(r.info), TokenIDsSHA256: hex.EncodeToString(tsum[:]),
 		Tokens: len(r.tokens), Method: r.plan.Method, Ctx: r.plan.Ctx, Stride: r.plan.Stride,
 		ChunkLimit: r.plan.ChunkLimit, Windows: len(r.plan.Windows), KLDBaseOutTopK: r.recordTopK(), Config: r.cfg,
-	}
-	if r.req.Text != "" {
-		sum := sha256.Sum256([]byte(r.req.Text))
-		id.TextSHA256 = hex.EncodeToString(sum[:])
+		TextSHA256: textSHA256(r.req.Text),
 	}
 	if b := sourceFile(r.base); b != nil {
 		id.KLDBase = &baseIdentity{Size: b.size, Checksum: hex.EncodeToString(b.checksum[:])}

@@ -57,6 +57,9 @@ type Protocol struct {
 	ChunkLimit     int    `json:"chunk_limit"`
 	TokenIDsSHA256 string `json:"token_ids_sha256"`
 	Text           string `json:"text,omitempty"` // the text's file name, for people; not in the digest
+	// TextSHA256 is the text's content, when scored from a text: what runs
+	// of different tokenizers share (GroupByText); not in the digest.
+	TextSHA256 string `json:"text_sha256,omitempty"`
 	// Base is the identity of the KLD base the run compared against or
 	// recorded (BaseIdentity); TopK its ids per token.
 	Base     string `json:"base,omitempty"`
@@ -110,7 +113,7 @@ func digestOf(v any) string {
 
 // Digest hashes the fields that decide comparability (not the names).
 func (p Protocol) Digest() string {
-	p.Text, p.BaseName = "", ""
+	p.Text, p.BaseName, p.TextSHA256 = "", "", ""
 	return digestOf(p)
 }
 
@@ -165,6 +168,7 @@ func ProtocolOf(r *Report, base BaseID) Protocol {
 	if r.Text != "" {
 		p.Text = filepath.Base(r.Text)
 	}
+	p.TextSHA256 = r.TextSHA256
 	switch {
 	case r.KLD != nil:
 		p.BaseName, p.TopK = filepath.Base(r.KLD.Base), r.KLD.TopK
@@ -343,10 +347,8 @@ func (g *RecordGroup) Newest(has func(*Report) bool) *Report {
 	return out
 }
 
-// GroupRecords splits records by protocol digest (never blending two
-// protocols), keeps the newest of records with the same name, and sorts
-// each group. Groups are ordered by their best row's figure.
-func GroupRecords(recs []Report) []RecordGroup {
+// newestByName is the newest record of each name, in recs' order.
+func newestByName(recs []Report) []*Report {
 	latest := map[string]int{}
 	for i := range recs {
 		r := recs[i].Record
@@ -354,13 +356,62 @@ func GroupRecords(recs []Report) []RecordGroup {
 			latest[r.Name] = i
 		}
 	}
-	byProto := map[string]*RecordGroup{}
-	var order []string
+	var out []*Report
 	for i := range recs {
-		r := &recs[i]
-		if latest[r.Record.Name] != i {
+		if latest[recs[i].Record.Name] == i {
+			out = append(out, &recs[i])
+		}
+	}
+	return out
+}
+
+// GroupByText groups records of one text across tokenizers, for a
+// comparison by bits per byte alone: scored from a text of the same
+// SHA-256 with the same method, ctx, stride and chunk limit (bases, top-k
+// and token ids aside), newest of a name, best (lowest) bits per byte
+// first. Records without a text hash (scored from token ids, from a
+// base's tokens, written before the hash), shards and multiple-choice
+// records are left out; skipped counts them.
+func GroupByText(recs []Report) (groups []RecordGroup, skipped int) {
+	byText := map[string]*RecordGroup{}
+	var order []string
+	for _, r := range newestByName(recs) {
+		p := r.Record.Protocol
+		if p.TextSHA256 == "" || p.Shard != "" || p.TaskFileSHA256 != "" || r.TextBytes <= 0 {
+			skipped++
 			continue
 		}
+		q := Protocol{Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, ChunkLimit: p.ChunkLimit, TextSHA256: p.TextSHA256}
+		d := digestOf(q) // the file's name aside
+		g, ok := byText[d]
+		if !ok {
+			q.Text = p.Text
+			g = &RecordGroup{Protocol: q, Digest: d}
+			byText[d] = g
+			order = append(order, d)
+		}
+		g.Records = append(g.Records, r)
+	}
+	for _, d := range order {
+		g := byText[d]
+		slices.SortStableFunc(g.Records, func(a, b *Report) int {
+			if c := cmpFloat(a.BitsPerByte, b.BitsPerByte); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Record.Name, b.Record.Name)
+		})
+		groups = append(groups, *g)
+	}
+	return groups, skipped
+}
+
+// GroupRecords splits records by protocol digest (never blending two
+// protocols), keeps the newest of records with the same name, and sorts
+// each group. Groups are ordered by their best row's figure.
+func GroupRecords(recs []Report) []RecordGroup {
+	byProto := map[string]*RecordGroup{}
+	var order []string
+	for _, r := range newestByName(recs) {
 		d := r.Record.ProtocolDigest
 		g, ok := byProto[d]
 		if !ok {

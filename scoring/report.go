@@ -41,6 +41,7 @@ type Report struct {
 	ProgressHeldSeconds    float64        `json:"progress_held_seconds,omitempty"` // time the progress callback held the run (a paused TUI)
 	Config                 EngineConfig   `json:"config"`
 	Text                   string         `json:"text,omitempty"`         // the text's path, when known
+	TextSHA256             string         `json:"text_sha256,omitempty"`  // the scored text's SHA-256, when scored from a text
 	KLDBaseOut             string         `json:"kld_base_out,omitempty"` // base recorded by this run
 	KLDBaseTopK            int            `json:"kld_base_top_k,omitempty"`
 	KLDBaseFormat          string         `json:"kld_base_format,omitempty"` // "llama" when kld_base_out is llama.cpp's format

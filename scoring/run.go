@@ -434,7 +434,7 @@ func (r *runner) report(reason string, err error) (Report, error) {
 	res := r.nll.Result()
 	rep.WindowsScored, rep.ScoredTokens = len(r.windows), res.N
 	rep.MeanNLL, rep.Perplexity, rep.PerplexityUncertainty = res.MeanNLL, res.Perplexity, res.Uncertainty
-	rep.TextBytes = r.textBytes
+	rep.TextBytes, rep.TextSHA256 = r.textBytes, textSHA256(req.Text)
 	rep.BitsPerByte, rep.BitsPerByteUncertainty = BitsPerByte(res, r.textBytes)
 	rep.PrefillTokens = r.prefillDone
 	rep.PrefillAttentionKept = r.blocks.Fraction()

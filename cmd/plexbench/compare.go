@@ -16,11 +16,13 @@ import (
 )
 
 func runCompare(args []string) int {
-	fs := newFlags("compare", "[--results DIR] [--pattern GLOB]... [--format table|md|csv|json]")
+	fs := newFlags("compare", "[--results DIR] [--pattern GLOB]... [--bits-per-byte] [--format table|md|csv|json]")
 	var patterns stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
 	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
 	format := fs.String("format", "table", "table, md, csv or json")
+	bytesOnly := fs.Bool("bits-per-byte", false, "one table per text across tokenizers: records scored from the same text with the same windows,\n"+
+		"ranked by bits per byte, the one figure comparable when tokenizers differ (records of token ids are left out)")
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
@@ -36,7 +38,18 @@ func runCompare(args []string) int {
 	if err != nil {
 		return fail(fmt.Errorf("compare: %w", err))
 	}
-	if err := writeCompare(os.Stdout, results.CompareTables(scoring.GroupRecords(recs)), *format); err != nil {
+	tables := results.CompareTables(scoring.GroupRecords(recs))
+	if *bytesOnly {
+		groups, skipped := scoring.GroupByText(recs)
+		if len(groups) == 0 {
+			return fail(fmt.Errorf("compare --bits-per-byte: none of the %d records was scored from a text with its hash (token-id runs and records from before text_sha256 are left out)", len(recs)))
+		}
+		if skipped > 0 && *format != "json" {
+			fmt.Fprintf(os.Stderr, "plexbench: compare --bits-per-byte: %d of %d records left out (no text hash: token ids, a base's tokens, or older records; shards, task files)\n", skipped, len(recs))
+		}
+		tables = results.BytesTables(groups)
+	}
+	if err := writeCompare(os.Stdout, tables, *format); err != nil {
 		return fail(err)
 	}
 	return 0

@@ -44,6 +44,11 @@ type CompareRow struct {
 	FloorRun     bool     `json:"floor_run,omitempty"`     // plexbench floor's self-compare
 	NoiseRun     bool     `json:"noise_run,omitempty"`     // plexbench noise's largest change
 	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor or noise floor
+	// Tokenizer, Tokens and TextBytes are a bits-per-byte table's: the
+	// model's tokenizer hash, the tokens it scored and the bytes they cover.
+	Tokenizer string `json:"tokenizer_sha256,omitempty"`
+	Tokens    int    `json:"tokens,omitempty"`
+	TextBytes int64  `json:"text_bytes,omitempty"`
 }
 
 // CompareGroup is one protocol group's table.
@@ -60,6 +65,9 @@ type CompareGroup struct {
 	// (plexbench noise), and the record that holds it.
 	Noise       *scoring.NoiseReport `json:"noise,omitempty"`
 	NoiseRecord string               `json:"noise_record,omitempty"`
+	// BytesOnly marks a table of one text across tokenizers (BytesTables):
+	// bits per byte is its only comparable figure.
+	BytesOnly bool `json:"bytes_only,omitempty"`
 }
 
 // CompareOutput is the tables of every group, as compare --format json prints them.
@@ -108,6 +116,38 @@ func CompareTables(groups []scoring.RecordGroup) CompareOutput {
 	return out
 }
 
+// BytesTables is the compare table of groups made by scoring.GroupByText:
+// a table per text and geometry across tokenizers, by bits per byte
+// alone (each model's PPL is over its own tokens and not comparable).
+func BytesTables(groups []scoring.RecordGroup) CompareOutput {
+	out := CompareOutput{Object: "plexbench.compare"}
+	for _, g := range groups {
+		p := g.Protocol
+		title := fmt.Sprintf("bits per byte only, across tokenizers: %s, ctx %d", p.Method, p.Ctx)
+		if p.Method == scoring.MethodSliding {
+			title += fmt.Sprintf(", stride %d", p.Stride)
+		}
+		if p.ChunkLimit > 0 {
+			title += fmt.Sprintf(", first %d windows", p.ChunkLimit)
+		}
+		title += fmt.Sprintf(", %s (text sha256 %.12s…)", p.Text, p.TextSHA256)
+		cg := CompareGroup{Title: title, Protocol: p, Digest: g.Digest, BytesOnly: true}
+		for _, r := range g.Records {
+			cg.Rows = append(cg.Rows, CompareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
+				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
+				BitsPerByte: &r.BitsPerByte, BPBPM: &r.BitsPerByteUncertainty, PrefillTokS: r.PrefillTokensPerSecond,
+				Tokenizer: r.Record.Model.TokenizerSHA256, Tokens: r.ScoredTokens, TextBytes: r.TextBytes})
+		}
+		out.Groups = append(out.Groups, cg)
+	}
+	return out
+}
+
+// BytesHeader is the header of a bits-per-byte table.
+func BytesHeader() []string {
+	return []string{"#", "model", "tokenizer", "kv", "bpw", "tokens", "bytes", "bits/byte ±", "Δ bits/byte", "PPL ± (own tokens)", "prefill tok/s"}
+}
+
 // IsNoiseRecord reports whether r is a noise measurement's record.
 func IsNoiseRecord(r *scoring.Report) bool { return r.Noise != nil && r.KLD != nil }
 
@@ -133,7 +173,10 @@ func (g CompareGroup) IsChoice() bool { return g.Protocol.TaskFileSHA256 != "" }
 // Header and RowCells are g's table: a multiple-choice group's own, else
 // the perplexity and KLD columns.
 func (g CompareGroup) Header() []string {
-	if g.IsChoice() {
+	switch {
+	case g.BytesOnly:
+		return BytesHeader()
+	case g.IsChoice():
 		return ChoiceHeader()
 	}
 	return CompareHeader()
@@ -141,6 +184,18 @@ func (g CompareGroup) Header() []string {
 
 func (g CompareGroup) RowCells(i int) []string {
 	r := g.Rows[i]
+	if g.BytesOnly {
+		tok := "–"
+		if r.Tokenizer != "" {
+			tok = fmt.Sprintf("%.8s…", r.Tokenizer)
+		}
+		delta := "(best)"
+		if i > 0 {
+			delta = fmt.Sprintf("%+.4f", *r.BitsPerByte-*g.Rows[0].BitsPerByte)
+		}
+		return []string{fmt.Sprint(i + 1), r.Model, tok, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), fmt.Sprint(r.Tokens),
+			fmt.Sprint(r.TextBytes), scoring.PM(*r.BitsPerByte, *r.BPBPM), delta, scoring.PM(r.PPL, r.PPLPM), fmt.Sprintf("%.0f", r.PrefillTokS)}
+	}
 	if g.IsChoice() {
 		return []string{fmt.Sprint(i + 1), r.Model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), r.Figure,
 			fmt.Sprint(r.Tasks), fmt.Sprintf("%.0f", r.PrefillTokS)}
