@@ -151,7 +151,11 @@ func TestNoiseMarks(t *testing.T) {
 // by no more than the device's other summation order does (< 1e-6).
 func TestNoiseDevice(t *testing.T) {
 	emulatedDevice(t, nil)
-	n := runNoiseJSON(t, "f32", append(sweepGeometry(t, "64", "4"), "--backend", "cuda", "--results", t.TempDir())...)
+	chunks := "4"
+	if testing.Short() {
+		chunks = "2" // each change is a run on the emulated device
+	}
+	n := runNoiseJSON(t, "f32", append(sweepGeometry(t, "64", chunks), "--backend", "cuda", "--results", t.TempDir())...)
 	i := slices.IndexFunc(n.Changes, func(c scoring.NoiseChange) bool { return c.Settings == "backend=cpu" })
 	if i < 0 {
 		t.Fatalf("no device-vs-CPU change in %+v", n.Changes)
