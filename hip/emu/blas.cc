@@ -14,8 +14,13 @@
 // (it exports pbemu_runtime). Faults, read once: PLEXBENCH_EMU_BLAS_FAIL_CREATE=1
 // (handle creation fails: CUBLAS_STATUS_NOT_INITIALIZED / rocblas_status_internal_error),
 // PLEXBENCH_EMU_BLAS_FAIL_GEMM=N (the Nth GEMM fails: CUBLAS_STATUS_EXECUTION_FAILED /
-// rocblas_status_internal_error). PLEXBENCH_EMU_VERBOSE=1 says why a call failed.
+// rocblas_status_internal_error). PLEXBENCH_EMU_BLAS_SUM=f32 sums as
+// kernels/gpu/matmul.cu does instead (fmaf in k order from 0): then a
+// product through this BLAS equals our own kernel's to the bit, which pins
+// the engine's layout and rounding end to end. PLEXBENCH_EMU_VERBOSE=1 says
+// why a call failed.
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 
 #include <mutex>
@@ -47,7 +52,7 @@ struct Handle {
 
 std::mutex mu;
 std::set<Handle*> handles;
-bool loaded = false, verbose = false, fail_create = false;
+bool loaded = false, verbose = false, fail_create = false, sum_f32 = false;
 long long fail_gemm = 0, gemms = 0;
 
 void load() {
@@ -55,6 +60,7 @@ void load() {
     verbose = env_long("PLEXBENCH_EMU_VERBOSE", 0) != 0;
     fail_create = env_long("PLEXBENCH_EMU_BLAS_FAIL_CREATE", 0) != 0;
     fail_gemm = env_long("PLEXBENCH_EMU_BLAS_FAIL_GEMM", 0);
+    sum_f32 = env_str("PLEXBENCH_EMU_BLAS_SUM") == "f32";
     loaded = true;
 }
 
@@ -116,11 +122,16 @@ int gemm(const char* call, Handle* h, int ta, int tb, int m, int n, int k, const
     for (int j = 0; j < n; j++) {
         for (int i = 0; i < m; i++) {
             double s = 0;
+            float sf = 0;
             for (int l = 0; l < k; l++) {
                 double a = load_elem(A, at, ta == OP_N ? i + (long long)l * lda : l + (long long)i * lda);
                 double b = load_elem(B, bt, tb == OP_N ? l + (long long)j * ldb : j + (long long)l * ldb);
-                s += a * b;
+                if (sum_f32)
+                    sf = fmaf((float)a, (float)b, sf);
+                else
+                    s += a * b;
             }
+            if (sum_f32) s = sf;
             float* c = &C[i + (long long)j * ldc];
             double v = (double)*alpha * s;
             if (*beta != 0) v += (double)*beta * *c;
