@@ -100,12 +100,14 @@ gpu-check:
 # overrides, e.g. PLEXBENCH_CUDA_LIB=bin/gpu-emu/libcuda.so.1
 # PLEXBENCH_NVRTC_LIB=bin/gpu-emu/libnvrtc.so PLEXBENCH_HIP_LIB=bin/gpu-emu/libamdhip64.so
 # (hiprtc is found beside it as libhiprtc.so.6). Rebuilt only when a source changes.
+# Also an emulated vendor BLAS (hip/emu/blas.cc: libcublas.so.12, librocblas.so.4),
+# used only when PLEXBENCH_CUBLAS_LIB / PLEXBENCH_ROCBLAS_LIB name it.
 EMU      := bin/gpu-emu
 EMU_SRC  := hip/emu
 EMU_FLAGS := -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -Wl,-Bsymbolic -pthread
 EMU_RTC  := -DPBEMU_DEVICE_H_PATH='"$(abspath $(EMU_SRC)/pbemu_device.h)"' -DPBEMU_DEFAULT_CXX='"$(CXX)"'
 
-gpu-emu: $(EMU)/libcuda.so.1 $(EMU)/libnvrtc.so $(EMU)/libamdhip64.so $(EMU)/libhiprtc.so.6
+gpu-emu: $(EMU)/libcuda.so.1 $(EMU)/libnvrtc.so $(EMU)/libamdhip64.so $(EMU)/libhiprtc.so.6 $(EMU)/libcublas.so.12 $(EMU)/librocblas.so.4
 	@ln -sf libnvrtc.so $(EMU)/libnvrtc.so.13
 	@ln -sf libamdhip64.so $(EMU)/libamdhip64.so.6
 	@ln -sf libhiprtc.so.6 $(EMU)/libhiprtc.so
@@ -125,6 +127,14 @@ $(EMU)/libnvrtc.so: $(EMU_SRC)/rtc.cc $(EMU_SRC)/common.h $(EMU_SRC)/pbemu_devic
 $(EMU)/libhiprtc.so.6: $(EMU_SRC)/rtc.cc $(EMU_SRC)/common.h $(EMU_SRC)/pbemu_device.h
 	@mkdir -p $(EMU)
 	$(CXX) $(EMU_FLAGS) $(EMU_RTC) -DPBEMU_HIP -o $@ $<
+
+$(EMU)/libcublas.so.12: $(EMU_SRC)/blas.cc $(EMU_SRC)/common.h
+	@mkdir -p $(EMU)
+	$(CXX) $(EMU_FLAGS) -o $@ $< -ldl
+
+$(EMU)/librocblas.so.4: $(EMU_SRC)/blas.cc $(EMU_SRC)/common.h
+	@mkdir -p $(EMU)
+	$(CXX) $(EMU_FLAGS) -DPBEMU_HIP -o $@ $< -ldl
 
 clean:
 	rm -rf bin

@@ -58,14 +58,18 @@ type Config struct {
 	CPUFallbackAllowed    bool    `json:"cpu_fallback_allowed"`
 	// DeviceOps ran on the GPU; CPUFallbackOps ran on the CPU under a
 	// GPU backend (both empty on the CPU backend).
-	DeviceOps      []string          `json:"device_ops,omitempty"`
-	CPUFallbackOps []string          `json:"cpu_fallback_ops,omitempty"`
-	Threads        int               `json:"threads"`
-	Backend        string            `json:"backend"`
-	Kernels        map[string]string `json:"kernels,omitempty"` // op → variant that ran
-	CPUFeatures    string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
-	CPULevel       string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
-	Model          ModelInfo         `json:"model"`
+	DeviceOps      []string `json:"device_ops,omitempty"`
+	CPUFallbackOps []string `json:"cpu_fallback_ops,omitempty"`
+	// DeviceBLAS is the vendor BLAS the device's F16/BF16 products take at
+	// prefill sizes ("cublas 12.4.5", "rocblas 4.2.4…"); absent when none
+	// was loaded (then our own kernels run them) and on the CPU backend.
+	DeviceBLAS  string            `json:"device_blas,omitempty"`
+	Threads     int               `json:"threads"`
+	Backend     string            `json:"backend"`
+	Kernels     map[string]string `json:"kernels,omitempty"` // op → variant that ran
+	CPUFeatures string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
+	CPULevel    string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
+	Model       ModelInfo         `json:"model"`
 	// FlashPrefill is every FlashPrefill parameter, when it ran.
 	FlashPrefill *kernels.FlashPrefill `json:"flashprefill,omitempty"`
 }

@@ -24,6 +24,7 @@ type deviceState struct {
 	strict bool
 	head   *deviceHead  // nil: the head runs on the CPU
 	stack  *deviceStack // nil: the layers run on the CPU
+	blas   *hip.BLAS    // the vendor BLAS the F16/BF16 products take at prefill sizes; nil: none
 	devOps []string     // ops that run on the device
 	cpuOps []string     // ops that run on the CPU under the GPU backend
 }
@@ -52,18 +53,30 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 		return nil, fmt.Errorf("%w: --no-cpu-fallback: no device kernel in the engine yet for %s", ErrUnsupported, first)
 	}
 	where := fmt.Sprintf("device %s:%d (%s)", d.Kind(), d.Ordinal, d.Arch)
-	if why == "" {
-		st, err := newDeviceStack(m, d)
+	if types := blasTypes(m, why == ""); len(types) > 0 {
+		b, err := d.OpenBLAS()
 		if err != nil {
+			return nil, fmt.Errorf("%s: vendor BLAS: %w", where, err)
+		}
+		if s.blas = b; b != nil {
+			for _, t := range types {
+				s.devOps = append(s.devOps, blasOp(t, b))
+			}
+		}
+	}
+	if why == "" {
+		st, err := newDeviceStack(m, d, s.blas)
+		if err != nil {
+			s.close()
 			return nil, fmt.Errorf("%s: the layers: %w", where, err)
 		}
-		s.stack, s.devOps = st, st.layers.ops()
+		s.stack, s.devOps = st, slices.Concat(st.layers.ops(), s.devOps)
 		if embedsOnDevice(m) {
 			s.devOps = append(s.devOps, m.embedOp())
 		}
 	}
 	if headRunsOnDevice(m) {
-		h, err := newDeviceHead(d, m.output, s.tiedWeights(m))
+		h, err := newDeviceHead(d, m.output, s.tiedWeights(m), s.blas)
 		if err != nil {
 			s.close()
 			return nil, fmt.Errorf("%s: the LM head: %w", where, err)
@@ -72,6 +85,27 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 		s.devOps = append(s.devOps, headOp, "pick", "topk")
 	}
 	return s, nil
+}
+
+// blasTypes are the F16/BF16 weight types of the products the device runs
+// for m (the layers' when stack, the head's), which a vendor BLAS may
+// take; none: no BLAS is opened.
+func blasTypes(m *Model, stack bool) []kernels.Type {
+	var ws []*kernels.Matrix
+	if stack {
+		_, ws, _ = layersOnDevice(m)
+	}
+	if headRunsOnDevice(m) {
+		ws = append(ws, m.output)
+	}
+	var types []kernels.Type
+	for _, w := range ws {
+		if w != nil && blasType(w.Type) && !slices.Contains(types, w.Type) {
+			types = append(types, w.Type)
+		}
+	}
+	slices.Sort(types)
+	return types
 }
 
 // headRunsOnDevice reports whether devicehead.go has m's LM head: a
@@ -136,6 +170,9 @@ func (s *deviceState) config(c *Config) {
 	}
 	c.Backend, c.DeviceArch, c.CPUFallbackAllowed = s.d.Kind().String(), s.d.Arch, !s.strict
 	c.DeviceOps, c.CPUFallbackOps = s.devOps, s.cpuOps
+	if s.blas != nil {
+		c.DeviceBLAS = s.blas.String()
+	}
 }
 
 // close releases the device's buffers and modules.
@@ -150,5 +187,9 @@ func (s *deviceState) close() {
 	if s.stack != nil {
 		s.stack.close()
 		s.stack = nil
+	}
+	if s.blas != nil {
+		s.blas.Close()
+		s.blas = nil
 	}
 }

@@ -42,13 +42,15 @@ type deviceHead struct {
 	ids, picked      hip.Buffer // (HeadRows, nids), grown on demand
 	nids             int
 	args             hip.Args
-	stage, back      []byte // upload and download staging, grown once
+	prod             productQueue // the head's product: h.queue, and the vendor BLAS when loaded
+	stage, back      []byte       // upload and download staging, grown once
 }
 
 // newDeviceHead compiles the head's kernels for d and uploads out, or
 // reads it from tied (out already on the device, owned by the stack) when
-// that is not a zero Buffer.
-func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer) (_ *deviceHead, err error) {
+// that is not a zero Buffer; blas (nil: none) takes F16/BF16 products of
+// blasMinRows rows or more.
+func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer, blas *hip.BLAS) (_ *deviceHead, err error) {
 	if !onDevice(out.Type) {
 		return nil, fmt.Errorf("%w: the device head has no product for %v output weights", ErrUnsupported, out.Type)
 	}
@@ -61,6 +63,7 @@ func newDeviceHead(d *hip.Device, out *kernels.Matrix, tied hip.Buffer) (_ *devi
 	if h.s, err = d.NewStream(); err != nil {
 		return nil, err
 	}
+	h.prod = productQueue{launch: h.queue, args: &h.args, warp: d.Warp, blas: blas, stream: h.s}
 	if h.fn, h.mods, err = compileEntries(d, append(productEntries(out.Type), "pick_f32", "topk_f32", "topk_radix_f32")); err != nil {
 		return nil, err
 	}
@@ -79,7 +82,7 @@ func (h *deviceHead) alloc(weights []byte, tied hip.Buffer) error {
 		{&h.mx, 4 * HeadRows}, {&h.arg, 4 * HeadRows}, {&h.sum, 8 * HeadRows},
 		{&h.tids, 4 * HeadRows * deviceTopK}, {&h.tvals, 4 * HeadRows * deviceTopK},
 	}
-	if n := actBytes(h.typ, h.e); n > 0 {
+	if n := actBytes(h.typ, h.e, h.prod.blas != nil); n > 0 {
 		bufs = append(bufs, struct {
 			b *hip.Buffer
 			n int
@@ -187,7 +190,7 @@ func (h *deviceHead) upload(hidden []float32, n int, reqs []RowRequest, nids int
 func (h *deviceHead) launch(n, nids, k int) error {
 	a := &h.args
 	w := devMatrix{typ: h.typ, rows: h.v, cols: h.e, b: h.w}
-	if err := queueProduct(h.queue, a, h.d.Warp, w, h.x, h.xq, h.logits, n); err != nil {
+	if err := h.prod.product(w, h.x, h.xq, h.logits, n); err != nil {
 		return err
 	}
 	a.Reset()

@@ -151,8 +151,9 @@ type deviceStack struct {
 	kv    string       // the KV cache type's name: kv_store_<kv>, attn_<kv>
 	bufs  []hip.Buffer // everything allocated, for close
 	args  hip.Args
-	err   error    // the pass's first failed launch or upload (launch, send)
-	queue launcher // st.queueNamed, bound once
+	err   error        // the pass's first failed launch or upload (launch, send)
+	queue launcher     // st.queueNamed, bound once
+	prod  productQueue // the products: st.queue, and the vendor BLAS when loaded
 
 	layers                                       devLayers
 	x, xn, tmp, q, k, v, att, gate, up, cos, sin hip.Buffer
@@ -193,8 +194,9 @@ func (b *denseBlock) matrices() []*kernels.Matrix {
 	return []*kernels.Matrix{b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down}
 }
 
-// newDeviceStack uploads m's blocks to d and allocates a pass's buffers.
-func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
+// newDeviceStack uploads m's blocks to d and allocates a pass's buffers;
+// blas (nil: none) takes the F16/BF16 products of prefill passes.
+func newDeviceStack(m *Model, d *hip.Device, blas *hip.BLAS) (_ *deviceStack, err error) {
 	layers, ws, _ := layersOnDevice(m)
 	mode, _ := archRope(m.hp.arch) // the arch was checked at load
 	st := &deviceStack{m: m, d: d, mode: mode, kv: strings.ToLower(m.opt.KVType.String()), layers: layers}
@@ -207,6 +209,7 @@ func newDeviceStack(m *Model, d *hip.Device) (_ *deviceStack, err error) {
 	if st.s, err = d.NewStream(); err != nil {
 		return nil, err
 	}
+	st.prod = productQueue{launch: st.queue, args: &st.args, warp: d.Warp, blas: blas, stream: st.s}
 	if err := st.compile(stackKernels); err != nil {
 		return nil, err
 	}
@@ -288,7 +291,7 @@ func (st *deviceStack) allocPass(ws []*kernels.Matrix) error {
 	}
 	for _, w := range ws {
 		if w != nil {
-			xq = max(xq, actBytes(w.Type, w.Cols))
+			xq = max(xq, actBytes(w.Type, w.Cols, st.prod.blas != nil))
 		}
 	}
 	var err error

@@ -132,8 +132,17 @@ func (st *deviceStack) rmsNorm(out, in, w hip.Buffer, rows, n int) {
 
 // linear computes out = W·in (+ bias) for n rows of in.
 func (st *deviceStack) linear(out hip.Buffer, w devMatrix, bias, in hip.Buffer, n int) {
-	if st.err != nil || queueProduct(st.queue, &st.args, st.d.Warp, w, in, st.xq, out, n) != nil || bias.Len() == 0 {
-		return // a failure is st.err
+	if st.err != nil {
+		return
+	}
+	if err := st.prod.product(w, in, st.xq, out, n); err != nil {
+		if st.err == nil {
+			st.err = err // a vendor BLAS call's (a launch's is st.err already)
+		}
+		return
+	}
+	if bias.Len() == 0 {
+		return
 	}
 	a := &st.args
 	a.Reset()

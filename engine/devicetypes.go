@@ -4,8 +4,9 @@ package engine
 // (deviceTypeOf) naming a type's activation quantizer, product and
 // embedding lookup in kernels/gpu (quant.cu, matmul.cu, embed.cu), read by
 // the stack's linear and embed, the head's product, canRunStack and the
-// fallback report; the queueing of one product; and the compiling of the
-// files that define a set of entries.
+// fallback report; the queueing of one product, on our own kernels or, for
+// F16/BF16 weights at prefill sizes, the vendor BLAS when one is loaded;
+// and the compiling of the files that define a set of entries.
 
 import (
 	"fmt"
@@ -22,6 +23,9 @@ type deviceType struct {
 	quant string // quant.cu's quantizer to the type's vec_dot type; "" for float weights (f32 activations)
 	mm    string // the product: matmul.cu's tiled one for floats, quant.cu's block dots otherwise
 	rows  string // embed.cu's lookup of token_embd rows
+	// half is matmul.cu's rounding of f32 activations to F16 or BF16 (the
+	// vec_dot type), the operand the vendor BLAS takes; "" for other types.
+	half string
 }
 
 // deviceWeightTypes are the weight types the device multiplies by and
@@ -43,6 +47,9 @@ func deviceTypeOf(t kernels.Type) (dt deviceType, ok bool) {
 	switch t {
 	case kernels.F32, kernels.F16, kernels.BF16:
 		dt.mm = "matmul_" + name
+		if t != kernels.F32 {
+			dt.half = "to_" + name
+		}
 	default:
 		dt.quant = "quantize_" + strings.ToLower(kernels.VecDotType(t).String())
 	}
@@ -58,6 +65,9 @@ func deviceTypeEntries() []string {
 		if dt.quant != "" && !slices.Contains(names, dt.quant) {
 			names = append(names, dt.quant)
 		}
+		if dt.half != "" {
+			names = append(names, dt.half)
+		}
 	}
 	return names
 }
@@ -71,45 +81,120 @@ func onDevice(t kernels.Type) bool {
 // productEntries are the entries a product of t launches.
 func productEntries(t kernels.Type) []string {
 	dt, _ := deviceTypeOf(t)
-	if dt.quant == "" {
+	switch {
+	case dt.half != "":
+		return []string{dt.mm, dt.half}
+	case dt.quant == "":
 		return []string{dt.mm}
 	}
 	return []string{dt.quant, dt.mm}
 }
 
 // actBytes is the bytes one row of cols activations takes in xq for
-// weights of type t (0 for float weights, which read f32 rows).
-func actBytes(t kernels.Type, cols int) int {
-	if dt, _ := deviceTypeOf(t); dt.quant == "" {
+// weights of type t: the quantized row, or with a vendor BLAS (blas) the
+// F16/BF16 row; 0 when the product reads the f32 rows themselves.
+func actBytes(t kernels.Type, cols int, blas bool) int {
+	dt, _ := deviceTypeOf(t)
+	switch {
+	case dt.half != "" && blas:
+		return 2 * cols
+	case dt.quant == "":
 		return 0
 	}
 	return kernels.VecDotType(t).RowBytes(cols)
 }
 
+// blasType reports whether products of t may take a vendor BLAS.
+func blasType(t kernels.Type) bool {
+	dt, _ := deviceTypeOf(t)
+	return dt.half != ""
+}
+
+// blasMinRows is the fewest activation rows a product hands to the vendor
+// BLAS. Below it matmul.cu's 16×16 tiles read W once already (one tile row
+// covers every activation row): the product is a matrix-vector one, bound
+// by W's bandwidth, where a vendor GEMM gains nothing and costs a
+// conversion launch. From 16 rows on, our kernel reads W once per 16 rows
+// and has no tensor cores, which the vendor's GEMM uses: prefill passes
+// (ubatch rows) and the head's 128-row chunks take it, the decode-sized
+// products (an MoE expert's few rows) stay on our kernel.
+const blasMinRows = 16
+
+// productQueue queues products: the launcher and the args it reads, the
+// device's warp, and the vendor BLAS (nil: none, or disabled) with the
+// stream its GEMMs go on.
+type productQueue struct {
+	launch launcher
+	args   *hip.Args
+	warp   int
+	blas   *hip.BLAS
+	stream *hip.Stream
+}
+
+// blasOp names the product of t on the vendor BLAS b, for the report.
+func blasOp(t kernels.Type, b *hip.BLAS) string { return kernels.MatMulOp(t) + " (" + b.Name + ")" }
+
 // launcher queues one kernel by entry name with the args already set.
 type launcher func(name string, grid, block hip.Dim3) error
 
-// queueProduct queues out = W·in for n rows of in through launch, a's
-// arguments set for each kernel: for a quantized type in is quantized
-// into xq first (one thread per activation block), then one warp of the
-// device (warp lanes) computes each output; float types run the 16×16
-// tiled product on in itself.
-func queueProduct(launch launcher, a *hip.Args, warp int, w devMatrix, in, xq, out hip.Buffer, n int) error {
+// product queues out = W·in for n rows of in: for a quantized type in is
+// quantized into xq first (one thread per activation block), then one warp
+// of the device (warp lanes) computes each output; float types run the
+// 16×16 tiled product on in itself, or, for F16/BF16 weights and at least
+// blasMinRows rows with a vendor BLAS, its GEMM (blasProduct).
+func (q *productQueue) product(w devMatrix, in, xq, out hip.Buffer, n int) error {
 	dt, _ := deviceTypeOf(w.typ)
+	a := q.args
+	if dt.half != "" && q.blas != nil && n >= blasMinRows {
+		return q.blasProduct(dt, w, in, xq, out, n)
+	}
 	if dt.quant == "" {
 		a.Reset()
 		a.Ptr(w.b, 0).Ptr(in, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-		return launch(dt.mm, hip.Dim3{X: (w.rows + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16})
+		return q.launch(dt.mm, hip.Dim3{X: (w.rows + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16})
 	}
 	nb := n * w.cols / kernels.VecDotType(w.typ).BlockSize()
 	a.Reset()
 	a.Ptr(in, 0).Ptr(xq, 0).U64(uint64(nb))
-	if err := launch(dt.quant, hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}); err != nil {
+	if err := q.launch(dt.quant, hip.Dim3{X: (nb + 255) / 256}, hip.Dim3{X: 256}); err != nil {
 		return err
 	}
 	a.Reset()
 	a.Ptr(w.b, 0).Ptr(xq, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-	return launch(dt.mm, hip.Dim3{X: w.rows, Y: n}, hip.Dim3{X: warp})
+	return q.launch(dt.mm, hip.Dim3{X: w.rows, Y: n}, hip.Dim3{X: q.warp})
+}
+
+// blasProduct is product on the vendor BLAS. The activations are rounded
+// to the weight's type first (dt.half into xq), as our own kernel and the
+// CPU round them (ggml's vec_dot_type for F16 and BF16 weights); the
+// products of two F16 or two BF16 values are exact in f32, so only the
+// order of the f32 sums differs from our kernel's.
+//
+// Layout. The GGUF stores W (N = w.rows outputs by K = w.cols inputs)
+// row-major: output r's K weights are contiguous, W[r·K + k]. The vendor
+// BLAS reads every matrix column-major, so those bytes are Wᵀ, a K×N
+// matrix with leading dimension K. Likewise the activations x (n rows of
+// K, row-major) are the column-major K×n matrix xᵀ (ld K), and the output
+// y (n rows of N, row-major) is the column-major N×n yᵀ (ld N). y = x·Wᵀ
+// is yᵀ = W·xᵀ: C = op(A)·op(B) with m = N, n = n, k = K, A the stored Wᵀ
+// transposed back (Trans, lda K), B the stored xᵀ as it is (NoTrans, ldb
+// K), C = yᵀ (ldc N). ggml's cuBLAS path makes the same call.
+func (q *productQueue) blasProduct(dt deviceType, w devMatrix, in, xq, out hip.Buffer, n int) error {
+	nk := n * w.cols
+	a := q.args
+	a.Reset()
+	a.Ptr(in, 0).Ptr(xq, 0).U64(uint64(nk))
+	if err := q.launch(dt.half, hip.Dim3{X: (nk + 255) / 256}, hip.Dim3{X: 256}); err != nil {
+		return err
+	}
+	bt := hip.BLASF16
+	if w.typ == kernels.BF16 {
+		bt = hip.BLASBF16
+	}
+	if err := q.blas.GemmEx(q.stream, hip.Trans, hip.NoTrans, w.rows, n, w.cols, w.b, bt, w.cols, xq, bt, w.cols, out, w.rows); err != nil {
+		return errDevice(blasOp(w.typ, q.blas), err)
+	}
+	return nil
 }
 
 // compileEntries compiles on d each kernels/gpu file that defines one of

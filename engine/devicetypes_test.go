@@ -34,8 +34,14 @@ func TestDeviceTypeTable(t *testing.T) {
 			}
 		}
 		vt := kernels.VecDotType(ty)
-		if float := ty.BlockSize() == 1; float != (dt.quant == "") || !float && (actBytes(ty, 256) != vt.RowBytes(256) || dt.quant != "quantize_"+strings.ToLower(vt.String())) {
+		if float := ty.BlockSize() == 1; float != (dt.quant == "") || !float && (actBytes(ty, 256, true) != vt.RowBytes(256) || dt.quant != "quantize_"+strings.ToLower(vt.String())) {
 			t.Errorf("%v: quantizer %q for vec_dot type %v", ty, dt.quant, vt)
+		}
+		// The vendor BLAS takes F16 and BF16 products, their activations
+		// rounded to the weight's own type (its vec_dot type).
+		if want := ty == kernels.F16 || ty == kernels.BF16; blasType(ty) != want ||
+			want && (vt != ty || actBytes(ty, 256, true) != vt.RowBytes(256) || actBytes(ty, 256, false) != 0) {
+			t.Errorf("%v: BLAS product %v (rounding %q, %d bytes a row)", ty, blasType(ty), dt.half, actBytes(ty, 256, true))
 		}
 	}
 	if names := deviceTypeEntries(); len(names) != len(slices.Compact(slices.Sorted(slices.Values(names)))) {

@@ -135,3 +135,21 @@ func TestDeviceCache(t *testing.T) {
 	ratio := warm.Seconds() / cold.Seconds()
 	check(t, "kernel cache (warm/cold time)", ratio, 0.5)
 }
+
+// onBLASDevices runs check with the GPU's vendor BLAS (cuBLAS, rocBLAS)
+// as the usual search finds it; skipped when there is none. env is the
+// emulator's (faults): unused here.
+func onBLASDevices(t *testing.T, env map[string]string, check func(*testing.T, *BLAS)) {
+	bindDevice(t, realDevice(t))
+	d, _ := device(t)
+	b, err := d.OpenBLAS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == nil {
+		t.Skip("no vendor BLAS found beside the runtime")
+	}
+	defer b.Close()
+	fmt.Printf("BLAS %s (%s)\n", b, b.Path)
+	check(t, b)
+}

@@ -536,3 +536,116 @@ func TestEmuWarpOverride(t *testing.T) {
 		}
 	})
 }
+
+// onBLASDevices runs check on each emulated runtime opened from a fresh
+// copy with the emulated vendor BLAS selected (emubuild.BLASEnv) and env
+// set for it (its faults): cuBLAS beside CUDA, rocBLAS beside HIP.
+func onBLASDevices(t *testing.T, env map[string]string, check func(*testing.T, *BLAS)) {
+	for _, k := range []Kind{CUDA, HIP} {
+		t.Run(k.String(), func(t *testing.T) {
+			b, err := emuBLAS(t, k, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b == nil {
+				t.Fatal("the emulated BLAS named by the override was not opened")
+			}
+			t.Cleanup(func() { b.Close() })
+			t.Logf("%s (%s)", b, b.Path)
+			check(t, b)
+		})
+	}
+}
+
+// emuBLAS opens kind's emulated runtime from a fresh copy with the
+// emulated BLAS selected, binds its device to t and opens the BLAS.
+func emuBLAS(t *testing.T, kind Kind, env map[string]string) (*BLAS, error) {
+	t.Helper()
+	fresh := emubuild.FreshForTest(t, "emu")
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	vars := emubuild.Env(fresh)
+	for k, v := range emubuild.BLASEnv(fresh) {
+		vars[k] = v
+	}
+	rt, err := Open(kind, Config{Env: fakeEnv(vars), CacheDir: "-"})
+	if err != nil {
+		t.Fatalf("emulated %s runtime: %v", kind, err)
+	}
+	t.Cleanup(rt.Close)
+	d, err := rt.Device(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindDevice(t, &testDevice{rt: rt, d: d, s: s, mods: map[string]*Module{}})
+	return d.OpenBLAS()
+}
+
+// TestBLASAbsent: the emulated runtime has no BLAS of its own; without an
+// override, with one naming a missing file, or under PLEXBENCH_NO_BLAS=1,
+// OpenBLAS returns none and no error.
+func TestBLASAbsent(t *testing.T) {
+	dir := emuDir(t)
+	blas := emubuild.BLASEnv(dir)
+	for _, c := range []struct {
+		name string
+		vars map[string]string
+	}{
+		{"no override", nil},
+		{"missing file", map[string]string{EnvCUBLASLib: filepath.Join(dir, "nope.so"), EnvROCBLASLib: filepath.Join(dir, "nope.so")}},
+		{"PLEXBENCH_NO_BLAS", map[string]string{EnvCUBLASLib: blas[EnvCUBLASLib], EnvROCBLASLib: blas[EnvROCBLASLib], EnvNoBLAS: "1"}},
+	} {
+		for _, k := range []Kind{CUDA, HIP} {
+			vars := emubuild.Env(dir)
+			for n, v := range c.vars {
+				vars[n] = v
+			}
+			rt, err := Open(k, Config{Env: fakeEnv(vars), CacheDir: "-"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := rt.Device(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := d.OpenBLAS()
+			if b != nil || err != nil {
+				t.Errorf("%s, %s: OpenBLAS = %v, %v; want none", c.name, k, b, err)
+			}
+			rt.Close()
+		}
+	}
+}
+
+// TestBLASFaults: a BLAS that loads but fails a call is an error naming the
+// call and the vendor's status name.
+func TestBLASFaults(t *testing.T) {
+	for _, k := range []Kind{CUDA, HIP} {
+		t.Run(k.String()+"/create", func(t *testing.T) {
+			_, err := emuBLAS(t, k, map[string]string{"PLEXBENCH_EMU_BLAS_FAIL_CREATE": "1", "PLEXBENCH_EMU_BLAS_FAIL_GEMM": ""})
+			want := map[Kind]string{CUDA: "cublasCreate_v2: CUBLAS_STATUS_NOT_INITIALIZED (1)", HIP: "rocblas_create_handle: rocblas_status_internal_error (6)"}[k]
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), EnvNoBLAS) || !errors.Is(err, ErrAPI) {
+				t.Fatalf("OpenBLAS: %v; want an ErrAPI naming %q and %s", err, want, EnvNoBLAS)
+			}
+		})
+	}
+	onBLASDevices(t, map[string]string{"PLEXBENCH_EMU_BLAS_FAIL_CREATE": "", "PLEXBENCH_EMU_BLAS_FAIL_GEMM": "1"}, func(t *testing.T, b *BLAS) {
+		_, s := device(t)
+		A, B, C := output(t, 2*4), output(t, 2*4), output(t, 4*4)
+		err := b.GemmEx(s, Trans, NoTrans, 2, 2, 2, A, BLASF16, 2, B, BLASF16, 2, C, 2)
+		want := map[Kind]string{CUDA: "cublasGemmEx: CUBLAS_STATUS_EXECUTION_FAILED (13)", HIP: "rocblas_gemm_ex: rocblas_status_internal_error (6)"}[b.d.Kind()]
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("GemmEx: %v; want %q", err, want)
+		}
+		// An operand larger than its buffer never reaches the library.
+		err = b.GemmEx(s, Trans, NoTrans, 2, 3, 2, A, BLASF16, 2, B.View(0, 2*4), BLASF16, 2, C, 2)
+		if err == nil || !strings.Contains(err.Error(), "in buffers of") {
+			t.Fatalf("GemmEx past a buffer: %v", err)
+		}
+	})
+}

@@ -30,6 +30,10 @@ type Runtime struct {
 	api   driverAPI
 	th    *thread
 	cache Cache
+	env   Env // where the search looked, for the vendor BLAS (blas.go)
+	// emulated: the library is hip/emu's (it exports pbemu_runtime), whose
+	// device pointers are host pointers: a vendor BLAS must not see them.
+	emulated bool
 }
 
 // Open loads kind's runtime, initializes it and counts its devices. No
@@ -50,7 +54,7 @@ func Open(kind Kind, cfg Config) (*Runtime, error) {
 // open is Open that returns the partly opened runtime beside an error, so
 // that Probe can say how far it got. Nothing is closed.
 func open(kind Kind, cfg Config) (*Runtime, error) {
-	r := &Runtime{Kind: kind, th: newThread()}
+	r := &Runtime{Kind: kind, th: newThread(), env: cfg.Env}
 	switch cfg.CacheDir {
 	case "":
 		r.cache = Cache{Dir: DefaultCacheDir()}
@@ -77,6 +81,9 @@ func (r *Runtime) load(env Env) error {
 		return err
 	}
 	r.Path = lib.path
+	if _, err := lib.sym("pbemu_runtime"); err == nil {
+		r.emulated = true
+	}
 	if missing := bind(lib, bs); missing != "" {
 		return &Error{Kind: r.Kind, Op: lib.path, Detail: "missing symbol " + missing, Err: ErrNoLibrary}
 	}

@@ -81,7 +81,14 @@ var hipMajors = []int{7, 6, 5}
 // $ROCM_PATH/lib, $HIP_PATH/lib; the bare SONAMEs (the loader's path);
 // /opt/rocm/lib, then /opt/rocm-*/lib newest first. Majors 7, 6, 5 at each.
 func hipCandidates(env Env) []string {
-	if p := env.getenv(EnvHIPLib); p != "" {
+	return rocmCandidates(env, EnvHIPLib, "libamdhip64", hipMajors)
+}
+
+// rocmCandidates is the ROCm search order for lib.so.N, N in majors: the
+// override variable alone when set; else $ROCM_PATH/lib, $HIP_PATH/lib,
+// the bare SONAMEs, /opt/rocm/lib, /opt/rocm-*/lib newest first.
+func rocmCandidates(env Env, override, lib string, majors []int) []string {
+	if p := env.getenv(override); p != "" {
 		return []string{p}
 	}
 	var dirs []string
@@ -92,8 +99,8 @@ func hipCandidates(env Env) []string {
 	}
 	var out []string
 	add := func(dir string) {
-		for _, m := range hipMajors {
-			name := "libamdhip64.so." + strconv.Itoa(m)
+		for _, m := range majors {
+			name := lib + ".so." + strconv.Itoa(m)
 			if dir != "" {
 				name = filepath.Join(dir, name)
 			}
@@ -153,7 +160,18 @@ var nvrtcMajors = []int{13, 12}
 // first. Majors above the driver's (driverMajor > 0) go last: an NVRTC
 // newer than the driver emits code it cannot load.
 func nvrtcCandidates(env Env, driverMajor int) []string {
-	if p := env.getenv(EnvNVRTCLib); p != "" {
+	return toolkitCandidates(env, driverMajor, EnvNVRTCLib, "libnvrtc", nvrtcMajors, func(sp string) []string {
+		return []string{filepath.Join(sp, "nvidia", "cu13", "lib", "libnvrtc.so.13"),
+			filepath.Join(sp, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12")}
+	})
+}
+
+// toolkitCandidates is the CUDA toolkit search order for lib.so.N, N in
+// majors (nvrtcCandidates says it): the override variable alone when set;
+// wheels(site-packages) under each named prefix; the bare SONAMEs; the
+// toolkit directories. Majors above driverMajor (when > 0) go last.
+func toolkitCandidates(env Env, driverMajor int, override, lib string, majors []int, wheels func(sitePackages string) []string) []string {
+	if p := env.getenv(override); p != "" {
 		return []string{p}
 	}
 	var out []string
@@ -165,13 +183,12 @@ func nvrtcCandidates(env Env, driverMajor int) []string {
 		sps := env.glob(filepath.Join(pre, "lib", "python3*", "site-packages"))
 		sps = append(sps, env.glob(filepath.Join(pre, "lib", "python3*", "dist-packages"))...) // Debian's pip
 		for _, sp := range sps {
-			out = append(out, filepath.Join(sp, "nvidia", "cu13", "lib", "libnvrtc.so.13"),
-				filepath.Join(sp, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12"))
+			out = append(out, wheels(sp)...)
 		}
 	}
 	add := func(dir string) {
-		for _, m := range nvrtcMajors {
-			name := "libnvrtc.so." + strconv.Itoa(m)
+		for _, m := range majors {
+			name := lib + ".so." + strconv.Itoa(m)
 			if dir != "" {
 				name = filepath.Join(dir, name)
 			}

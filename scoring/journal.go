@@ -166,7 +166,7 @@ func flattenValue(out []idField, prefix string, v any) []idField {
 // changes the numbers (ctx, batch and ubatch, the KV cache type,
 // FlashPrefill, the CPU kernels chosen, threads, the CPU level) still is.
 var placementFields = []string{
-	"config.backend", "config.device_arch", "config.device_ops",
+	"config.backend", "config.device_arch", "config.device_ops", "config.device_blas",
 	"config.cpu_fallback_allowed", "config.cpu_fallback_ops",
 }
 

@@ -27,6 +27,10 @@ func emulatedDevice(t *testing.T, env map[string]string) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("PLEXBENCH_EMU_WARP", "")
+	// No vendor BLAS unless a test selects the emulated one (device_blas_test.go).
+	for _, k := range []string{"PLEXBENCH_CUBLAS_LIB", "PLEXBENCH_ROCBLAS_LIB", "PLEXBENCH_NO_BLAS", "PLEXBENCH_EMU_BLAS_FAIL_GEMM", "PLEXBENCH_EMU_BLAS_SUM"} {
+		t.Setenv(k, "")
+	}
 	for _, k := range []string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER", "PLEXBENCH_EMU_FAIL_LAUNCH", "PLEXBENCH_EMU_FAIL_COMPILE", "PLEXBENCH_EMU_LOST_AFTER"} {
 		t.Setenv(k, env[k])
 	}

@@ -634,6 +634,11 @@ bool attribute(int attr, int* v) {
 
 } // namespace
 
+// pbemu_runtime marks the emulator: plexbench's hip package then looks for
+// a vendor BLAS only where an override names one (a real one would fault on
+// host pointers), and the emulated BLAS (blas.cc) only works beside it.
+API int pbemu_runtime() { return 1; }
+
 // ---------------------------------------------------------------- CUDA
 #ifndef PBEMU_HIP
 API int cuGetErrorName(int code, const char** s) {

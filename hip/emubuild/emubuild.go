@@ -29,9 +29,13 @@ const (
 	NVRTCLib  = "libnvrtc.so"
 	HIPLib    = "libamdhip64.so"
 	HIPRTCLib = "libhiprtc.so.6" // found beside HIPLib by the runtime major (6)
+	// The emulated vendor BLAS (blas.cc): no part of the runtime, selected
+	// only by BLASEnv.
+	CUBLASLib  = "libcublas.so.12"
+	ROCBLASLib = "librocblas.so.4"
 )
 
-var sources = []string{"runtime.cc", "rtc.cc", "common.h", "pbemu_device.h"}
+var sources = []string{"runtime.cc", "rtc.cc", "blas.cc", "common.h", "pbemu_device.h"}
 
 // Compiler is the C++ compiler the build uses: $CXX, else the first of
 // c++, g++, clang++ on PATH.
@@ -93,6 +97,8 @@ func Build(src string) (string, error) {
 		{HIPLib, []string{"-DPBEMU_HIP", filepath.Join(src, "runtime.cc"), "-ldl"}},
 		{NVRTCLib, append(rtc, filepath.Join(src, "rtc.cc"))},
 		{HIPRTCLib, append(append([]string{"-DPBEMU_HIP"}, rtc...), filepath.Join(src, "rtc.cc"))},
+		{CUBLASLib, []string{filepath.Join(src, "blas.cc"), "-ldl"}},
+		{ROCBLASLib, []string{"-DPBEMU_HIP", filepath.Join(src, "blas.cc"), "-ldl"}},
 	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
@@ -132,12 +138,22 @@ func Env(dir string) map[string]string {
 	}
 }
 
+// BLASEnv is the override environment that selects dir's emulated vendor
+// BLAS (cuBLAS beside CUDA, rocBLAS beside HIP); without it the emulated
+// runtime has none and the products run on plexbench's own kernels.
+func BLASEnv(dir string) map[string]string {
+	return map[string]string{
+		"PLEXBENCH_CUBLAS_LIB":  filepath.Join(dir, CUBLASLib),
+		"PLEXBENCH_ROCBLAS_LIB": filepath.Join(dir, ROCBLASLib),
+	}
+}
+
 // Fresh copies the libraries of dir into to. The loader keeps one copy of
 // a library per path for the life of a process, and the emulator reads its
 // environment (faults, memory size) once per copy: a fresh copy is a fresh
 // device.
 func Fresh(dir, to string) error {
-	for _, f := range []string{CUDALib, NVRTCLib, HIPLib, HIPRTCLib} {
+	for _, f := range []string{CUDALib, NVRTCLib, HIPLib, HIPRTCLib, CUBLASLib, ROCBLASLib} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			return err

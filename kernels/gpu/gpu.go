@@ -34,7 +34,7 @@ func Manifest() []Kernel {
 		{File: "kvstore.cu", Entries: []string{"kv_store_f32", "kv_store_f16", "kv_store_bf16", "kv_store_q8_0"}, Twin: "kernels.KernelSet.QuantizeActivation (the engine's KV store)", Tolerance: "exact", Exact: true},
 		{File: "pick.cu", Entries: []string{"pick_f32"}, Twin: "kernels.Pick", Tolerance: "max/argmax/picked exact; Σexp 3e-7 relative"},
 		{File: "topk.cu", Entries: []string{"topk_f32", "topk_radix_f32"}, Twin: "kernels.TopK", Tolerance: "exact", Exact: true},
-		{File: "matmul.cu", Entries: []string{"matmul_f32", "matmul_f16", "matmul_bf16"}, Twin: "kernels.KernelSet.MatMul (ref)", Tolerance: "1e-5·Σ|w·x|"},
+		{File: "matmul.cu", Entries: []string{"matmul_f32", "matmul_f16", "matmul_bf16", "to_f16", "to_bf16"}, Twin: "kernels.KernelSet.MatMul (ref); to_: kernels.RoundF16, RoundBF16 (the vec_dot_type)", Tolerance: "1e-5·Σ|w·x|; to_ exact"},
 		{File: "add.cu", Entries: []string{"add_f32", "add_rows_f32"}, Twin: "the engine's residual and bias adds (f32)", Tolerance: "exact", Exact: true},
 		{File: "attention.cu", Entries: []string{"attn_f32", "attn_f16", "attn_bf16", "attn_q8_0", "attn_fp_f32", "attn_fp_f16", "attn_fp_bf16", "attn_fp_q8_0"},
 			Twin:      "the engine's dense attention (kernels.KernelSet.Softmax over the MatMul of the cached keys and values); attn_fp_: the same over FlashPrefill's kept blocks (the engine's FlashPrefill attention)",

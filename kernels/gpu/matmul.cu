@@ -8,6 +8,11 @@
 // |Δy| ≤ 1e-5 · Σ_k |w_k·x_k| + 1e-30.
 //
 // Launch: grid = (ceil(N/16), ceil(M/16)), block = (16, 16).
+//
+// to_f16 / to_bf16 round n f32 activations to the weight's type (the same
+// rounding as the products' round_x and the CPU's vec_dot_type), stored as
+// that type: the operand a vendor BLAS GEMM takes beside F16/BF16 weights.
+// Exact. Launch: grid = ceil(n/256), block = 256.
 #define MM_TILE 16
 
 // mm_tile is both kernels' body: W's elements of type T widened by
@@ -49,4 +54,14 @@ matmul_f16(const u16* __restrict__ W, const float* __restrict__ x, float* __rest
 PB_KERNEL void __launch_bounds__(MM_TILE * MM_TILE)
 matmul_bf16(const u16* __restrict__ W, const float* __restrict__ x, float* __restrict__ y, int N, int K, int M) {
     mm_tile<u16, pb_bf16_to_f32, mm_round_bf16>(W, x, y, N, K, M);
+}
+
+PB_KERNEL void to_f16(const float* __restrict__ x, u16* __restrict__ y, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = pb_f32_to_f16(x[i]);
+}
+
+PB_KERNEL void to_bf16(const float* __restrict__ x, u16* __restrict__ y, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = pb_f32_to_bf16(x[i]);
 }
