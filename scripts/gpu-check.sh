@@ -54,7 +54,8 @@
 # (default 540; 0: no bound, the emulator's default) after it starts, each
 # step under its own timeout cut to what is left; a check that finds too
 # little time left says SKIP. Variables: GPU_CHECK_QUICK=1 skips the
-# timings; GPU_CHECK_CTX (scored windows, 512; emulated 64),
+# timings; GPU_CHECK_STEPS picks steps (default "kernels scores archs
+# flashprefill kld timings"; devices always runs); GPU_CHECK_CTX (scored windows, 512; emulated 64),
 # GPU_CHECK_FP_CTX (4096; emulated 1024), GPU_CHECK_TIME_CTX (4096),
 # GPU_CHECK_TIME_SHAPES ("qwen3-0.6b qwen3-8b"), GPU_CHECK_06B_LAYERS (28),
 # GPU_CHECK_8B_LAYERS (36: the 8B F16 file is 16.4 GB, ~20 s to write at
@@ -62,7 +63,7 @@
 # and the roofline share, which hardly depend on depth, and a tok/s scaled
 # to 36 layers by FLOPs), GPU_CHECK_TMP (where the timed models are
 # written; default the system's temporary folder; a file that would not
-# fit there is skipped).
+# fit there is skipped), GPU_CHECK_TORCH_DEVICE (cuda), PEAK_TFLOPS (989).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=bin/gpu-check
@@ -97,8 +98,13 @@ fail() {
   fails=$((fails + 1))
 }
 
-# top KEY FILE: a top-level number of a report.
+# top KEY FILE: a top-level number of a report; field: the first at any
+# depth.
 top() { sed -n "s/^  \"$1\": *\([0-9.eE+-]*\),*$/\1/p" "$2" | head -1; }
+field() { sed -n "s/^ *\"$1\": *\([0-9.eE+-]*\),*$/\1/p" "$2" | head -1; }
+
+# want STEP: whether GPU_CHECK_STEPS (default all) names STEP.
+want() { [[ " ${GPU_CHECK_STEPS:-kernels scores archs flashprefill kld timings} " == *" $1 "* ]]; }
 
 # limit N: N seconds, or what is left of the budget less a margin if that
 # is less; 0 when under 10 s are left.
@@ -112,7 +118,9 @@ limit() {
 }
 
 # pb_score SIDE SECS ARGS...: plexbench score --quiet ARGS into
-# $log/SIDE.json and $log/SIDE.err within SECS (0: out of time, not run).
+# $log/SIDE.json and $log/SIDE.err within SECS (0: out of time, not run),
+# killed 20 s later if the window in flight (which a stop lets finish)
+# has not.
 pb_score() {
   local side=$1 secs=$2
   shift 2
@@ -120,7 +128,7 @@ pb_score() {
     echo "out of time" >"$log/$side.err"
     return 1
   fi
-  timeout "$secs" "$out/plexbench" score --quiet "$@" >"$log/$side.json" 2>"$log/$side.err"
+  timeout -k 20 "$secs" "$out/plexbench" score --quiet "$@" >"$log/$side.json" 2>"$log/$side.err"
 }
 
 # why SIDE: the first line of its stderr, or its exit's meaning.
@@ -191,9 +199,10 @@ run() {
   sed 's/^/  /' "$log/devices"
 
   export PLEXBENCH_KERNEL_CACHE="$log/kcache"
-  kernels "$log"
+  want kernels && kernels "$log"
   local models=("$out"/models/stories260K-*.gguf) m name
   [ -e "${models[0]}" ] || models=("")
+  want scores || models=()
   for m in "${models[@]}"; do
     name=${m##*/}
     [ -n "$name" ] || name="embedded demo"
@@ -202,10 +211,10 @@ run() {
     devx=()
     score_pair "score:$name"
   done
-  tiny_archs
-  flashprefill
-  kld_and_prefill
-  timings
+  want archs && tiny_archs
+  want flashprefill && flashprefill
+  want kld && kld_and_prefill
+  want timings && timings
   summary total "$([ "$fails" -eq 0 ] && echo PASS || echo "FAIL ($fails failed)") in $((SECONDS - started)) s"
   rm -rf "$log"
   [ "$fails" -eq 0 ]
@@ -323,7 +332,7 @@ kld_and_prefill() {
     fail kld "gpu run: $(why gpu)"
     return
   fi
-  kld=$(top mean_kld "$log/gpu.json")
+  kld=$(field mean_kld "$log/gpu.json")
   summary prefill "cpu $(top prefill_tokens_per_second "$log/cpu.json") tok/s, gpu $(top prefill_tokens_per_second "$log/gpu.json") tok/s (stories260K-f32, ctx $ctx)"
   if awk -v k="$kld" 'BEGIN { exit !(k != "" && k < 1e-6) }'; then
     summary kld "PASS mean KLD $kld against the CPU's base"
@@ -388,7 +397,8 @@ time_shape() {
     summary "torch:$shape" "SKIP python3 has no torch"
   elif [ "$secs" -eq 0 ]; then
     summary "torch:$shape" "SKIP out of time"
-  elif line=$(timeout "$secs" python3 "$out/gpu-torch-bench.py" --shape "$shape" --layers "$layers" --ctx "$tctx" 2>"$log/torch.err") &&
+  elif line=$(timeout "$secs" python3 "$out/gpu-torch-bench.py" --shape "$shape" --layers "$layers" --ctx "$tctx" \
+    --device "${GPU_CHECK_TORCH_DEVICE:-cuda}" 2>"$log/torch.err") &&
     torch=$(echo "$line" | sed -n 's/.* \([0-9.]*\) tok\/s.*/\1/p') && [ -n "$torch" ]; then
     summary "torch:$shape" "TIME ${line#torch-bench: }"
   else
@@ -407,7 +417,7 @@ time_shape() {
 time_one() {
   local shape=$1 typ=$2 layers=$3 full=$4 tdir=$5 tok=$6 tctx=$7 vocab=$8 torch=$9
   shift 9
-  local e=$1 hq=$2 hkv=$3 d=$4 f=$5 name="time:$shape/$typ" m secs t0 wsecs med fl flfull bpw need avail
+  local e=$1 hq=$2 hkv=$3 d=$4 f=$5 name="time:$shape/$typ" m secs t0 wsecs med fl flfull bpw need avail rc wins stopped=""
   m=$tdir/$shape-$typ.gguf
   # The file's size: weights × bytes per weight (Q4_K_M ~4.9 bits), the
   # 8B with its own output matrix.
@@ -435,25 +445,33 @@ time_one() {
   t0=$SECONDS
   if [ "$secs" -eq 0 ]; then
     summary "$name" "SKIP out of time (written in $wsecs s)"
-  elif ! pb_score time "$secs" --model "$m" --perplexity-tokens "$tok" --perplexity-ctx "$tctx" --perplexity-chunks 3 \
-    --kv-cache-dtype f16 --pool "${GPU_POOL:-cuda:0}" --no-cpu-fallback; then
+    rm -f "$m"
+    return
+  fi
+  # A run stopped by its timeout still writes the windows it finished.
+  pb_score time "$secs" --model "$m" --perplexity-tokens "$tok" --perplexity-ctx "$tctx" --perplexity-chunks 3 \
+    --kv-cache-dtype f16 --pool "${GPU_POOL:-cuda:0}" --no-cpu-fallback
+  rc=$? wins=$(sed -n 's/^      "seconds": *\([0-9.eE+-]*\),*$/\1/p' "$log/time.json" 2>/dev/null | sort -g)
+  if [ -z "$wins" ]; then
     fail "$name" "gpu run ($((SECONDS - t0)) s): $(why time)"
   else
-    med=$(sed -n 's/^      "seconds": *\([0-9.eE+-]*\),*$/\1/p' "$log/time.json" | sort -g | awk '{ s[NR] = $1 } END { print s[int((NR + 1) / 2)] }')
+    [ "$rc" -eq 0 ] || stopped="; stopped after $(echo "$wins" | wc -l) of 3 windows: $(why time)"
+    med=$(echo "$wins" | awk '{ s[NR] = $1 } END { print s[int((NR + 1) / 2)] }')
     fl=$(flops "$e" "$hq" "$hkv" "$d" "$f" "$layers" "$tctx" 151936)
     flfull=$(flops "$e" "$hq" "$hkv" "$d" "$f" "$full" "$tctx" 151936)
     summary "$name" "TIME $(awk -v c="$tctx" -v s="$med" -v t="$torch" -v fl="$fl" -v ff="$flfull" -v peak="${PEAK_TFLOPS:-989}" \
       -v l="$layers" -v full="$full" -v typ="$typ" -v shape="$shape" -v ws="$wsecs" -v rs=$((SECONDS - t0)) 'BEGIN {
       if (s <= 0) { print "no window timed"; exit }
       pb = c / s; pct = 100 * fl / s / (peak * 1e12)
-      line = sprintf("plexbench %.0f tok/s", pb)
-      if (t > 0) line = line sprintf(", PyTorch eager bf16 %.0f tok/s, %.2fx", t, pb / t)
-      line = line sprintf(", %.1f%% of the bf16 roofline (%.0f TFLOP/s)", pct, fl / s / 1e12)
-      if (l != full) line = line sprintf("; %d of %d layers, ~%.0f tok/s at %d by FLOPs", l, full, pb * fl / ff, full)
+      line = sprintf("plexbench %s tok/s", num(pb))
+      if (t > 0) line = line sprintf(", PyTorch eager bf16 %s tok/s, %.2fx", num(t), pb / t)
+      line = line sprintf(", %.3g%% of the bf16 roofline (%.3g TFLOP/s)", pct, fl / s / 1e12)
+      if (l != full) line = line sprintf("; %d of %d layers, ~%s tok/s at %d by FLOPs", l, full, num(pb * fl / ff), full)
       line = line sprintf("; ctx %d, written in %d s, scored in %d s", c, ws, rs)
       if (typ == "f16" && t > 0) line = line sprintf("; target >= 1.0x PyTorch %s", pb >= t ? "met" : "not met")
       if (shape == "qwen3-8b") line = line sprintf("; target >= 50%% of the roofline %s", pct >= 50 ? "met" : "not met")
-      print line }')"
+      print line }
+      function num(x) { return x >= 100 ? sprintf("%.0f", x) : sprintf("%.3g", x) }')${stopped}"
   fi
   rm -f "$m"
 }
