@@ -61,9 +61,9 @@
 # GPU_CHECK_8B_LAYERS (36: the 8B F16 file is 16.4 GB, ~20 s to write at
 # 1 GB/s; fewer layers are timed as they are and said so, with the ratio
 # and the roofline share, which hardly depend on depth, and a tok/s scaled
-# to 36 layers by FLOPs), GPU_CHECK_TMP (where the timed models are
-# written; default the system's temporary folder; a file that would not
-# fit there is skipped), GPU_CHECK_TORCH_DEVICE (cuda), PEAK_TFLOPS (989).
+# to 36 layers by FLOPs), GPU_CHECK_TMP (folders where the timed models
+# may be written, the first with room taken; default /dev/shm, then the
+# system's temporary folder; a file that fits in none is skipped), GPU_CHECK_TORCH_DEVICE (cuda), PEAK_TFLOPS (989).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=bin/gpu-check
@@ -370,7 +370,7 @@ timings() {
     summary time "SKIP no qwen3-vocab.gguf"
     return
   fi
-  tdir=$(mktemp -d "${GPU_CHECK_TMP:-${TMPDIR:-/tmp}}/gpu-check-time.XXXXXX")
+  tdir=$(mktemp -d)
   # Three windows of token ids spread over the vocabulary: the median
   # window is timed (the first may hold one-time work).
   tok=$tdir/tokens.json
@@ -418,17 +418,23 @@ time_one() {
   local shape=$1 typ=$2 layers=$3 full=$4 tdir=$5 tok=$6 tctx=$7 vocab=$8 torch=$9
   shift 9
   local e=$1 hq=$2 hkv=$3 d=$4 f=$5 name="time:$shape/$typ" m secs t0 wsecs med fl flfull bpw need avail rc wins stopped=""
-  m=$tdir/$shape-$typ.gguf
   # The file's size: weights × bytes per weight (Q4_K_M ~4.9 bits), the
   # 8B with its own output matrix.
   case $typ in f16) bpw=2 ;; q8_0) bpw=1.0625 ;; *) bpw=0.61 ;; esac
   need=$(awk -v e="$e" -v hq="$hq" -v hkv="$hkv" -v d="$d" -v f="$f" -v l="$layers" -v b="$bpw" -v o="$([ "$shape" = qwen3-8b ] && echo 2 || echo 1)" \
     'BEGIN { printf "%d\n", b * (l * (e * (2 * hq * d + 2 * hkv * d) + 3 * e * f) + o * 151936 * e) / 1048576 }')
-  avail=$(df -Pm "$tdir" | awk 'NR == 2 { print $4 }')
-  if [ "${avail:-0}" -lt $((need + 2048)) ]; then
-    summary "$name" "SKIP the file needs $need MiB, $avail MiB free in $tdir (GPU_CHECK_TMP, or fewer layers)"
+  # The first folder with room: /dev/shm is memory, where the file costs
+  # no disk write (benchmodel syncs it) and the load reads no disk.
+  for m in ${GPU_CHECK_TMP:-/dev/shm $tdir}; do
+    avail=$(df -Pm "$m" 2>/dev/null | awk 'NR == 2 { print $4 }')
+    [ -w "$m" ] && [ "${avail:-0}" -ge $((need + 2048)) ] && break
+    avail=""
+  done
+  if [ -z "$avail" ]; then
+    summary "$name" "SKIP the file needs $need MiB + 2 GiB, not free in ${GPU_CHECK_TMP:-/dev/shm or $tdir} (GPU_CHECK_TMP, or fewer layers)"
     return
   fi
+  m=$m/gpu-check-$$-$shape-$typ.gguf
   secs=$(limit 240)
   if [ "$secs" -eq 0 ]; then
     summary "$name" "SKIP out of time"
@@ -437,7 +443,7 @@ time_one() {
   t0=$SECONDS
   if ! timeout "$secs" "$out/benchmodel" -arch "$shape" -type "$typ" -layers "$layers" -vocab "$vocab" -o "$m" 2>"$log/bm.err"; then
     fail "$name" "benchmodel ($need MiB, $((SECONDS - t0)) s): $(head -1 "$log/bm.err")"
-    rm -f "$m"
+    rm -f "$m" "${m%/*}/.${m##*/}".tmp* # a killed writer leaves its temporary file
     return
   fi
   wsecs=$((SECONDS - t0))
@@ -451,7 +457,9 @@ time_one() {
   # A run stopped by its timeout still writes the windows it finished.
   pb_score time "$secs" --model "$m" --perplexity-tokens "$tok" --perplexity-ctx "$tctx" --perplexity-chunks 3 \
     --kv-cache-dtype f16 --pool "${GPU_POOL:-cuda:0}" --no-cpu-fallback
-  rc=$? wins=$(sed -n 's/^      "seconds": *\([0-9.eE+-]*\),*$/\1/p' "$log/time.json" 2>/dev/null | sort -g)
+  rc=$?
+  rm -f "$m"
+  wins=$(sed -n 's/^      "seconds": *\([0-9.eE+-]*\),*$/\1/p' "$log/time.json" 2>/dev/null | sort -g)
   if [ -z "$wins" ]; then
     fail "$name" "gpu run ($((SECONDS - t0)) s): $(why time)"
   else
@@ -460,14 +468,14 @@ time_one() {
     fl=$(flops "$e" "$hq" "$hkv" "$d" "$f" "$layers" "$tctx" 151936)
     flfull=$(flops "$e" "$hq" "$hkv" "$d" "$f" "$full" "$tctx" 151936)
     summary "$name" "TIME $(awk -v c="$tctx" -v s="$med" -v t="$torch" -v fl="$fl" -v ff="$flfull" -v peak="${PEAK_TFLOPS:-989}" \
-      -v l="$layers" -v full="$full" -v typ="$typ" -v shape="$shape" -v ws="$wsecs" -v rs=$((SECONDS - t0)) 'BEGIN {
+      -v l="$layers" -v full="$full" -v typ="$typ" -v shape="$shape" -v ws="$wsecs" -v wdir="${m%/*}" -v rs=$((SECONDS - t0)) 'BEGIN {
       if (s <= 0) { print "no window timed"; exit }
       pb = c / s; pct = 100 * fl / s / (peak * 1e12)
       line = sprintf("plexbench %s tok/s", num(pb))
       if (t > 0) line = line sprintf(", PyTorch eager bf16 %s tok/s, %.2fx", num(t), pb / t)
       line = line sprintf(", %.3g%% of the bf16 roofline (%.3g TFLOP/s)", pct, fl / s / 1e12)
       if (l != full) line = line sprintf("; %d of %d layers, ~%s tok/s at %d by FLOPs", l, full, num(pb * fl / ff), full)
-      line = line sprintf("; ctx %d, written in %d s, scored in %d s", c, ws, rs)
+      line = line sprintf("; ctx %d, written in %d s to %s, scored in %d s", c, ws, wdir, rs)
       if (typ == "f16" && t > 0) line = line sprintf("; target >= 1.0x PyTorch %s", pb >= t ? "met" : "not met")
       if (shape == "qwen3-8b") line = line sprintf("; target >= 50%% of the roofline %s", pct >= 50 ? "met" : "not met")
       print line }
