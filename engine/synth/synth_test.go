@@ -123,3 +123,103 @@ func TestRealVocab(t *testing.T) {
 		t.Errorf("tokens %v, want %v", got, w)
 	}
 }
+
+// TestShape8B writes one Qwen3-8B-shaped layer in the untied Q4_K_M mix
+// (a 64-token vocabulary keeps the file ~100 MB; a whole 8B model is the
+// device check's to write) and checks its header: the keys and every
+// matrix's dims and type.
+func TestShape8B(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes ~100 MB")
+	}
+	s, err := synth.ShapeOf("qwen3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const vocab = 64
+	path := filepath.Join(t.TempDir(), "8b.gguf")
+	types := synth.Q4KMOf(s.Layers, true)
+	if err := synth.Write(path, synth.Config{Shape: s, Layers: 1, Types: types, Vocab: synth.PlaceholderVocab(vocab)}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for key, want := range map[string]uint64{"qwen3.embedding_length": 4096, "qwen3.block_count": 1, "qwen3.feed_forward_length": 12288,
+		"qwen3.attention.head_count": 32, "qwen3.attention.head_count_kv": 8, "qwen3.attention.key_length": 128,
+		"qwen3.attention.value_length": 128} {
+		if got, ok := f.Uint(key); !ok || got != want {
+			t.Errorf("%s = %d (%v), want %d", key, got, ok, want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		dims []int64
+		typ  kernels.Type
+	}{
+		{"token_embd.weight", []int64{4096, vocab}, kernels.Q4_K},
+		{"output.weight", []int64{4096, vocab}, kernels.Q6_K},
+		{"blk.0.attn_q.weight", []int64{4096, 4096}, kernels.Q4_K},
+		{"blk.0.attn_k.weight", []int64{4096, 1024}, kernels.Q4_K},
+		{"blk.0.attn_v.weight", []int64{4096, 1024}, kernels.Q6_K}, // use_more_bits(0, 36)
+		{"blk.0.attn_output.weight", []int64{4096, 4096}, kernels.Q4_K},
+		{"blk.0.attn_q_norm.weight", []int64{128}, kernels.F32},
+		{"blk.0.ffn_gate.weight", []int64{4096, 12288}, kernels.Q4_K},
+		{"blk.0.ffn_up.weight", []int64{4096, 12288}, kernels.Q4_K},
+		{"blk.0.ffn_down.weight", []int64{12288, 4096}, kernels.Q6_K},
+	} {
+		ti, ok := f.Tensor(c.name)
+		if !ok {
+			t.Errorf("no %s", c.name)
+			continue
+		}
+		if !slices.Equal(ti.Dims, c.dims) || ti.Type != c.typ {
+			t.Errorf("%s: %v %v, want %v %v", c.name, ti.Type, ti.Dims, c.typ, c.dims)
+		}
+	}
+	if got, want := len(f.Tensors), 3+11; got != want {
+		t.Errorf("%d tensors, want %d", got, want)
+	}
+}
+
+// TestTinyShapes writes each tiny dense shape in F32 and Q8_0, checks the
+// tensors its architecture has (qwen2's biases, qwen3's q/k norms) and
+// runs a prefill through engine.Load's model.
+func TestTinyShapes(t *testing.T) {
+	for _, name := range []string{"llama-tiny", "qwen2-tiny", "qwen3-tiny"} {
+		s, err := synth.ShapeOf(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, typ := range []kernels.Type{kernels.F32, kernels.Q8_0} {
+			path := filepath.Join(t.TempDir(), name+".gguf")
+			if err := synth.Write(path, synth.Config{Shape: s, Layers: s.Layers, Types: synth.AllOf(typ), Vocab: synth.PlaceholderVocab(64)}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, bias := f.Tensor("blk.1.attn_k.bias")
+			_, qnorm := f.Tensor("blk.1.attn_q_norm.weight")
+			ti, _ := f.Tensor("blk.0.ffn_down.weight")
+			if f.Architecture() != s.Arch || bias != (s.Arch == "qwen2") || qnorm != (s.Arch == "qwen3") ||
+				ti == nil || ti.Type != typ || !slices.Equal(ti.Dims, []int64{160, 64}) {
+				t.Errorf("%s %v: arch %q, bias %v, q norm %v, ffn_down %+v", name, typ, f.Architecture(), bias, qnorm, ti)
+			}
+			f.Close()
+			m, err := engine.Load(path, engine.Options{KVType: kernels.F32, KVLen: 16, Threads: 1})
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, typ, err)
+			}
+			rows := 0
+			err = m.Prefill(t.Context(), []int32{1, 5, 9, 3, 60, 7}, 0, func(_ int, _ []float32, n int) error { rows += n; return nil })
+			m.Close()
+			if err != nil || rows != 6 {
+				t.Errorf("%s %v: prefill: %v, %d rows", name, typ, err, rows)
+			}
+		}
+	}
+}
