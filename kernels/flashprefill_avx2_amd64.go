@@ -43,6 +43,23 @@ func fpExpSum(s []float64, mx float64) float64 {
 	return sum
 }
 
+// fpMax is mx = max(mx, x) for each x of s, the builtin's result (NaN if
+// any is NaN, +0 above −0) without its chain of dependent selections:
+// the largest value seldom changes, so the branches predict.
+func fpMax(mx float64, s []float64) float64 {
+	for _, x := range s {
+		switch {
+		case x > mx:
+			mx = x
+		case x == mx: // +0 if either zero is +0; equal nonzero values have equal bits
+			mx = math.Float64frombits(math.Float64bits(mx) & math.Float64bits(x))
+		case x != x:
+			return x
+		}
+	}
+	return mx
+}
+
 // fpWiden writes the n rows of d float32s in src to dst as float64 rows of
 // dp ≥ d (a multiple of 8), zero-padded, plus zero rows up to n rounded up
 // to even: the layout fpDotTileAVX2 reads. A zero pad adds +0 products to
@@ -85,9 +102,7 @@ func (f FlashPrefill) blockScoresAVX2(a []float64, q []float32, pooled []float32
 		sc.k64 = fpWiden(sc.k64, pooled, qb, d, dp)
 		fpDotTileAVX2(&sc.s[0], &sc.q64[0], &sc.k64[0], dp, ns, nkp, ns, tau)
 		for kb := range qb {
-			for _, x := range sc.s[kb*ns : kb*ns+nq] {
-				mx = max(mx, x)
-			}
+			mx = fpMax(mx, sc.s[kb*ns:kb*ns+nq])
 		}
 	}
 	diag := sc.s[nkp*ns : nkp*ns+nq]

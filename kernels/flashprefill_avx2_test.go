@@ -213,3 +213,27 @@ func BenchmarkFlashPrefillBlockScores(b *testing.B) {
 		})
 	}
 }
+
+func TestFlashPrefillMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	pick := []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), 2.5, -3, 1e-310}
+	for n := range 40 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = pick[rng.IntN(len(pick))]
+		}
+		want := math.Inf(-1)
+		for _, x := range s {
+			want = max(want, x)
+		}
+		if got := fpMax(math.Inf(-1), s); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%v: fpMax %v, max %v", s, got, want)
+		}
+		if n > 0 {
+			s[rng.IntN(n)] = math.NaN()
+			if got := fpMax(math.Inf(-1), s); !math.IsNaN(got) {
+				t.Fatalf("%v: fpMax %v, want NaN", s, got)
+			}
+		}
+	}
+}
