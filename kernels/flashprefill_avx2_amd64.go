@@ -18,6 +18,9 @@ func fpDotTileAVX2(s, q, k *float64, dp, nq, nk, ns int, tau float64)
 func fpWidenAVX2(dst *float64, src *float32, n int)
 
 //go:noescape
+func fpMaxKeyAVX2(s *float64, n int) (key int64, nan bool)
+
+//go:noescape
 func fpExpSumAVX2(s *float64, n int, mx float64) float64
 
 // fpDot is FlashPrefillDot.
@@ -41,6 +44,20 @@ func fpExpSum(s []float64, mx float64) float64 {
 		sum += FlashPrefillExp(x - mx)
 	}
 	return sum
+}
+
+// fpMaxRun is fpMax, four lanes at a time.
+func fpMaxRun(mx float64, s []float64) float64 {
+	n := len(s) &^ 3
+	if n > 0 {
+		key, nan := fpMaxKeyAVX2(&s[0], n)
+		if nan {
+			return math.NaN()
+		}
+		// The key map is its own inverse.
+		mx = max(mx, math.Float64frombits(uint64(key^(key>>63&math.MaxInt64))))
+	}
+	return fpMax(mx, s[n:])
 }
 
 // fpMax is mx = max(mx, x) for each x of s, the builtin's result (NaN if
@@ -101,8 +118,12 @@ func (f FlashPrefill) blockScoresAVX2(a []float64, q []float32, pooled []float32
 		sc.q64 = fpWiden(sc.q64, q, nq, d, dp)
 		sc.k64 = fpWiden(sc.k64, pooled, qb, d, dp)
 		fpDotTileAVX2(&sc.s[0], &sc.q64[0], &sc.k64[0], dp, ns, nkp, ns, tau)
-		for kb := range qb {
-			mx = fpMax(mx, sc.s[kb*ns:kb*ns+nq])
+		if ns == nq { // no padding entries: the rows are one run
+			mx = fpMaxRun(mx, sc.s[:qb*ns])
+		} else {
+			for kb := range qb {
+				mx = fpMaxRun(mx, sc.s[kb*ns:kb*ns+nq])
+			}
 		}
 	}
 	diag := sc.s[nkp*ns : nkp*ns+nq]

@@ -336,3 +336,50 @@ expdone:
 	VMOVSD X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func fpMaxKeyAVX2(s *float64, n int) (key int64, nan bool)
+//
+// The largest of s[i], i < n (n a multiple of 4, ≥ 4), as an int64 key
+// that orders like the builtin max (−0 below +0): the bits, with the
+// magnitude bits flipped where the sign is set. nan reports a NaN.
+TEXT ·fpMaxKeyAVX2(SB), NOSPLIT, $0-25
+	MOVQ s+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $2, CX
+	VPXOR Y0, Y0, Y0
+	VPCMPEQQ Y1, Y1, Y1
+	VPSRLQ $1, Y1, Y1 // 0x7fff…
+	VPCMPEQQ Y2, Y2, Y2
+	VPSLLQ $63, Y2, Y2 // the least key: −NaN's, below every number's
+	VPXOR Y3, Y3, Y3   // NaN lanes
+
+max4:
+	VMOVUPD (SI), Y4
+	VCMPPD  $3, Y4, Y4, Y5 // unordered: NaN
+	VPOR    Y5, Y3, Y3
+	VPCMPGTQ Y4, Y0, Y5 // sign set
+	VPAND   Y1, Y5, Y5
+	VPXOR   Y4, Y5, Y4 // key
+	VPCMPGTQ Y2, Y4, Y5
+	VBLENDVPD Y5, Y4, Y2, Y2
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  max4
+
+	VMOVMSKPD Y3, AX
+	TESTQ AX, AX
+	SETNE nan+24(FP)
+	VEXTRACTF128 $1, Y2, X4
+	VMOVQ X2, AX
+	VPEXTRQ $1, X2, BX
+	VMOVQ X4, CX
+	VPEXTRQ $1, X4, DX
+	CMPQ BX, AX
+	CMOVQGT BX, AX
+	CMPQ CX, AX
+	CMOVQGT CX, AX
+	CMPQ DX, AX
+	CMOVQGT DX, AX
+	MOVQ AX, key+16(FP)
+	VZEROUPPER
+	RET

@@ -18,3 +18,12 @@ func fpExpSum(s []float64, mx float64) float64 {
 	}
 	return sum
 }
+
+func fpMax(mx float64, s []float64) float64 {
+	for _, x := range s {
+		mx = max(mx, x)
+	}
+	return mx
+}
+
+func fpMaxRun(mx float64, s []float64) float64 { return fpMax(mx, s) }

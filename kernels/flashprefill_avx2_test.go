@@ -216,8 +216,10 @@ func BenchmarkFlashPrefillBlockScores(b *testing.B) {
 
 func TestFlashPrefillMax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
+	fast := CPU().HasAVX2()
 	pick := []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), 2.5, -3, 1e-310}
-	for n := range 40 {
+	for n := range 400 {
+		n %= 40
 		s := make([]float64, n)
 		for i := range s {
 			s[i] = pick[rng.IntN(len(pick))]
@@ -229,10 +231,18 @@ func TestFlashPrefillMax(t *testing.T) {
 		if got := fpMax(math.Inf(-1), s); math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("%v: fpMax %v, max %v", s, got, want)
 		}
+		if fast {
+			if got := fpMaxRun(math.Inf(-1), s); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%v: fpMaxRun %v, max %v", s, got, want)
+			}
+		}
 		if n > 0 {
 			s[rng.IntN(n)] = math.NaN()
 			if got := fpMax(math.Inf(-1), s); !math.IsNaN(got) {
 				t.Fatalf("%v: fpMax %v, want NaN", s, got)
+			}
+			if got := fpMaxRun(math.Inf(-1), s); fast && !math.IsNaN(got) {
+				t.Fatalf("%v: fpMaxRun %v, want NaN", s, got)
 			}
 		}
 	}
