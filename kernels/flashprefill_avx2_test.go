@@ -131,17 +131,20 @@ func TestFlashPrefillBlockScoresAVX2(t *testing.T) {
 	fast := CPU().HasAVX2()
 	guard := math.Float64frombits(0x7ff4dead0000beef)
 	for _, sh := range fpScoreShapes {
-		for kind := range fpKinds + 1 {
+		for kind := range fpKinds + 2 {
 			f := DefaultFlashPrefill(0.12)
 			f.BlockSize, f.MinBudget = sh.b, kind%3
 			m := f.Blocks(sh.L)
 			pooled := make([]float32, m*sh.d)
 			scale := float32(1)
-			if kind == fpKinds { // many equal scores: ties in the selection
+			if kind == fpKinds { // many equal scores (zero keys): ties in the selection
 				scale = 0
 			}
 			for i := range pooled {
 				pooled[i] = fpValue(rng, kind%fpKinds) * scale
+				if kind == fpKinds+1 && rng.IntN(50) == 0 { // infinities: +Inf and NaN scores
+					pooled[i] = float32(math.Inf(1 - 2*rng.IntN(2)))
+				}
 			}
 			var scGo, scFast, scSel FlashPrefillScratch
 			aGo, aFast := make([]float64, m+2), make([]float64, m+2)
