@@ -8,18 +8,35 @@ package kernels
 
 import "math"
 
+// fpDotAVX2 is FlashPrefillDot of the n floats at x and y.
+//
 //go:noescape
 func fpDotAVX2(x, y *float32, n int) float64
 
+// fpDotTileAVX2 sets s[kb·ns + i] = float64(FlashPrefillDot(q_i, k_kb)·tau)
+// for i < nq, kb < nk, with q (nq, dp) and k (nk, dp) the float32 rows
+// widened and zero-padded to dp, a multiple of 8 (fpWiden); nq and nk
+// even and at least 2.
+//
 //go:noescape
 func fpDotTileAVX2(s, q, k *float64, dp, nq, nk, ns int, tau float64)
 
+// fpWidenAVX2 sets dst[i] = float64(src[i]) for i < n, a multiple of 8.
+//
 //go:noescape
 func fpWidenAVX2(dst *float64, src *float32, n int)
 
+// fpMaxKeyAVX2 is the largest of the n values at s (n a multiple of 4, at
+// least 4) as an int64 key ordered like the builtin max, −0 below +0
+// (the bits, the magnitude flipped where the sign is set: its own
+// inverse), and whether any is NaN.
+//
 //go:noescape
 func fpMaxKeyAVX2(s *float64, n int) (key int64, nan bool)
 
+// fpExpSumAVX2 is sum := 0; sum += FlashPrefillExp(s[i] − mx) for i < n,
+// a multiple of 4.
+//
 //go:noescape
 func fpExpSumAVX2(s *float64, n int, mx float64) float64
 
