@@ -144,7 +144,9 @@ func (f FlashPrefill) Pool(typ Type, keys []byte, rb, n, d int, pooled, row []fl
 
 // FlashPrefillScratch is one worker's scratch for FlashPrefill.Select, grown on use.
 type FlashPrefillScratch struct {
-	s     []float64 // (qb+1, nq) scores s(q, kb)
+	s     []float64 // (qb+1, nq) scores s(q, kb); the AVX2 kernel's rows are nq rounded up to even
+	q64   []float64 // the AVX2 kernel's float64 queries (nq rounded up to even, d rounded up to 8)
+	k64   []float64 // … and off-diagonal pooled keys (qb rounded up to even, d rounded up to 8)
 	a     []float64 // (qb+1) A(qb, kb)
 	order []int32
 }
@@ -181,7 +183,21 @@ func (f FlashPrefill) Select(sel []bool, q []float32, pooled []float32, d, L, qb
 // multiply-add can change a result (FlashPrefillDot's products are exact;
 // the exp's are explicit FMAs) and there is no library call, so no
 // compiler or libm makes another choice.
+//
+// With AVX2 and FMA (CPU(), so PLEXBENCH_CPU masks it) it runs the
+// assembly kernel (flashprefill_avx2_amd64.s), else blockScoresGo: the
+// same bits either way.
 func (f FlashPrefill) BlockScores(a []float64, q []float32, pooled []float32, d, L, qb int, sc *FlashPrefillScratch) {
+	if CPU().HasAVX2() {
+		f.blockScoresAVX2(a, q, pooled, d, L, qb, sc)
+		return
+	}
+	f.blockScoresGo(a, q, pooled, d, L, qb, sc)
+}
+
+// blockScoresGo is BlockScores in plain Go: the definition, and the twin
+// of the assembly.
+func (f FlashPrefill) blockScoresGo(a []float64, q []float32, pooled []float32, d, L, qb int, sc *FlashPrefillScratch) {
 	b := f.BlockSize
 	nq := min(b, L-qb*b)
 	nk := qb + 1
