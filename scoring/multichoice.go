@@ -190,6 +190,20 @@ func MultipleChoiceFinal(correct, n int) (acc, unc float64) {
 	return float64(100 * p), unc
 }
 
+// MultipleChoiceChance is the chance accuracy llama-perplexity prints
+// after its final multiple-choice result (its "Random chance"), and its
+// ±, in percent, for n tasks of answers answers in all, in its float
+// arithmetic: p = (float)n/answers, sqrt(p(1−p)/(n−1)) as a float, each
+// times 100 in float. Below two tasks the ± is 0.
+func MultipleChoiceChance(n, answers int) (p, unc float64) {
+	q := float32(n) / float32(answers)
+	if n > 1 {
+		sigma := float32(math.Sqrt(float64(q * (1 - q) / float32(n-1))))
+		unc = float64(100 * sigma)
+	}
+	return float64(100 * q), unc
+}
+
 // RunMultipleChoice scores req on eng as llama-perplexity
 // --multiple-choice does (stopping and failures as RunHellaSwag).
 func RunMultipleChoice(ctx context.Context, eng Engine, req MultipleChoiceRequest) (Report, error) {
@@ -200,7 +214,15 @@ func RunMultipleChoice(ctx context.Context, eng Engine, req MultipleChoiceReques
 	rep, results, err := runChoice(ctx, eng, multipleChoiceMode, req.ChoiceOptions, order,
 		func(r *choiceRunner, idx int) (choiceTask, error) { return r.multipleChoiceTask(idx, &req.Tasks[idx]) })
 	if rep.Object != "" {
-		rep.MultipleChoice = choiceReport(len(req.Tasks), req.FileSHA256, results, MultipleChoiceFinal)
+		mc := choiceReport(len(req.Tasks), req.FileSHA256, results, MultipleChoiceFinal)
+		answers := 0
+		for _, res := range results {
+			answers += len(res.Scores)
+		}
+		if answers > 0 {
+			mc.RandomChance, mc.RandomChanceUncertainty = MultipleChoiceChance(len(results), answers)
+		}
+		rep.MultipleChoice = mc
 	}
 	return rep, err
 }

@@ -187,7 +187,8 @@ func TestChoiceOrderMatchesLibstdcxx(t *testing.T) {
 
 // finalProgram prints, for each "correct n" pair, llama-perplexity's
 // final Winogrande line's figures and its multiple-choice result's, with
-// their expressions and types.
+// their expressions and types, then its multiple-choice random chance of
+// correct tasks of n answers in all (from two tasks).
 const finalProgram = `#include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -202,6 +203,16 @@ int main(int argc, char **argv) {
         {
             float p = 1.f*n_correct/n_done;
             float sigma = sqrt(p*(1-p)/(n_done-1));
+            printf("%.4f +/- %.4f ", 100.f*p, 100.f*sigma);
+        }
+        if (n_correct < 2) {
+            printf("-\n");
+            continue;
+        }
+        {
+            int n_done = n_correct, n_tot_answers = atoi(argv[a+1]);
+            float p = 1.f*n_done/n_tot_answers;
+            float sigma = sqrt(p*(1-p)/(n_done-1));
             printf("%.4f +/- %.4f\n", 100.f*p, 100.f*sigma);
         }
     }
@@ -209,9 +220,9 @@ int main(int argc, char **argv) {
 }
 `
 
-// TestChoiceFinalMatchesCxx: the final figures print as llama-perplexity
-// prints them, digit for digit, over every count of right tasks of a few
-// task counts.
+// TestChoiceFinalMatchesCxx: the final figures (and the multiple-choice
+// random chance) print as llama-perplexity prints them, digit for digit,
+// over every count of right tasks of a few task counts.
 func TestChoiceFinalMatchesCxx(t *testing.T) {
 	var args []string
 	var cases [][2]int
@@ -228,7 +239,12 @@ func TestChoiceFinalMatchesCxx(t *testing.T) {
 	for i, c := range cases {
 		wa, wu := WinograndeFinal(c[0], c[1])
 		ma, mu := MultipleChoiceFinal(c[0], c[1])
-		if got := fmt.Sprintf("%.4f +/- %.4f %.4f +/- %.4f", wa, wu, ma, mu); got != lines[i] {
+		chance := "-"
+		if c[0] >= 2 {
+			ca, cu := MultipleChoiceChance(c[0], c[1])
+			chance = fmt.Sprintf("%.4f +/- %.4f", ca, cu)
+		}
+		if got := fmt.Sprintf("%.4f +/- %.4f %.4f +/- %.4f %s", wa, wu, ma, mu, chance); got != lines[i] {
 			t.Errorf("%d of %d: plexbench %q, C++ %q", c[0], c[1], got, lines[i])
 		}
 	}

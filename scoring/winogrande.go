@@ -36,6 +36,11 @@ type ChoiceReport struct {
 	Tasks          int     `json:"tasks"` // tasks scored
 	Accuracy       float64 `json:"accuracy"`
 	Uncertainty    float64 `json:"uncertainty"`
+	// RandomChance and its ± are a multiple-choice run's chance accuracy
+	// (MultipleChoiceChance), llama-perplexity's last line; Winogrande has
+	// none.
+	RandomChance            float64 `json:"random_chance,omitempty"`
+	RandomChanceUncertainty float64 `json:"random_chance_uncertainty,omitempty"`
 	// Results are the tasks in the order scored.
 	Results []ChoiceResult `json:"results"`
 }

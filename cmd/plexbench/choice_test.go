@@ -8,9 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -57,35 +55,64 @@ func winograndeFile(t *testing.T, n int) string {
 }
 
 // multipleChoiceFile writes n tasks in llama.cpp's binary multiple-choice
-// format made from TinyStories sentences: a sentence as the question, the
-// sentence after it as the correct answer among 2..5 at a seeded index.
+// format made from TinyStories sentences (multipleChoiceTasks).
 func multipleChoiceFile(t *testing.T, n int) string {
+	t.Helper()
+	return writeMultipleChoice(t, multipleChoiceTasks(t, n), -1)
+}
+
+// multipleChoiceTasks are n tasks made from TinyStories sentences: a
+// sentence as the question, the sentence after it as the correct answer
+// among 2..5 at a seeded index.
+func multipleChoiceTasks(t *testing.T, n int) []scoring.MultipleChoiceTask {
 	t.Helper()
 	sentences := tinySentences(t)
 	r := rand.New(rand.NewPCG(25, 3))
+	tasks := make([]scoring.MultipleChoiceTask, n)
+	for i := range tasks {
+		q, k := r.IntN(len(sentences)-1), 2+r.IntN(4)
+		tk := scoring.MultipleChoiceTask{Question: sentences[q], Answers: make([]string, k), Gold: r.IntN(k)}
+		for a := range k {
+			if a == tk.Gold {
+				tk.Answers[a] = sentences[q+1]
+			} else {
+				tk.Answers[a] = sentences[r.IntN(len(sentences))]
+			}
+		}
+		tasks[i] = tk
+	}
+	return tasks
+}
+
+// writeMultipleChoice writes tasks in llama.cpp's binary multiple-choice
+// format, each with an empty mc2. A label of 0 or more marks that answer
+// correct in every task instead of the task's own (none in a task with
+// fewer answers); the file's offsets are the same either way.
+func writeMultipleChoice(t *testing.T, tasks []scoring.MultipleChoiceTask, label int) string {
+	t.Helper()
 	var body bytes.Buffer
 	le := func(w *bytes.Buffer, v any) { binary.Write(w, binary.LittleEndian, v) }
 	str := func(s string) { le(&body, uint32(len(s))); body.WriteString(s) }
-	offsets := make([]uint32, n)
-	for i := range offsets {
-		offsets[i] = uint32(4 + 4*n + body.Len())
-		q, k := r.IntN(len(sentences)-1), 2+r.IntN(4)
-		gold, labels := r.IntN(k), make([]int32, k)
-		labels[gold] = 1
-		str(sentences[q])
-		le(&body, uint32(k))
-		for a := range k {
-			if a == gold {
-				str(sentences[q+1])
-			} else {
-				str(sentences[r.IntN(len(sentences))])
-			}
+	offsets := make([]uint32, len(tasks))
+	for i, tk := range tasks {
+		offsets[i] = uint32(4 + 4*len(tasks) + body.Len())
+		str(tk.Question)
+		le(&body, uint32(len(tk.Answers)))
+		for _, a := range tk.Answers {
+			str(a)
+		}
+		labels, right := make([]int32, len(tk.Answers)), tk.Gold
+		if label >= 0 {
+			right = label
+		}
+		if right < len(labels) {
+			labels[right] = 1
 		}
 		le(&body, labels)
 		le(&body, uint32(0)) // an empty mc2
 	}
 	var out bytes.Buffer
-	le(&out, uint32(n))
+	le(&out, uint32(len(tasks)))
 	le(&out, offsets)
 	out.Write(body.Bytes())
 	return writeTemp(t, "mc.bin", out.Bytes())
@@ -278,6 +305,13 @@ func TestScoreMultipleChoice(t *testing.T) {
 		if acc, unc := scoring.MultipleChoiceFinal(correct, len(order)); mc.Accuracy != acc || mc.Uncertainty != unc {
 			t.Errorf("count %d: final %v ± %v, brute %v ± %v", count, mc.Accuracy, mc.Uncertainty, acc, unc)
 		}
+		answers := 0
+		for _, i := range order {
+			answers += len(tasks[i].Answers)
+		}
+		if p, unc := scoring.MultipleChoiceChance(len(order), answers); mc.RandomChance != p || mc.RandomChanceUncertainty != unc {
+			t.Errorf("count %d: random chance %v ± %v, want %v ± %v", count, mc.RandomChance, mc.RandomChanceUncertainty, p, unc)
+		}
 	}
 }
 
@@ -443,52 +477,5 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 				t.Errorf("ab of other tasks: exit %d, stderr %q", code, stderr)
 			}
 		}
-	}
-}
-
-// TestChoiceMatchesLlamaPerplexity compares, task by task, the running
-// accuracy and choice llama-perplexity --winogrande and --multiple-choice
-// print with ours on the same files, tasks and model, and their final
-// lines digit for digit. It skips without a llama-perplexity binary.
-func TestChoiceMatchesLlamaPerplexity(t *testing.T) {
-	bin := llamaPerplexity(t)
-	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	wg, mc := winograndeFile(t, 150), multipleChoiceFile(t, 150)
-	run := func(args ...string) string {
-		out, err := exec.Command(bin, append([]string{"-m", model, "-c", "512"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("llama-perplexity %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	out := run("-f", wg, "--winogrande", "--winogrande-tasks", "120")
-	lines := regexp.MustCompile(`(?m)^(\d+)\t(\S+)\t.*  ([12])  [12]$`).FindAllStringSubmatch(out, -1)
-	w := scoreChoice(t, "--model", model, "--winogrande", wg, "--winogrande-tasks", "120").Winogrande
-	correct := 0
-	for i, res := range w.Results {
-		if res.Chosen == res.Gold {
-			correct++
-		}
-		if i >= len(lines) || lines[i][2] != fmt.Sprintf("%.4f", 100.0*float64(correct)/float64(i+1)) || lines[i][3] != fmt.Sprint(res.Chosen+1) {
-			t.Fatalf("task %d (file task %d, scores %v): llama-perplexity printed %q\n%s", i+1, res.Task, res.Scores, lines[min(i, len(lines)-1)], out)
-		}
-	}
-	if want := fmt.Sprintf("Final Winogrande score(120 tasks): %.4f +/- %.4f", w.Accuracy, w.Uncertainty); !strings.Contains(out, want) {
-		t.Errorf("llama-perplexity's final line is not %q:\n%s", want, out)
-	}
-	out = run("-bf", mc, "--multiple-choice", "--multiple-choice-tasks", "110", "-np", "8")
-	m := scoreChoice(t, "--model", model, "--multiple-choice", mc, "--multiple-choice-tasks", "110").MultipleChoice
-	running := regexp.MustCompile(`(?m)^\d+\t(\d+\.\d{8})$`).FindAllStringSubmatch(out, -1)
-	correct = 0
-	for i, res := range m.Results {
-		if res.Chosen == res.Gold {
-			correct++
-		}
-		if i >= len(running) || running[i][1] != fmt.Sprintf("%.8f", 100.0*float64(correct)/float64(i+1)) {
-			t.Fatalf("task %d (file task %d): llama-perplexity printed %v\n%s", i+1, res.Task, running[min(i, len(running)-1)], out)
-		}
-	}
-	if want := fmt.Sprintf("Final result: %.4f +/- %.4f", m.Accuracy, m.Uncertainty); !strings.Contains(out, want) {
-		t.Errorf("llama-perplexity's final line is not %q:\n%s", want, out)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,30 +19,47 @@ import (
 	"plexbench/scoring/workbench"
 )
 
-// hellaswagFile writes n HellaSwag tasks made from TinyStories sentences:
-// a sentence as context, the sentence after it as the gold ending at a
-// seeded random index, three sentences from elsewhere as the others.
+// hellaswagFile writes n HellaSwag tasks made from TinyStories sentences
+// (hellaswagTasks).
 func hellaswagFile(t *testing.T, n int) string {
+	t.Helper()
+	return writeHellaSwag(t, hellaswagTasks(t, n), -1)
+}
+
+// hellaswagTasks are n HellaSwag tasks made from TinyStories sentences: a
+// sentence as context, the sentence after it as the gold ending at a
+// seeded random index, three sentences from elsewhere as the others.
+func hellaswagTasks(t *testing.T, n int) []scoring.HellaSwagTask {
 	t.Helper()
 	sentences := tinySentences(t)
 	r := rand.New(rand.NewPCG(25, 1))
-	var b strings.Builder
-	for range n {
+	tasks := make([]scoring.HellaSwagTask, n)
+	for i := range tasks {
 		k, gold := r.IntN(len(sentences)-1), r.IntN(4)
-		fmt.Fprintf(&b, "%s\n%d\n", sentences[k], gold)
+		tasks[i] = scoring.HellaSwagTask{Context: sentences[k], Gold: gold}
 		for e := range 4 {
-			end := sentences[r.IntN(len(sentences))]
+			tasks[i].Endings[e] = sentences[r.IntN(len(sentences))]
 			if e == gold {
-				end = sentences[k+1]
+				tasks[i].Endings[e] = sentences[k+1]
 			}
-			fmt.Fprintf(&b, "%s\n", end)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "hellaswag.txt")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
+	return tasks
+}
+
+// writeHellaSwag writes tasks as a HellaSwag file; a gold of 0..3 labels
+// that ending right in every task instead of the task's own.
+func writeHellaSwag(t *testing.T, tasks []scoring.HellaSwagTask, gold int) string {
+	t.Helper()
+	var b strings.Builder
+	for _, tk := range tasks {
+		g := tk.Gold
+		if gold >= 0 {
+			g = gold
+		}
+		fmt.Fprintf(&b, "%s\n%d\n%s\n", tk.Context, g, strings.Join(tk.Endings[:], "\n"))
 	}
-	return path
+	return writeTemp(t, "hellaswag.txt", []byte(b.String()))
 }
 
 // tinySentences are the sentences of 10 to 100 bytes in the first 100 kB
@@ -258,50 +274,6 @@ func TestScoreHellaSwagBadFile(t *testing.T) {
 		code, stdout, stderr := runCLI(t, append([]string{"score", "--model", model}, c.args...)...)
 		if code == 0 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line saying %q", c.args, code, stdout, stderr, c.want)
-		}
-	}
-}
-
-// llamaPerplexity is a llama-perplexity binary ($LLAMA_PERPLEXITY, or a
-// source build in /tmp/llama-src); the test skips without one.
-func llamaPerplexity(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("LLAMA_PERPLEXITY")
-	if bin == "" {
-		bin = "/tmp/llama-src/build-native/bin/llama-perplexity"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("no llama-perplexity binary (%s; set LLAMA_PERPLEXITY): the comparison with llama.cpp is skipped", bin)
-	}
-	return bin
-}
-
-// TestHellaSwagMatchesLlamaPerplexity compares, task by task, the running
-// acc_norm and interval llama-perplexity --hellaswag prints with ours on
-// the same file, tasks and model, digit for digit. It needs a
-// llama-perplexity binary ($LLAMA_PERPLEXITY, or a source build in
-// /tmp/llama-src) and skips without one.
-func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
-	bin := llamaPerplexity(t)
-	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	file := hellaswagFile(t, 60)
-	out, err := exec.Command(bin, "-m", model, "-f", file, "--hellaswag", "--hellaswag-tasks", "50", "-c", "512").CombinedOutput()
-	if err != nil {
-		t.Fatalf("llama-perplexity: %v\n%s", err, out)
-	}
-	lines := regexp.MustCompile(`(?m)^\d+\t\S+%\t\[.*\]$`).FindAllString(string(out), -1)
-	h := scoreHellaSwag(t, model, file, 50).HellaSwag
-	if len(lines) != len(h.Results) {
-		t.Fatalf("llama-perplexity printed %d task lines, plexbench scored %d tasks:\n%s", len(lines), len(h.Results), out)
-	}
-	correct := 0
-	for i, res := range h.Results {
-		if res.Chosen == res.Gold {
-			correct++
-		}
-		acc, lo, hi := scoring.HellaSwagRunning(correct, i+1)
-		if ours := fmt.Sprintf("%d\t%3.8f%%\t[%3.4f%%, %3.4f%%]", i+1, acc, lo, hi); ours != lines[i] {
-			t.Errorf("task %d (file task %d, scores %v): plexbench %q, llama-perplexity %q", i+1, res.Task, res.Scores, ours, lines[i])
 		}
 	}
 }
