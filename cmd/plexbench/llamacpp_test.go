@@ -5,8 +5,9 @@ package main
 // 25): on every stories260K GGUF in ../shared/data/models, the same drawn
 // tasks, the same chosen answers (but where two answers' scores are within
 // 1e-5 relative) and the printed figures digit for digit; with F16 or
-// quantized weights close choices may flip (strictModel), and are logged. They skip
-// without a binary; give go test -timeout 30m.
+// quantized weights close choices may flip (strictModel), and are logged.
+// They skip without a binary; give go test -timeout 2h (4 minutes on 2
+// idle cores, 40 and more when they are shared).
 //
 // llama-perplexity prints a chosen answer only for Winogrande. For
 // HellaSwag and multiple choice it prints the running accuracy, so the
