@@ -87,11 +87,23 @@ func timePick(*testing.T, kernelFn) {} // host threads: no bandwidth worth timin
 // with env set (the emulator reads its variables once per copy).
 func emuFresh(t *testing.T, kind Kind, env map[string]string) (*Runtime, *Device, *Stream) {
 	t.Helper()
+	return emuOpen(t, kind, env, false)
+}
+
+// emuOpen is emuFresh, with the emulated BLAS selected when blas is set.
+func emuOpen(t *testing.T, kind Kind, env map[string]string, blas bool) (*Runtime, *Device, *Stream) {
+	t.Helper()
 	fresh := emubuild.FreshForTest(t, "emu")
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	rt, err := Open(kind, Config{Env: emuEnv(fresh), CacheDir: "-"})
+	vars := emubuild.Env(fresh)
+	if blas {
+		for k, v := range emubuild.BLASEnv(fresh) {
+			vars[k] = v
+		}
+	}
+	rt, err := Open(kind, Config{Env: fakeEnv(vars), CacheDir: "-"})
 	if err != nil {
 		t.Fatalf("emulated %s runtime: %v", kind, err)
 	}
@@ -561,27 +573,7 @@ func onBLASDevices(t *testing.T, env map[string]string, check func(*testing.T, *
 // emulated BLAS selected, binds its device to t and opens the BLAS.
 func emuBLAS(t *testing.T, kind Kind, env map[string]string) (*BLAS, error) {
 	t.Helper()
-	fresh := emubuild.FreshForTest(t, "emu")
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	vars := emubuild.Env(fresh)
-	for k, v := range emubuild.BLASEnv(fresh) {
-		vars[k] = v
-	}
-	rt, err := Open(kind, Config{Env: fakeEnv(vars), CacheDir: "-"})
-	if err != nil {
-		t.Fatalf("emulated %s runtime: %v", kind, err)
-	}
-	t.Cleanup(rt.Close)
-	d, err := rt.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := d.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt, d, s := emuOpen(t, kind, env, true)
 	bindDevice(t, &testDevice{rt: rt, d: d, s: s, mods: map[string]*Module{}})
 	return d.OpenBLAS()
 }
