@@ -22,9 +22,15 @@ type ChoiceOptions struct {
 	// --winogrande-tasks, --multiple-choice-tasks); 0: the mode's default.
 	// It is capped at the file's task count.
 	Count int
-	// Ctx is llama-perplexity's -c: every task's tokens (the common prefix
-	// once, then each answer's own) must fit in it; 0: DefaultCtx.
+	// Ctx is llama-perplexity's -c; 0: DefaultCtx. Every task's tokens
+	// (the common prefix once, then each answer's own) must fit in the
+	// context llama-perplexity allocates, ChoiceContext(Ctx, Parallel).
 	Ctx int
+	// Parallel is llama-perplexity's -np: its multiple-choice modes run
+	// max(4, -np) sequences at once, and a task may have no more answers
+	// than that. 0: the least llama-perplexity accepts for the file,
+	// ChoiceParallel.
+	Parallel int
 	// Path names the task file, for messages and the report; FileSHA256 is
 	// its content's hash (hex), which records group by.
 	Path       string
@@ -54,6 +60,26 @@ type ChoiceProgress struct {
 	CI95High    float64 `json:"ci95_high"`   // HellaSwag only
 	Uncertainty float64 `json:"uncertainty"` // Winogrande and multiple choice
 }
+
+// ChoiceParallel is the number of sequences llama-perplexity's
+// multiple-choice modes run at once for -np parallel (0: not given): it
+// raises -np to 4. Unless parallel is given, it is also raised to the
+// largest answer count of the file's tasks, the least -np with which
+// llama-perplexity scores the file instead of stopping at a task that
+// "requires a higher -np|--parallel value".
+func ChoiceParallel(parallel, answers int) int {
+	if parallel == 0 {
+		parallel = answers
+	}
+	return max(4, parallel)
+}
+
+// ChoiceContext is the context llama-perplexity allocates for a
+// multiple-choice run at -c ctx with n sequences (ChoiceParallel): n·ctx
+// positions, padded to a multiple of 256 as llama_context pads n_ctx. Its
+// tasks are packed into it, each sequence from position 0, so a task's
+// tokens may exceed ctx as long as they fit in it.
+func ChoiceContext(ctx, n int) int { return (n*ctx + 255) / 256 * 256 }
 
 // choiceTask is a drawn task, tokenized: the sequences it prefills and, in
 // llama.cpp's accumulation order, the log-probabilities each answer's
@@ -94,6 +120,8 @@ type choiceRunner struct {
 	opt    ChoiceOptions
 	cfg    EngineConfig
 	ctxLen int
+	nSeq   int // sequences llama-perplexity runs at once (ChoiceParallel)
+	limit  int // the positions its context holds (ChoiceContext)
 	tasks  []choiceTask
 
 	rows  rowStage
@@ -112,15 +140,18 @@ type choiceRunner struct {
 	held                      time.Duration
 }
 
-// newChoiceRunner checks o and sizes the head requests; ctxLen is set.
-func newChoiceRunner(ctx context.Context, eng Engine, mode choiceMode, o ChoiceOptions) (*choiceRunner, error) {
+// newChoiceRunner checks o and sizes the head requests and the context
+// for tasks of at most answers answers.
+func newChoiceRunner(ctx context.Context, eng Engine, mode choiceMode, o ChoiceOptions, answers int) (*choiceRunner, error) {
 	r := &choiceRunner{ctx: ctx, eng: eng, mode: mode, opt: o, cfg: runConfig(eng), ctxLen: o.Ctx, start: time.Now()}
 	if r.ctxLen == 0 {
 		r.ctxLen = DefaultCtx
 	}
-	if o.Count < 0 || r.ctxLen < 0 {
-		return nil, badRequest("%s: %d tasks at ctx %d", mode.method, o.Count, r.ctxLen)
+	if o.Count < 0 || r.ctxLen < 0 || o.Parallel < 0 {
+		return nil, badRequest("%s: %d tasks at ctx %d, %d parallel", mode.method, o.Count, r.ctxLen, o.Parallel)
 	}
+	r.nSeq = ChoiceParallel(o.Parallel, answers)
+	r.limit = ChoiceContext(r.ctxLen, r.nSeq)
 	hidden := eng.Info().HiddenSize
 	if hidden <= 0 {
 		return nil, fmt.Errorf("engine reports hidden size %d", hidden)
@@ -133,9 +164,10 @@ func newChoiceRunner(ctx context.Context, eng Engine, mode choiceMode, o ChoiceO
 // runChoice draws and tokenizes tasks with prepare (file indices to
 // tasks), scores them and returns the report's common part and the
 // results; errors from prepare are prefixed with the task file's path.
-func runChoice(ctx context.Context, eng Engine, mode choiceMode, o ChoiceOptions, order []int,
+// answers is the largest answer count of the file's tasks.
+func runChoice(ctx context.Context, eng Engine, mode choiceMode, o ChoiceOptions, answers int, order []int,
 	prepare func(r *choiceRunner, idx int) (choiceTask, error)) (Report, []ChoiceResult, error) {
-	r, err := newChoiceRunner(ctx, eng, mode, o)
+	r, err := newChoiceRunner(ctx, eng, mode, o, answers)
 	for i := 0; err == nil && i < len(order); i++ {
 		var t choiceTask
 		if t, err = prepare(r, order[i]); err == nil {
@@ -172,15 +204,26 @@ func (r *choiceRunner) reads(t *choiceTask, s int) bool {
 	return false
 }
 
-// fits checks that a task of these sequences, sharing prefix tokens, fits
-// in the context window as llama.cpp counts it (the prefix once).
+// fits checks that a task of these sequences, sharing prefix tokens, is
+// one llama-perplexity scores: its answers at most the sequences it runs
+// at once, its tokens as it counts them (the prefix once) within its
+// context; and that each sequence fits this engine's KV cache.
 func (r *choiceRunner) fits(idx int, seqs [][]int32, prefix int) error {
-	need := prefix
+	if len(seqs) > r.nSeq {
+		return fmt.Errorf("task %d has %d answers: llama-perplexity runs %d sequences at once with -np %d "+
+			"and needs at least -np %d (--parallel)", idx, len(seqs), r.nSeq, r.opt.Parallel, len(seqs))
+	}
+	need, longest := prefix, 0
 	for _, s := range seqs {
 		need += len(s) - prefix
+		longest = max(longest, len(s))
 	}
-	if need > r.ctxLen {
-		return fmt.Errorf("task %d does not fit in the context window (requires %d tokens, ctx %d)", idx, need, r.ctxLen)
+	if need > r.limit {
+		return fmt.Errorf("task %d does not fit in the context window (requires %d tokens; llama-perplexity's context "+
+			"at ctx %d holds %d: %d sequences, padded to 256)", idx, need, r.ctxLen, r.limit, r.nSeq)
+	}
+	if kv := r.cfg.KVCapacity; kv > 0 && longest > kv {
+		return fmt.Errorf("task %d has a sequence of %d tokens, more than the KV cache's %d positions (kv-len)", idx, longest, kv)
 	}
 	return nil
 }

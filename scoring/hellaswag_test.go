@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,8 +116,13 @@ func TestRunHellaSwagErrors(t *testing.T) {
 	tasks, _ := ParseHellaSwag(text)
 	f := newFake(97, 8, 1, 0)
 	f.addBOS = true
-	_, err := RunHellaSwag(context.Background(), f, HellaSwagRequest{Tasks: tasks, ChoiceOptions: ChoiceOptions{Ctx: 20, Path: "hs.txt"}})
-	if err == nil || !strings.Contains(err.Error(), "hs.txt: task") || !strings.Contains(err.Error(), "does not fit in the context window") {
+	// At ctx 20 llama-perplexity's context holds 256 tokens (4 sequences,
+	// padded): a context of 300 bytes does not fit.
+	long := slices.Clone(tasks)
+	long[2].Context = strings.Repeat("the cat ", 38)
+	_, err := RunHellaSwag(context.Background(), f, HellaSwagRequest{Tasks: long, ChoiceOptions: ChoiceOptions{Ctx: 20, Path: "hs.txt"}})
+	if err == nil || !strings.Contains(err.Error(), "hs.txt: task 2 does not fit in the context window (requires ") ||
+		!strings.Contains(err.Error(), "at ctx 20 holds 256: 4 sequences") {
 		t.Errorf("small ctx: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,7 +32,7 @@ func RunHellaSwag(ctx context.Context, eng Engine, req HellaSwagRequest) (Report
 	if err != nil {
 		return Report{}, err
 	}
-	rep, results, err := runChoice(ctx, eng, hellaswagMode, req.ChoiceOptions, order,
+	rep, results, err := runChoice(ctx, eng, hellaswagMode, req.ChoiceOptions, 4, order,
 		func(r *choiceRunner, idx int) (choiceTask, error) { return r.hellaswagTask(idx, &req.Tasks[idx]) })
 	if rep.Object != "" {
 		rep.HellaSwag = hellaswagReport(len(req.Tasks), results)

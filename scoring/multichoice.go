@@ -42,6 +42,15 @@ type MultipleChoiceRequest struct {
 	ChoiceOptions
 }
 
+// MultipleChoiceAnswers is the largest answer count of tasks.
+func MultipleChoiceAnswers(tasks []MultipleChoiceTask) int {
+	n := 0
+	for _, t := range tasks {
+		n = max(n, len(t.Answers))
+	}
+	return n
+}
+
 // mcReader reads a multiple-choice file, checking every size against the
 // bytes left before it allocates.
 type mcReader struct {
@@ -211,7 +220,7 @@ func RunMultipleChoice(ctx context.Context, eng Engine, req MultipleChoiceReques
 	if err != nil {
 		return Report{}, err
 	}
-	rep, results, err := runChoice(ctx, eng, multipleChoiceMode, req.ChoiceOptions, order,
+	rep, results, err := runChoice(ctx, eng, multipleChoiceMode, req.ChoiceOptions, MultipleChoiceAnswers(req.Tasks), order,
 		func(r *choiceRunner, idx int) (choiceTask, error) { return r.multipleChoiceTask(idx, &req.Tasks[idx]) })
 	if rep.Object != "" {
 		mc := choiceReport(len(req.Tasks), req.FileSHA256, results, MultipleChoiceFinal)

@@ -147,7 +147,7 @@ func RunWinogrande(ctx context.Context, eng Engine, req WinograndeRequest) (Repo
 	if err != nil {
 		return Report{}, err
 	}
-	rep, results, err := runChoice(ctx, eng, winograndeMode, req.ChoiceOptions, order,
+	rep, results, err := runChoice(ctx, eng, winograndeMode, req.ChoiceOptions, 2, order,
 		func(r *choiceRunner, idx int) (choiceTask, error) { return r.winograndeTask(idx, &req.Tasks[idx]) })
 	if rep.Object != "" {
 		rep.Winogrande = choiceReport(len(req.Tasks), req.FileSHA256, results, WinograndeFinal)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -232,8 +233,10 @@ func TestRunWinograndeErrors(t *testing.T) {
 	}
 	text, _ := winograndeText(3, 5)
 	tasks, _, _ := ParseWinogrande(text)
-	if _, err := RunWinogrande(context.Background(), f, WinograndeRequest{Tasks: tasks, ChoiceOptions: ChoiceOptions{Ctx: 10}}); err == nil ||
-		!strings.Contains(err.Error(), "does not fit in the context window") {
+	long := slices.Clone(tasks)
+	long[1].First = strings.Repeat("the cat ", 33) // two sequences of 260 tokens and more: over 256
+	if _, err := RunWinogrande(context.Background(), f, WinograndeRequest{Tasks: long, ChoiceOptions: ChoiceOptions{Ctx: 10}}); err == nil ||
+		!strings.Contains(err.Error(), "task 1 does not fit in the context window") {
 		t.Errorf("small ctx: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -476,6 +477,45 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 			if code == 0 || stdout != "" || !strings.Contains(stderr, "different tasks: 40 tasks against 30") {
 				t.Errorf("ab of other tasks: exit %d, stderr %q", code, stderr)
 			}
+		}
+	}
+}
+
+// TestScoreChoiceLongerThanCtx: as in llama-perplexity, a task may hold
+// more tokens than -c as long as it fits in the context the mode
+// allocates (max(4, --parallel)·ctx, padded to 256): at ctx 32 the tasks
+// are scored, with the same results as at the default ctx, and the KV
+// cache is sized to that context. --parallel needs a task file.
+func TestScoreChoiceLongerThanCtx(t *testing.T) {
+	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	file := hellaswagFile(t, 40)
+	args := []string{"--model", model, "--hellaswag", file, "--hellaswag-tasks", "12"}
+	wide := scoreChoice(t, args...)
+	short := scoreChoice(t, append(args, "--perplexity-ctx", "32", "--parallel", "1")...)
+	if short.Ctx != 32 || short.Config.KVCapacity != 256 || wide.Config.KVCapacity != 2048 {
+		t.Errorf("ctx %d: KV capacity %d; default ctx: %d", short.Ctx, short.Config.KVCapacity, wide.Config.KVCapacity)
+	}
+	if !reflect.DeepEqual(short.HellaSwag.Results, wide.HellaSwag.Results) {
+		t.Errorf("ctx 32: %+v\nctx 512: %+v", short.HellaSwag.Results, wide.HellaSwag.Results)
+	}
+	longest := 0
+	m := loadModel(t, model)
+	text, _ := workbench.ReadText(file)
+	tasks, _ := scoring.ParseHellaSwag(text)
+	for _, r := range short.HellaSwag.Results {
+		ids, err := m.Tokenize(tasks[r.Task].Context + " " + tasks[r.Task].Endings[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		longest = max(longest, len(ids))
+	}
+	if longest <= 32 {
+		t.Errorf("the longest sequence scored has %d tokens: the test needs tasks longer than ctx 32", longest)
+	}
+	for _, bad := range [][]string{{"--parallel", "4"}, {"--hellaswag", file, "--parallel", "-1"}} {
+		code, _, stderr := runCLI(t, append([]string{"score", "--model", model}, bad...)...)
+		if code == 0 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--parallel") {
+			t.Errorf("%q: exit %d, %q", bad, code, stderr)
 		}
 	}
 }

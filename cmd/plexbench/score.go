@@ -55,6 +55,8 @@ func runScore(args []string) int {
 	fs.StringVar(&j.MultipleChoice, "multiple-choice", "", "score this binary multiple-choice task file as llama-perplexity --multiple-choice does\n"+
 		"(MMLU, ARC, TruthfulQA in its format; the report's multiple_choice object)")
 	fs.IntVar(&j.MultipleChoiceTasks, "multiple-choice-tasks", 0, "with --multiple-choice: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
+	fs.IntVar(&j.Parallel, "parallel", 0, "with a task file: llama-perplexity's -np; a task's tokens must fit in max(4, N)·ctx (padded to 256)\n"+
+		"and its answers number at most max(4, N) (0: the least llama-perplexity accepts for the file)")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -213,6 +215,12 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 		if c.count < 0 {
 			return fmt.Errorf("score: --%s-tasks %d: want 0 (all) or more", c.mode, c.count)
 		}
+	}
+	switch {
+	case given(fs, "parallel") && j.HellaSwag == "" && j.Winogrande == "" && j.MultipleChoice == "":
+		return fmt.Errorf("score: --parallel needs --hellaswag, --winogrande or --multiple-choice FILE")
+	case j.Parallel < 0:
+		return fmt.Errorf("score: --parallel %d: want 0 (the least llama-perplexity accepts) or more", j.Parallel)
 	}
 	j.Journal, j.Report = true, x.output
 	return nil

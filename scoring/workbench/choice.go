@@ -65,59 +65,76 @@ func choiceConflicts(j Job, c choiceJob) error {
 // choiceRun is a task file, read and parsed, ready to score on an engine.
 type choiceRun func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error)
 
+// choiceFile is a task file read, hashed and parsed.
+type choiceFile struct {
+	run     choiceRun
+	sha256  string
+	answers int // the largest answer count of its tasks
+}
+
 // loadChoice reads, hashes and parses c's task file.
-func loadChoice(c choiceJob) (choiceRun, string, error) {
+func loadChoice(c choiceJob) (choiceFile, error) {
 	data, err := os.ReadFile(c.path)
 	if err == nil && len(data) == 0 {
 		err = fmt.Errorf("%s: the file is empty", c.path)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", c.flag, err)
+		return choiceFile{}, fmt.Errorf("%s: %w", c.flag, err)
 	}
 	sum := sha256.Sum256(data)
-	run, err := parseChoice(c.flag, data)
+	f, err := parseChoice(c.flag, data)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s %s: %w", c.flag, c.path, err)
+		return choiceFile{}, fmt.Errorf("%s %s: %w", c.flag, c.path, err)
 	}
-	return run, hex.EncodeToString(sum[:]), nil
+	f.sha256 = hex.EncodeToString(sum[:])
+	return f, nil
 }
 
 // parseChoice parses a task file of the mode flag names.
-func parseChoice(flag string, data []byte) (choiceRun, error) {
+func parseChoice(flag string, data []byte) (choiceFile, error) {
 	switch flag {
 	case "--hellaswag":
 		tasks, err := scoring.ParseHellaSwag(PerplexityText(data))
-		return func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
+		return choiceFile{answers: 4, run: func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
 			return scoring.RunHellaSwag(ctx, eng, scoring.HellaSwagRequest{Tasks: tasks, ChoiceOptions: o})
-		}, err
+		}}, err
 	case "--winogrande":
 		tasks, unread, err := scoring.ParseWinogrande(PerplexityText(data))
-		return func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
+		return choiceFile{answers: 2, run: func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
 			rep, err := scoring.RunWinogrande(ctx, eng, scoring.WinograndeRequest{Tasks: tasks, ChoiceOptions: o})
 			if unread > 0 && rep.Object != "" {
 				rep.Warnings = append(rep.Warnings, fmt.Sprintf("line %d, the file's last, is not read: llama-perplexity's reader "+
 					"stops before a last line without a newline after it (end the file with an empty line to score it)", unread))
 			}
 			return rep, err
-		}, err
+		}}, err
 	}
 	tasks, err := scoring.ParseMultipleChoice(data)
-	return func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
+	return choiceFile{answers: scoring.MultipleChoiceAnswers(tasks), run: func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
 		return scoring.RunMultipleChoice(ctx, eng, scoring.MultipleChoiceRequest{Tasks: tasks, ChoiceOptions: o})
-	}, err
+	}}, err
 }
 
-// checkChoice checks j's multiple-choice run (if any) before the model loads.
-func checkChoice(j Job) error {
+// checkChoice checks j's multiple-choice run (if any) before the model
+// loads, and says how many KV positions it needs: the context
+// llama-perplexity allocates for it (0 for a run of a text).
+func checkChoice(j Job) (int, error) {
+	kvLen := 0
 	for _, c := range j.choices() {
 		if err := choiceConflicts(j, c); err != nil {
-			return err
+			return 0, err
 		}
-		if _, _, err := loadChoice(c); err != nil {
-			return err
+		f, err := loadChoice(c)
+		if err != nil {
+			return 0, err
 		}
+		ctx := j.Profile.Ctx
+		if ctx == 0 {
+			ctx = scoring.DefaultCtx
+		}
+		kvLen = scoring.ChoiceContext(ctx, scoring.ChoiceParallel(j.Parallel, f.answers))
 	}
-	return nil
+	return kvLen, nil
 }
 
 // runChoice scores j's task file on the loaded model.
@@ -126,12 +143,12 @@ func (b *Bench) runChoice(ctx context.Context, j Job) (Outcome, error) {
 	if err := choiceConflicts(j, c); err != nil {
 		return Outcome{}, err
 	}
-	run, sha, err := loadChoice(c)
+	f, err := loadChoice(c)
 	if err != nil {
 		return Outcome{}, err
 	}
-	rep, err := run(ctx, b.eng, scoring.ChoiceOptions{Count: c.count, Ctx: j.Profile.Ctx, Path: c.path,
-		FileSHA256: sha, Progress: j.Progress})
+	rep, err := f.run(ctx, b.eng, scoring.ChoiceOptions{Count: c.count, Ctx: j.Profile.Ctx, Parallel: j.Parallel, Path: c.path,
+		FileSHA256: f.sha256, Progress: j.Progress})
 	if err != nil && !errors.Is(err, scoring.ErrStopped) && rep.Object == "" {
 		return Outcome{}, err
 	}

@@ -72,6 +72,11 @@ type Job struct {
 	WinograndeTasks     int
 	MultipleChoice      string
 	MultipleChoiceTasks int
+	// Parallel is llama-perplexity's -np for those modes (0: the least it
+	// accepts for the file): the context their tasks must fit in holds
+	// max(4, Parallel)·ctx positions (scoring.ChoiceContext), and the KV
+	// cache is sized to it unless the profile sets kv_len.
+	Parallel int
 
 	// AllowTokenizerMismatch: a base (Compare) whose tokenizer or token
 	// stream differs from this model's is not refused; the text is scored
@@ -113,7 +118,8 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 	if _, err := StopRule(j.Profile); err != nil {
 		return Outcome{}, err
 	}
-	if err := checkChoice(j); err != nil {
+	kvLen, err := checkChoice(j)
+	if err != nil {
 		return Outcome{}, err
 	}
 	if j.Partner != nil && !j.AllowTokenizerMismatch {
@@ -121,7 +127,11 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 			return Outcome{}, err
 		}
 	}
-	b, err := Open(j.Profile)
+	p := j.Profile
+	if p.KVLen == 0 {
+		p.KVLen = kvLen
+	}
+	b, err := Open(p)
 	if err != nil {
 		return Outcome{}, err
 	}
