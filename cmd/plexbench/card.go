@@ -55,6 +55,9 @@ func modelCard(r *scoring.Report) string {
 	if len(r.Corpora) > 0 {
 		return corporaCard(r)
 	}
+	if c := r.Choice(); c != nil {
+		return choiceCard(r, c)
+	}
 	rec := r.Record
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s — plexbench quality card\n\n", rec.Model.File)
@@ -73,23 +76,77 @@ func modelCard(r *scoring.Report) string {
 			fmt.Sprintf(" (base PPL %s)", scoring.PM(k.BasePerplexity, k.BasePerplexityUncertainty)))
 		row("mean Δp", fmt.Sprintf("%+.3f%%", 100*k.MeanDeltaP))
 	}
-	types := make([]string, 0, len(rec.Model.TypeHistogram))
-	for t, n := range rec.Model.TypeHistogram {
-		types = append(types, fmt.Sprintf("%s ×%d", t, n))
-	}
-	slices.Sort(types)
-	row("effective bits per weight", fmt.Sprintf("%.3f (tensors: %s)", rec.Model.EffectiveBPW, strings.Join(types, ", ")))
-	cpu := rec.Machine.CPUModel
-	if cpu == "" {
-		cpu = rec.Machine.Arch
-	}
-	row("prefill speed", fmt.Sprintf("%.0f tok/s on %s, %d threads (%s)", r.PrefillTokensPerSecond, cpu, r.Config.Threads, r.Config.CPUFeatures))
+	modelRows(r, row)
 
 	p := rec.Protocol
 	fmt.Fprintf(&b, "\n**Comparable only within this protocol:** %s, %d windows, %d scored tokens (the second half of each window, as llama-perplexity)",
 		p.Title(), r.WindowsScored, r.ScoredTokens)
 	fmt.Fprintf(&b, "; KV cache %s; model sha256 %s….\n", r.Config.KVCacheDType, rec.Model.SHA256Prefix)
 	fmt.Fprintf(&b, "\n**Reproduce:**\n\n```sh\n%s\n```\n", reproduceCommand(r))
+	fmt.Fprintf(&b, "\nplexbench %s · record %s\n", rec.Version, rec.Name)
+	return b.String()
+}
+
+// modelRows are a card's rows of the model file and the run's speed.
+func modelRows(r *scoring.Report, row func(k, v string)) {
+	rec := r.Record
+	row("effective bits per weight", fmt.Sprintf("%.3f (tensors: %s)", rec.Model.EffectiveBPW, typeList(rec.Model.TypeHistogram)))
+	cpu := rec.Machine.CPUModel
+	if cpu == "" {
+		cpu = rec.Machine.Arch
+	}
+	row("prefill speed", fmt.Sprintf("%.0f tok/s on %s, %d threads (%s)", r.PrefillTokensPerSecond, cpu, r.Config.Threads, r.Config.CPUFeatures))
+}
+
+// typeList is a tensor type histogram as "F16 ×5, Q8_0 ×32", sorted.
+func typeList(h map[string]int) string {
+	types := make([]string, 0, len(h))
+	for t, n := range h {
+		types = append(types, fmt.Sprintf("%s ×%d", t, n))
+	}
+	slices.Sort(types)
+	return strings.Join(types, ", ")
+}
+
+// choiceCard is the card of a multiple-choice record: the mode's figure
+// as llama-perplexity prints it, the tasks it is over, and the command
+// that scores the same tasks.
+func choiceCard(r *scoring.Report, c *scoring.ChoiceSummary) string {
+	rec := r.Record
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s — plexbench quality card\n\n", rec.Model.File)
+	b.WriteString("| metric | value |\n| --- | --- |\n")
+	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
+	correct := 0
+	for _, res := range c.Results {
+		if res.Chosen == res.Gold {
+			correct++
+		}
+	}
+	switch c.Method {
+	case scoring.MethodHellaSwag:
+		row("HellaSwag acc_norm", c.Figure()+" (Wilson 95% interval)")
+	case scoring.MethodWinogrande:
+		row("Winogrande accuracy", c.Figure()+" (± its standard error)")
+	default:
+		row("multiple-choice accuracy", c.Figure()+" (± its standard error)")
+		if m := r.MultipleChoice; m.RandomChance > 0 {
+			row("random chance", fmt.Sprintf("%.4f ± %.4f%%", m.RandomChance, m.RandomChanceUncertainty))
+		}
+	}
+	row("tasks", fmt.Sprintf("%d right of %d (%d in the file)", correct, c.Tasks, c.TasksInFile))
+	modelRows(r, row)
+	fmt.Fprintf(&b, "\n**Comparable only within this protocol:** %s, the same tasks drawn as llama-perplexity draws them; "+
+		"KV cache %s; model sha256 %s….\n", rec.Protocol.Title(), r.Config.KVCacheDType, rec.Model.SHA256Prefix)
+	flag := "--" + strings.ReplaceAll(c.Method, "_", "-") // multiple_choice: --multiple-choice
+	args := []string{"plexbench", "score", "--model", rec.Model.File, flag, filepath.Base(r.Text)}
+	// HellaSwag always draws; the others keep the file's order when they
+	// score every task.
+	if c.Method == scoring.MethodHellaSwag || c.Tasks < c.TasksInFile {
+		args = append(args, flag+"-tasks", fmt.Sprint(c.Tasks))
+	}
+	args = append(append(args, "--perplexity-ctx", fmt.Sprint(r.Ctx)), planFlags(r.Config)...)
+	fmt.Fprintf(&b, "\n**Reproduce:**\n\n```sh\n%s\n```\n", strings.Join(args, " "))
 	fmt.Fprintf(&b, "\nplexbench %s · record %s\n", rec.Version, rec.Name)
 	return b.String()
 }
@@ -159,13 +216,8 @@ func corporaCard(r *scoring.Report) string {
 		fmt.Fprintf(&b, "| token-weighted | %d (%d bytes) | %.4f | %.4f | |\n", tw.Tokens, tw.TextBytes, tw.Perplexity, tw.BitsPerByte)
 		fmt.Fprintf(&b, "| macro (mean of %d) | | %.4f | %.4f | |\n", a.Macro.Corpora, a.Macro.Perplexity, a.Macro.BitsPerByte)
 	}
-	types := make([]string, 0, len(rec.Model.TypeHistogram))
-	for t, n := range rec.Model.TypeHistogram {
-		types = append(types, fmt.Sprintf("%s ×%d", t, n))
-	}
-	slices.Sort(types)
 	fmt.Fprintf(&b, "\nEffective bits per weight %.3f (tensors: %s); prefill %.0f tok/s, %d threads; KV cache %s; model sha256 %s….\n",
-		rec.Model.EffectiveBPW, strings.Join(types, ", "), r.PrefillTokensPerSecond, r.Config.Threads, r.Config.KVCacheDType, rec.Model.SHA256Prefix)
+		rec.Model.EffectiveBPW, typeList(rec.Model.TypeHistogram), r.PrefillTokensPerSecond, r.Config.Threads, r.Config.KVCacheDType, rec.Model.SHA256Prefix)
 	b.WriteString("\n**Comparable only corpus by corpus**, each within its own protocol (its tokens, the same windows); the averages only with runs of the same corpora.\n")
 	args := []string{"plexbench", "score", "--model", rec.Model.File}
 	for i := range r.Corpora {

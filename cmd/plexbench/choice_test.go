@@ -519,3 +519,49 @@ func TestScoreChoiceLongerThanCtx(t *testing.T) {
 		}
 	}
 }
+
+// TestChoiceCard: a multiple-choice record's card shows the mode's figure
+// as the report has it and the tasks it is over, names no local path, and
+// its reproduce command, run with the files under those names, scores
+// the same tasks to the same results.
+func TestChoiceCard(t *testing.T) {
+	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
+	dir := t.TempDir()
+	files := map[string]string{"--hellaswag": hellaswagFile(t, 30), "--winogrande": winograndeFile(t, 30), "--multiple-choice": multipleChoiceFile(t, 30)}
+	for flag, file := range files {
+		for _, count := range []string{"7", "0"} {
+			if flag == "--hellaswag" && count == "0" {
+				continue // HellaSwag always draws
+			}
+			cardPath := filepath.Join(dir, "card.md")
+			rep := scoreChoice(t, "--model", model, flag, file, flag+"-tasks", count, "--perplexity-ctx", "256", "--card", cardPath)
+			data, err := os.ReadFile(cardPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			card, c := string(data), rep.Choice()
+			if !strings.Contains(card, "| "+c.Figure()+" (") || !strings.Contains(card, fmt.Sprintf("of %d (30 in the file)", c.Tasks)) ||
+				strings.Contains(card, dir) || strings.Contains(card, filepath.Dir(file)) || strings.Contains(card, "perplexity |") {
+				t.Errorf("%s %s: card\n%s", flag, count, card)
+			}
+			_, cmd, ok := strings.Cut(card, "```sh\nplexbench score ")
+			cmd, _, _ = strings.Cut(cmd, "\n")
+			if !ok {
+				t.Fatalf("%s: no reproduce command in\n%s", flag, card)
+			}
+			args := strings.Fields(cmd)
+			for i, a := range args {
+				switch a {
+				case filepath.Base(model):
+					args[i] = model
+				case filepath.Base(file):
+					args[i] = file
+				}
+			}
+			again := scoreChoice(t, args...)
+			if !reflect.DeepEqual(again.Choice().Results, c.Results) || again.Ctx != rep.Ctx {
+				t.Errorf("%s %s: the card's command %q scores other results", flag, count, cmd)
+			}
+		}
+	}
+}
