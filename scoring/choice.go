@@ -500,6 +500,33 @@ func (r *choiceRunner) event(e Event) {
 	r.held += time.Since(t0)
 }
 
+// ChoiceRunning is the running figures after each of results (a report's,
+// in scoring order) of a run of the mode method over total tasks: what
+// the run's events carried, so a view can rebuild a saved run's chart.
+func ChoiceRunning(method string, results []ChoiceResult, total int) ([]ChoiceProgress, error) {
+	var mode choiceMode
+	switch method {
+	case MethodHellaSwag:
+		mode = hellaswagMode
+	case MethodWinogrande:
+		mode = winograndeMode
+	case MethodMultipleChoice:
+		mode = multipleChoiceMode
+	default:
+		return nil, fmt.Errorf("%q is not a multiple-choice method", method)
+	}
+	out := make([]ChoiceProgress, len(results))
+	correct := 0
+	for i, r := range results {
+		if r.Chosen == r.Gold {
+			correct++
+		}
+		out[i] = mode.running(correct, i+1)
+		out[i].TasksDone, out[i].TasksTotal, out[i].Correct = i+1, total, correct
+	}
+	return out, nil
+}
+
 // correctCount counts the results whose chosen answer is the gold one.
 func correctCount(results []ChoiceResult) int {
 	n := 0
@@ -548,8 +575,24 @@ func (c *ChoiceReport) summary(method string) *ChoiceSummary {
 
 // Figure is the accuracy with its ± or interval, as a table shows it.
 func (c *ChoiceSummary) Figure() string {
-	if c.Method == MethodHellaSwag {
-		return fmt.Sprintf("%.4f%% [%.4f%%, %.4f%%]", c.Accuracy, c.CI95Low, c.CI95High)
+	return choiceFigure(c.Method, c.Accuracy, c.CI95Low, c.CI95High, c.Uncertainty)
+}
+
+// Figure is the running accuracy named as llama-perplexity names it, with
+// HellaSwag's Wilson interval or the others' ±: the figure the headless
+// progress line and the TUI show, and, after the last task, the report's
+// (ChoiceSummary.Figure, after the name).
+func (c *ChoiceProgress) Figure(method string) string {
+	name := "accuracy"
+	if method == MethodHellaSwag {
+		name = "acc_norm"
 	}
-	return fmt.Sprintf("%.4f ± %.4f%%", c.Accuracy, c.Uncertainty)
+	return name + " " + choiceFigure(method, c.Accuracy, c.CI95Low, c.CI95High, c.Uncertainty)
+}
+
+func choiceFigure(method string, acc, lo, hi, u float64) string {
+	if method == MethodHellaSwag {
+		return fmt.Sprintf("%.4f%% [%.4f%%, %.4f%%]", acc, lo, hi)
+	}
+	return fmt.Sprintf("%.4f ± %.4f%%", acc, u)
 }
