@@ -25,46 +25,9 @@ type scoreFlags struct {
 }
 
 func runScore(args []string) int {
-	fs := newFlags("score", "[--profile P.toml] [flags]")
-	p := profiles.Default()
-	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
-	var j workbench.Job
-	var x scoreFlags
-	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
-	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
-	fs.StringVar(&j.Record, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
-	fs.StringVar(&j.RecordFormat, "kld-format", scoring.BaseFormatPlexbench,
-		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
-	fs.StringVar(&j.Compare, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
-	fs.BoolVar(&j.AllowTokenizerMismatch, "allow-tokenizer-mismatch", false, "when the base's tokenizer or token stream differs from this model's, score the text without it (compare by bits per byte only) instead of refusing")
-	fs.IntVar(&j.CoarsenTopK, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
-		"give on the same tokens (kld.top_k_coarsened; such a run keeps no journal)")
-	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
-	fs.StringVar(&x.progress, "progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
-	fs.StringVar(&x.progressOut, "progress-out", "", "write the progress to this file instead of stderr")
-	fs.BoolVar(&j.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
-		"beside --perplexity-output, else BASE.journal beside --perplexity-kld-base-out")
-	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
-	fs.StringVar(&x.card, "card", "", "write a Markdown model card of the run here")
-	fs.StringVar(&x.shard, "perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
-	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
-	fs.StringVar(&j.HellaSwag, "hellaswag", "", "score this HellaSwag task file as llama-perplexity --hellaswag does (acc_norm; the report's hellaswag object)")
-	fs.IntVar(&j.HellaSwagTasks, "hellaswag-tasks", scoring.DefaultHellaSwagTasks, "with --hellaswag: the number of tasks drawn, as llama-perplexity draws them")
-	fs.StringVar(&j.Winogrande, "winogrande", "", "score this Winogrande CSV as llama-perplexity --winogrande does (the report's winogrande object)")
-	fs.IntVar(&j.WinograndeTasks, "winogrande-tasks", 0, "with --winogrande: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
-	fs.StringVar(&j.MultipleChoice, "multiple-choice", "", "score this binary multiple-choice task file as llama-perplexity --multiple-choice does\n"+
-		"(MMLU, ARC, TruthfulQA in its format; the report's multiple_choice object)")
-	fs.IntVar(&j.MultipleChoiceTasks, "multiple-choice-tasks", 0, "with --multiple-choice: the number of tasks drawn, as llama-perplexity draws them (0: all, in file order)")
-	fs.IntVar(&j.Parallel, "parallel", 0, "with a task file: llama-perplexity's -np; a task's tokens must fit in max(4, N)·ctx (padded to 256)\n"+
-		"and its answers number at most max(4, N) (0: the least llama-perplexity accepts for the file)")
-	if code := parseFlags(fs, args); code >= 0 {
+	j, x, code := parseScore(args)
+	if code >= 0 {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
-	}
-	if err := scoreJob(fs, p, x, &j); err != nil {
-		return fail(err)
 	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
@@ -96,6 +59,43 @@ func runScore(args []string) int {
 			a.Macro.Corpora, a.TokenWeighted.Perplexity, a.TokenWeighted.BitsPerByte, a.TokenWeighted.Tokens, a.Macro.Perplexity, a.Macro.BitsPerByte)
 	}
 	return stopExit(&out.Report, x.quiet)
+}
+
+// parseScore is score's job and output flags from its arguments; code >= 0
+// ends the command there (help asked for, or a bad flag, said on stderr).
+func parseScore(args []string) (j workbench.Job, x scoreFlags, code int) {
+	fs := newFlags("score", "[--profile P.toml] [flags]")
+	p := profiles.Default()
+	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
+	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
+	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
+	fs.StringVar(&j.Record, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
+	fs.StringVar(&j.RecordFormat, "kld-format", scoring.BaseFormatPlexbench,
+		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
+	fs.StringVar(&j.Compare, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
+	fs.BoolVar(&j.AllowTokenizerMismatch, "allow-tokenizer-mismatch", false, "when the base's tokenizer or token stream differs from this model's, score the text without it (compare by bits per byte only) instead of refusing")
+	fs.IntVar(&j.CoarsenTopK, "kld-coarsen-top-k", 0, "with a llama.cpp base: also give the top-k KLD a plexbench base of this many ids would\n"+
+		"give on the same tokens (kld.top_k_coarsened; such a run keeps no journal)")
+	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
+	fs.StringVar(&x.progress, "progress", "text", "progress on stderr: text (a status line), jsonl (one JSON event per window, for scripts) or none")
+	fs.StringVar(&x.progressOut, "progress-out", "", "write the progress to this file instead of stderr")
+	fs.BoolVar(&j.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
+		"beside --perplexity-output, else BASE.journal beside --perplexity-kld-base-out")
+	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
+	fs.StringVar(&x.card, "card", "", "write a Markdown model card of the run here")
+	fs.StringVar(&x.shard, "perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
+	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
+	bindChoiceFlags(fs, &j.Choice)
+	if code := parseFlags(fs, args); code >= 0 {
+		return j, x, code
+	}
+	if fs.NArg() > 0 {
+		return j, x, fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
+	}
+	if err := scoreJob(fs, p, x, &j); err != nil {
+		return j, x, fail(err)
+	}
+	return j, x, -1
 }
 
 // stopExit is a complete run's exit code under its stopping rule: 0, or
@@ -201,26 +201,8 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 	if j.Compare != "" && x.profile == "" {
 		inheritGeometry(fs, j)
 	}
-	for _, c := range []struct {
-		mode, file string
-		count      int
-	}{{"hellaswag", j.HellaSwag, j.HellaSwagTasks}, {"winogrande", j.Winogrande, j.WinograndeTasks},
-		{"multiple-choice", j.MultipleChoice, j.MultipleChoiceTasks}} {
-		if given(fs, c.mode+"-tasks") && c.file == "" {
-			return fmt.Errorf("score: --%s-tasks needs --%s FILE", c.mode, c.mode)
-		}
-		if c.mode == "hellaswag" && c.count < 1 {
-			return fmt.Errorf("score: --%s-tasks %d: want at least 1", c.mode, c.count)
-		}
-		if c.count < 0 {
-			return fmt.Errorf("score: --%s-tasks %d: want 0 (all) or more", c.mode, c.count)
-		}
-	}
-	switch {
-	case given(fs, "parallel") && j.HellaSwag == "" && j.Winogrande == "" && j.MultipleChoice == "":
-		return fmt.Errorf("score: --parallel needs --hellaswag, --winogrande or --multiple-choice FILE")
-	case j.Parallel < 0:
-		return fmt.Errorf("score: --parallel %d: want 0 (the least llama-perplexity accepts) or more", j.Parallel)
+	if err := checkChoiceFlags(fs, "score", j.Choice); err != nil {
+		return err
 	}
 	j.Journal, j.Report = true, x.output
 	return nil

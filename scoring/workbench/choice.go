@@ -1,7 +1,7 @@
 package workbench
 
-// choice.go owns a multiple-choice job (Job.HellaSwag, Job.Winogrande or
-// Job.MultipleChoice): the task file read, hashed and checked before the
+// choice.go owns a multiple-choice job (Job.Choice: HellaSwag, Winogrande
+// or MultipleChoice): the task file read, hashed and checked before the
 // model loads, the options such a run cannot take, and the run through
 // the scoring mode's runner. Such a run keeps no journal; a complete one
 // is a record, grouped by task file and task count.
@@ -17,18 +17,50 @@ import (
 	"plexbench/scoring"
 )
 
+// Choice is a multiple-choice job: HellaSwag, Winogrande or
+// MultipleChoice, when one is set, scores that task file as
+// llama-perplexity --hellaswag, --winogrande or --multiple-choice does
+// instead of a text, the Tasks count of its tasks (0: llama.cpp's
+// default: 400 for HellaSwag, else all of them). `score` and the TUI take
+// it from the same flags.
+type Choice struct {
+	HellaSwag           string
+	HellaSwagTasks      int
+	Winogrande          string
+	WinograndeTasks     int
+	MultipleChoice      string
+	MultipleChoiceTasks int
+	// Parallel is llama-perplexity's -np for those modes (0: the least it
+	// accepts for the file): the context their tasks must fit in holds
+	// max(4, Parallel)·ctx positions (scoring.ChoiceContext), and the KV
+	// cache is sized to it unless the profile sets kv_len.
+	Parallel int
+}
+
+// Mode is the scoring method of c's task file (scoring.MethodHellaSwag,
+// ...) and its path; "" and "" when c names none (the first when it
+// names several, which a run refuses).
+func (c Choice) Mode() (method, path string) {
+	if cs := c.choices(); len(cs) > 0 {
+		return cs[0].method, cs[0].path
+	}
+	return "", ""
+}
+
 // choiceJob is the multiple-choice mode a job asks for.
 type choiceJob struct {
-	flag  string // "--hellaswag", "--winogrande" or "--multiple-choice"
-	path  string
-	count int
+	flag   string // "--hellaswag", "--winogrande" or "--multiple-choice"
+	method string // scoring.MethodHellaSwag, ...
+	path   string
+	count  int
 }
 
 // choices is the multiple-choice modes j sets (none for a perplexity run).
-func (j Job) choices() []choiceJob {
+func (j Choice) choices() []choiceJob {
 	var out []choiceJob
-	for _, c := range []choiceJob{{"--hellaswag", j.HellaSwag, j.HellaSwagTasks},
-		{"--winogrande", j.Winogrande, j.WinograndeTasks}, {"--multiple-choice", j.MultipleChoice, j.MultipleChoiceTasks}} {
+	for _, c := range []choiceJob{{"--hellaswag", scoring.MethodHellaSwag, j.HellaSwag, j.HellaSwagTasks},
+		{"--winogrande", scoring.MethodWinogrande, j.Winogrande, j.WinograndeTasks},
+		{"--multiple-choice", scoring.MethodMultipleChoice, j.MultipleChoice, j.MultipleChoiceTasks}} {
 		if c.path != "" {
 			out = append(out, c)
 		}
@@ -113,6 +145,22 @@ func parseChoice(flag string, data []byte) (choiceFile, error) {
 	return choiceFile{answers: scoring.MultipleChoiceAnswers(tasks), run: func(ctx context.Context, eng scoring.Engine, o scoring.ChoiceOptions) (scoring.Report, error) {
 		return scoring.RunMultipleChoice(ctx, eng, scoring.MultipleChoiceRequest{Tasks: tasks, ChoiceOptions: o})
 	}}, err
+}
+
+// CheckChoice refuses, in the words Run and RunCorpora would before the
+// model loads, what j's multiple-choice run cannot do: another task file,
+// a base, a shard, a text, several corpora, a task file that does not
+// read. nil for a job without one. The TUI checks its flags with it
+// before it draws.
+func CheckChoice(j Job) error {
+	if len(j.choices()) == 0 {
+		return nil
+	}
+	if len(j.Profile.Corpora) > 1 {
+		return checkCorpora(j)
+	}
+	_, err := checkChoice(j)
+	return err
 }
 
 // checkChoice checks j's multiple-choice run (if any) before the model

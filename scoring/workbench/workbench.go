@@ -61,22 +61,8 @@ type Job struct {
 	// neither its report nor a base to a file (a sweep's models).
 	JournalAt string
 
-	// HellaSwag, Winogrande or MultipleChoice, when one is set, scores
-	// that task file as llama-perplexity --hellaswag, --winogrande or
-	// --multiple-choice does instead of a text (choice.go), the Tasks
-	// count of its tasks (0: llama.cpp's default: 400 for HellaSwag, else
-	// all of them).
-	HellaSwag           string
-	HellaSwagTasks      int
-	Winogrande          string
-	WinograndeTasks     int
-	MultipleChoice      string
-	MultipleChoiceTasks int
-	// Parallel is llama-perplexity's -np for those modes (0: the least it
-	// accepts for the file): the context their tasks must fit in holds
-	// max(4, Parallel)·ctx positions (scoring.ChoiceContext), and the KV
-	// cache is sized to it unless the profile sets kv_len.
-	Parallel int
+	// Choice, when it names a task file, scores it instead of a text.
+	Choice
 
 	// AllowTokenizerMismatch: a base (Compare) whose tokenizer or token
 	// stream differs from this model's is not refused; the text is scored
