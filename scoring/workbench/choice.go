@@ -37,32 +37,31 @@ type Choice struct {
 	Parallel int
 }
 
-// Mode is the scoring method of c's task file (scoring.MethodHellaSwag,
-// ...) and its path; "" and "" when c names none (the first when it
-// names several, which a run refuses).
-func (c Choice) Mode() (method, path string) {
+// Mode is the mode c asks for; ok is false when c names no task file
+// (the first, when it names several, which a run refuses).
+func (c Choice) Mode() (m ChoiceMode, ok bool) {
 	if cs := c.choices(); len(cs) > 0 {
-		return cs[0].method, cs[0].path
+		return cs[0], true
 	}
-	return "", ""
+	return ChoiceMode{}, false
 }
 
-// choiceJob is the multiple-choice mode a job asks for.
-type choiceJob struct {
-	flag   string // "--hellaswag", "--winogrande" or "--multiple-choice"
-	method string // scoring.MethodHellaSwag, ...
-	path   string
-	count  int
+// ChoiceMode is the multiple-choice mode a job asks for.
+type ChoiceMode struct {
+	Flag   string // "--hellaswag", "--winogrande" or "--multiple-choice"
+	Method string // scoring.MethodHellaSwag, MethodWinogrande or MethodMultipleChoice
+	Path   string
+	Count  int
 }
 
-// choices is the multiple-choice modes j sets (none for a perplexity run).
-func (j Choice) choices() []choiceJob {
-	var out []choiceJob
-	for _, c := range []choiceJob{{"--hellaswag", scoring.MethodHellaSwag, j.HellaSwag, j.HellaSwagTasks},
-		{"--winogrande", scoring.MethodWinogrande, j.Winogrande, j.WinograndeTasks},
-		{"--multiple-choice", scoring.MethodMultipleChoice, j.MultipleChoice, j.MultipleChoiceTasks}} {
-		if c.path != "" {
-			out = append(out, c)
+// choices is the multiple-choice modes c sets (none for a perplexity run).
+func (c Choice) choices() []ChoiceMode {
+	var out []ChoiceMode
+	for _, m := range []ChoiceMode{{"--hellaswag", scoring.MethodHellaSwag, c.HellaSwag, c.HellaSwagTasks},
+		{"--winogrande", scoring.MethodWinogrande, c.Winogrande, c.WinograndeTasks},
+		{"--multiple-choice", scoring.MethodMultipleChoice, c.MultipleChoice, c.MultipleChoiceTasks}} {
+		if m.Path != "" {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -70,11 +69,11 @@ func (j Choice) choices() []choiceJob {
 
 // choiceConflicts says which of j's options the multiple-choice run c
 // cannot take.
-func choiceConflicts(j Job, c choiceJob) error {
+func choiceConflicts(j Job, c ChoiceMode) error {
 	bad := ""
 	switch {
 	case len(j.choices()) > 1:
-		return fmt.Errorf("%s and %s: score one task file at a time", j.choices()[0].flag, j.choices()[1].flag)
+		return fmt.Errorf("%s and %s: score one task file at a time", j.choices()[0].Flag, j.choices()[1].Flag)
 	case j.Compare != "" || j.Record != "" || j.CoarsenTopK > 0:
 		bad = "KLD base"
 	case j.Shard.N > 1:
@@ -85,11 +84,11 @@ func choiceConflicts(j Job, c choiceJob) error {
 		bad = "perplexity text (--perplexity, --perplexity-tokens)"
 	case j.Profile.StopAtPrecision > 0 || j.Profile.StopWhenDecided != "":
 		bad = "stop rule (--stop-at-precision, --stop-when-decided: they watch a perplexity or KLD run)"
-	case c.count < 0:
-		return fmt.Errorf("%s-tasks %d: want a positive count", c.flag, c.count)
+	case c.Count < 0:
+		return fmt.Errorf("%s-tasks %d: want a positive count", c.Flag, c.Count)
 	}
 	if bad != "" {
-		return fmt.Errorf("%s scores a task file; it takes no %s", c.flag, bad)
+		return fmt.Errorf("%s scores a task file; it takes no %s", c.Flag, bad)
 	}
 	return nil
 }
@@ -105,18 +104,18 @@ type choiceFile struct {
 }
 
 // loadChoice reads, hashes and parses c's task file.
-func loadChoice(c choiceJob) (choiceFile, error) {
-	data, err := os.ReadFile(c.path)
+func loadChoice(c ChoiceMode) (choiceFile, error) {
+	data, err := os.ReadFile(c.Path)
 	if err == nil && len(data) == 0 {
-		err = fmt.Errorf("%s: the file is empty", c.path)
+		err = fmt.Errorf("%s: the file is empty", c.Path)
 	}
 	if err != nil {
-		return choiceFile{}, fmt.Errorf("%s: %w", c.flag, err)
+		return choiceFile{}, fmt.Errorf("%s: %w", c.Flag, err)
 	}
 	sum := sha256.Sum256(data)
-	f, err := parseChoice(c.flag, data)
+	f, err := parseChoice(c.Flag, data)
 	if err != nil {
-		return choiceFile{}, fmt.Errorf("%s %s: %w", c.flag, c.path, err)
+		return choiceFile{}, fmt.Errorf("%s %s: %w", c.Flag, c.Path, err)
 	}
 	f.sha256 = hex.EncodeToString(sum[:])
 	return f, nil
@@ -195,7 +194,7 @@ func (b *Bench) runChoice(ctx context.Context, j Job) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	rep, err := f.run(ctx, b.eng, scoring.ChoiceOptions{Count: c.count, Ctx: j.Profile.Ctx, Parallel: j.Parallel, Path: c.path,
+	rep, err := f.run(ctx, b.eng, scoring.ChoiceOptions{Count: c.Count, Ctx: j.Profile.Ctx, Parallel: j.Parallel, Path: c.Path,
 		FileSHA256: f.sha256, Progress: j.Progress})
 	if err != nil && !errors.Is(err, scoring.ErrStopped) && rep.Object == "" {
 		return Outcome{}, err

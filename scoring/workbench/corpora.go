@@ -51,7 +51,7 @@ func checkCorpora(j Job) error {
 	case j.Profile.StopAtPrecision > 0 || j.Profile.StopWhenDecided != "":
 		bad = "--stop-at-precision, --stop-when-decided: a stopping rule watches one run"
 	case len(j.choices()) > 0:
-		bad = j.choices()[0].flag + ": it scores a task file, not texts"
+		bad = j.choices()[0].Flag + ": it scores a task file, not texts"
 	case j.Partner != nil:
 		bad = "an A/B pairs two runs of one text"
 	}

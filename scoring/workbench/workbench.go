@@ -205,7 +205,7 @@ func journalPath(j Job) (string, error) {
 	var none string
 	switch {
 	case len(j.choices()) > 0:
-		none = "--resume: a " + j.choices()[0].flag + " run keeps no journal; rerun it"
+		none = "--resume: a " + j.choices()[0].Flag + " run keeps no journal; rerun it"
 	case j.CoarsenTopK > 0 || len(j.CoarsenTopKs) > 0:
 		none = "--resume: a --kld-coarsen-top-k run keeps no journal; rerun it"
 	case j.Shard.N > 1:
