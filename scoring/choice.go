@@ -583,11 +583,16 @@ func (c *ChoiceSummary) Figure() string {
 // progress line and the TUI show, and, after the last task, the report's
 // (ChoiceSummary.Figure, after the name).
 func (c *ChoiceProgress) Figure(method string) string {
-	name := "accuracy"
+	return ChoiceMetric(method) + " " + choiceFigure(method, c.Accuracy, c.CI95Low, c.CI95High, c.Uncertainty)
+}
+
+// ChoiceMetric is the name llama-perplexity gives the accuracy of the
+// mode method: HellaSwag's acc_norm, the others' accuracy.
+func ChoiceMetric(method string) string {
 	if method == MethodHellaSwag {
-		name = "acc_norm"
+		return "acc_norm"
 	}
-	return name + " " + choiceFigure(method, c.Accuracy, c.CI95Low, c.CI95High, c.Uncertainty)
+	return "accuracy"
 }
 
 func choiceFigure(method string, acc, lo, hi, u float64) string {

@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"plexbench/scoring"
 	"plexbench/scoring/results"
 )
 
@@ -123,6 +124,12 @@ func (m historyModel) view(s Styles, w, h int) string {
 			ppl := pm(r.Perplexity, r.PerplexityUncertainty)
 			if a := r.CorporaAverage; a != nil { // several corpora: no PPL of its own
 				ppl, done = fmt.Sprintf("%.4f tok-wt", a.TokenWeighted.Perplexity), fmt.Sprintf("%d texts", len(r.Corpora))
+			}
+			if c := r.Choice(); c != nil { // a task file: its accuracy over the tasks scored
+				ppl, done = fmt.Sprintf("%.2f%% %s", c.Accuracy, scoring.ChoiceMetric(c.Method)), fmt.Sprint(c.Tasks)
+				if r.Partial {
+					done += "✗"
+				}
 			}
 			l = cols(when, name, base(r.Config.Model.Path, "?"), fmt.Sprintf("%s %d", r.Method, r.Ctx), ppl, done, kept)
 		}

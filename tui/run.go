@@ -3,7 +3,9 @@ package tui
 // run.go owns the run view's child model: one run's live state (built from
 // its progress events, or from a saved report when re-opened) and how it
 // draws: header, progress, running PPL, KLD against a base, the chart and
-// the latest windows. The A/B view shows two of these.
+// the latest windows; for a multiple-choice run, its tasks, running
+// accuracy and the accuracy chart instead. The A/B view shows two of
+// these.
 
 import (
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/scoring/results"
+	"plexbench/scoring/workbench"
 )
 
 // runStatus is where a run stands.
@@ -42,6 +45,9 @@ type runModel struct {
 	label   string // "A", "B" or "" in the single run view
 	profile profiles.Profile
 	base    string // the KLD base it compares against
+	// choice, when it names a task file, is what the run scores instead
+	// of the profile's text.
+	choice workbench.Choice
 
 	job    *job
 	status runStatus
@@ -67,8 +73,30 @@ func newRunModel(label string, p profiles.Profile, base string) runModel {
 // start runs spec under j.
 func (m runModel) start(r Runner, j *job, spec runSpec) (runModel, tea.Cmd) {
 	m.job, m.status = j, runLoading
-	spec.base = m.base
+	spec.base, spec.choice = m.base, m.choice
 	return m, j.start(r, spec)
+}
+
+// choiceMode is the multiple-choice method and task file of the run; ok is
+// false for a perplexity run. A run re-opened from history takes them
+// from its report.
+func (m runModel) choiceMode() (method, path string, ok bool) {
+	if c, ok := m.choice.Mode(); ok {
+		return c.Method, c.Path, true
+	}
+	if m.report != nil && m.report.Choice() != nil {
+		return m.report.Method, m.report.Text, true
+	}
+	return "", "", false
+}
+
+// unit is what the run scores one at a time: windows, or a task file's
+// tasks.
+func (m runModel) unit() string {
+	if _, _, ok := m.choiceMode(); ok {
+		return "task"
+	}
+	return "window"
 }
 
 // active reports whether the run is in flight.
@@ -162,7 +190,21 @@ func (m runModel) apply(ev scoring.Event) runModel {
 			Lo: ev.Perplexity - ev.PerplexityUncertainty, Hi: ev.Perplexity + ev.PerplexityUncertainty,
 		})
 	}
+	if ev.Kind == scoring.EventWindowDone && ev.Choice != nil {
+		m.points = append(m.points, choicePoint(ev.Method, *ev.Choice))
+	}
 	return m
+}
+
+// choicePoint is a task's point on the accuracy chart: the running
+// accuracy (the line; a task has no value of its own) in HellaSwag's
+// Wilson interval or the others' ± band.
+func choicePoint(method string, c scoring.ChoiceProgress) chartPoint {
+	lo, hi := c.Accuracy-c.Uncertainty, c.Accuracy+c.Uncertainty
+	if method == scoring.MethodHellaSwag {
+		lo, hi = c.CI95Low, c.CI95High
+	}
+	return chartPoint{Value: c.Accuracy, Run: c.Accuracy, Lo: lo, Hi: hi}
 }
 
 // finish takes the run's end.
@@ -176,6 +218,9 @@ func (m runModel) finish(d doneMsg) runModel {
 		// their exact ± band when they agree with it.
 		if len(rep.Windows) > 0 && len(rep.Windows) != len(m.windows) {
 			m = m.fromWindows(rep.Windows, rep)
+		}
+		if c := rep.Choice(); c != nil && len(c.Results) != len(m.points) {
+			m = m.fromChoice(rep)
 		}
 	}
 	switch {
@@ -220,6 +265,29 @@ func (m runModel) fromWindows(ws []scoring.WindowReport, rep scoring.Report) run
 	return m
 }
 
+// fromChoice rebuilds the accuracy chart and latest event from a
+// multiple-choice report's results: the running figures after each task
+// are scoring's, what the run's events said.
+func (m runModel) fromChoice(rep scoring.Report) runModel {
+	c := rep.Choice()
+	total := max(c.Tasks, m.last.WindowsTotal) // a stopped run drew more than it scored
+	running, _ := scoring.ChoiceRunning(c.Method, c.Results, total)
+	m.points = m.points[:0:0]
+	for _, p := range running {
+		m.points = append(m.points, choicePoint(c.Method, p))
+	}
+	final := scoring.ChoiceProgress{TasksDone: c.Tasks, TasksTotal: total, Accuracy: c.Accuracy,
+		CI95Low: c.CI95Low, CI95High: c.CI95High, Uncertainty: c.Uncertainty}
+	if n := len(running); n > 0 {
+		final.Correct = running[n-1].Correct
+	}
+	m.last = scoring.Event{Kind: scoring.EventFinished, Method: rep.Method, Ctx: rep.Ctx,
+		WindowsTotal: total, WindowsDone: c.Tasks, PrefillTotal: m.last.PrefillTotal, PrefillDone: rep.PrefillTokens,
+		Elapsed: time.Duration(rep.ElapsedSeconds * float64(time.Second)), MeanTokensPerSecond: rep.PrefillTokensPerSecond,
+		TokensPerSecond: m.last.TokensPerSecond, Partial: rep.Partial, Reason: rep.PartialReason, Choice: &final}
+	return m
+}
+
 // openedRun is a past run re-opened from the results folder.
 func openedRun(e results.Entry) runModel {
 	m := newRunModel("", e.Profile, "")
@@ -231,7 +299,11 @@ func openedRun(e results.Entry) runModel {
 	if rep.KLD != nil {
 		m.base = rep.KLD.Base
 	}
-	m = m.fromWindows(rep.Windows, rep)
+	if rep.Choice() != nil {
+		m = m.fromChoice(rep)
+	} else {
+		m = m.fromWindows(rep.Windows, rep)
+	}
 	m.status = runDone
 	if rep.Partial {
 		m.status = runStopped
@@ -326,19 +398,41 @@ func (m runModel) headerView(s Styles, w int) string {
 	if p.Description != "" {
 		title += s.Dim.Render(" — " + p.Description)
 	}
-	l2 := s.Label.Render("model ") + base(p.Model, "demo (stories260K)") + s.Dim.Render(" · ") + inputName(p)
-	if m.report != nil && m.report.Config.Model.Architecture != "" {
-		l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tokens", m.report.Config.Model.Architecture, m.report.Tokens))
+	input, geometry := inputName(p), windowsLine(p)
+	method, path, choice := m.choiceMode()
+	if choice {
+		input, geometry = method+" "+base(path, ""), m.tasksLine(method)
 	}
-	l3 := s.Label.Render(windowsLine(p)) + s.Dim.Render(" · "+settings(p))
+	l2 := s.Label.Render("model ") + base(p.Model, "demo (stories260K)") + s.Dim.Render(" · ") + input
+	if r := m.report; r != nil && r.Config.Model.Architecture != "" {
+		if c := r.Choice(); c != nil {
+			l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tasks in the file", r.Config.Model.Architecture, c.TasksInFile))
+		} else {
+			l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tokens", r.Config.Model.Architecture, r.Tokens))
+		}
+	}
+	l3 := s.Label.Render(geometry) + s.Dim.Render(" · "+settings(p))
 	if lipgloss.Width(l3) > w {
 		// Too long for one line: the settings get their own.
-		l3 = s.Label.Render(windowsLine(p)) + "\n" + s.Dim.Render(settings(p))
+		l3 = s.Label.Render(geometry) + "\n" + s.Dim.Render(settings(p))
 	}
 	return spread(title, m.badge(s), w) + "\n" + l2 + "\n" + l3
 }
 
-// progressView is the bar with windows done/total, elapsed and ETA.
+// tasksLine is a multiple-choice run's mode, context and tasks drawn.
+func (m runModel) tasksLine(method string) string {
+	ctx := m.profile.Ctx
+	if m.last.Ctx > 0 {
+		ctx = m.last.Ctx
+	}
+	l := fmt.Sprintf("%s ctx %d", method, ctx)
+	if n := m.last.WindowsTotal; n > 0 {
+		l += fmt.Sprintf(" · %d tasks drawn", n)
+	}
+	return l
+}
+
+// progressView is the bar with windows (tasks) done/total, elapsed and ETA.
 func (m runModel) progressView(s Styles, w int) string {
 	e := m.last
 	frac := 0.0
@@ -346,7 +440,7 @@ func (m runModel) progressView(s Styles, w int) string {
 		frac = float64(e.WindowsDone) / float64(e.WindowsTotal)
 	}
 	since := time.Duration(m.idle) * time.Second
-	right := fmt.Sprintf(" %d/%d windows · %s", e.WindowsDone, e.WindowsTotal, clock(e.Elapsed+since))
+	right := fmt.Sprintf(" %d/%d %ss · %s", e.WindowsDone, e.WindowsTotal, m.unit(), clock(e.Elapsed+since))
 	switch {
 	case m.active() && e.ETA > 0:
 		right += " · ETA " + clock(max(0, e.ETA-since))
@@ -379,6 +473,20 @@ func (m runModel) statsView(s Styles) string {
 		s.Label.Render("   tok/s ") + s.Value.Render(rate(e.TokensPerSecond)) + s.Dim.Render(" now · ") +
 		s.Value.Render(rate(e.MeanTokensPerSecond)) + s.Dim.Render(" mean") +
 		s.Dim.Render(fmt.Sprintf("   %d tokens scored", e.ScoredDone)) + m.keptView(s)
+}
+
+// choiceStatsView is a multiple-choice run's running accuracy, as the
+// headless progress line writes it, and its prefill speed.
+func (m runModel) choiceStatsView(s Styles, method string) string {
+	e := m.last
+	acc := s.Label.Render(scoring.ChoiceMetric(method)+" ") + s.Value.Render("–")
+	if c := e.Choice; c != nil && c.TasksDone > 0 {
+		acc = s.Value.Render(c.Figure(method)) + s.Dim.Render(fmt.Sprintf("   %d right of %d", c.Correct, c.TasksDone))
+	}
+	speed := s.Label.Render("prefill tok/s ") + s.Value.Render(rate(e.TokensPerSecond)) + s.Dim.Render(" now · ") +
+		s.Value.Render(rate(e.MeanTokensPerSecond)) + s.Dim.Render(" mean") +
+		s.Dim.Render(fmt.Sprintf("   %d of %d tokens through prefill", e.PrefillDone, e.PrefillTotal)) + m.keptView(s)
+	return acc + "\n" + speed
 }
 
 // keptView is FlashPrefill's kept fraction of attention blocks so far;
@@ -472,6 +580,18 @@ func (m runModel) chartView(s Styles, w, h int) string {
 	return title + "\n" + c.render(s, w, h-1)
 }
 
+// choiceChartView is the running accuracy over the tasks, in its
+// interval or ± band.
+func (m runModel) choiceChartView(s Styles, method string, w, h int) string {
+	band := "±"
+	if method == scoring.MethodHellaSwag {
+		band = "Wilson 95%"
+	}
+	title := s.Label.Render("running "+scoring.ChoiceMetric(method)+" (%) ") + s.ChartLine.Render("─") + s.Label.Render(" "+band+" ") + s.ChartBand.Render("░")
+	c := chart{Points: m.points, Total: m.last.WindowsTotal}
+	return title + "\n" + c.render(s, w, h-1)
+}
+
 // tableView lists the latest windows, newest first, in rows lines. Narrow
 // terminals drop the token range and mean NLL columns.
 func (m runModel) tableView(s Styles, w, rows int) string {
@@ -526,19 +646,22 @@ func (m runModel) statusView(s Styles) string {
 	case m.opened != "":
 		return s.Dim.Render("opened " + m.opened)
 	case m.status == runStopping:
-		return s.Warn.Render("stopping after the window in flight…")
+		return s.Warn.Render("stopping after the " + m.unit() + " in flight…")
 	case m.status == runStopped && m.saved:
 		return s.Warn.Render("stopped: ") + s.Dim.Render("partial report saved to "+m.files.Report)
 	case m.status == runDone && m.saved:
 		return s.Good.Render("done: ") + s.Dim.Render("report saved to "+m.files.Report)
 	case m.paused:
-		return s.Warn.Render("paused between windows: space resumes")
+		return s.Warn.Render("paused between " + m.unit() + "s: space resumes")
 	}
 	return ""
 }
 
 // view lays the run out in w × h cells.
 func (m runModel) view(s Styles, w, h int) string {
+	if method, _, ok := m.choiceMode(); ok {
+		return m.choiceView(s, method, w, h)
+	}
 	top := []string{m.headerView(s, w), m.progressView(s, w), m.statsView(s)}
 	if k := m.kldView(s); k != "" {
 		top = append(top, strings.TrimRight(k, "\n"))
@@ -554,12 +677,7 @@ func (m runModel) view(s Styles, w, h int) string {
 	left := h - fixed - 1 // the status line
 	var body []string
 	if m.status == runFailed && len(m.windows) == 0 {
-		// Nothing to chart: the error is the content.
-		msg := "the run failed before its first window"
-		if m.err != nil {
-			msg = m.err.Error()
-		}
-		return strings.Join(append(top, "", s.Bad.Render(wrap(msg, w))), "\n")
+		return m.failedView(s, top, w)
 	}
 	if left >= 8 {
 		tableRows := max(2, left*2/5)
@@ -569,4 +687,32 @@ func (m runModel) view(s Styles, w, h int) string {
 		body = append(body, m.tableView(s, w, left-1))
 	}
 	return strings.Join(append(append(top, body...), status), "\n")
+}
+
+// failedView is a run that failed before its first window (task): nothing
+// to chart, the error is the content.
+func (m runModel) failedView(s Styles, top []string, w int) string {
+	msg := "the run failed before its first " + m.unit()
+	if m.err != nil {
+		msg = m.err.Error()
+	}
+	return strings.Join(append(top, "", s.Bad.Render(wrap(msg, w))), "\n")
+}
+
+// choiceView lays a multiple-choice run out in w × h cells: no PPL, KLD or
+// windows, the accuracy and a small chart of it instead.
+func (m runModel) choiceView(s Styles, method string, w, h int) string {
+	top := []string{m.headerView(s, w), m.progressView(s, w), m.choiceStatsView(s, method)}
+	if m.status == runFailed && len(m.points) == 0 {
+		return m.failedView(s, top, w)
+	}
+	fixed := 0
+	for _, t := range top {
+		fixed += strings.Count(t, "\n") + 1
+	}
+	body := top
+	if left := h - fixed - 1; left >= 4 { // the status line; a chart needs four
+		body = append(body, m.choiceChartView(s, method, w, min(left, 16)))
+	}
+	return strings.Join(append(body, m.statusView(s)), "\n")
 }

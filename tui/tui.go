@@ -56,6 +56,10 @@ type Config struct {
 	// not used. Its records go to Sweep.Root.
 	Sweep   *workbench.SweepJob
 	Sweeper Sweeper
+	// Choice, when it names a task file, makes the run a multiple-choice
+	// run of it (as score --hellaswag, --winogrande, --multiple-choice):
+	// one profile, no Base, no sweep.
+	Choice workbench.Choice
 }
 
 // view is the root's state.
@@ -149,6 +153,9 @@ func New(cfg Config) (Model, error) {
 			return Model{}, err
 		}
 	}
+	if err := checkChoice(cfg); err != nil {
+		return Model{}, err
+	}
 	if cfg.ResultsDir == "" {
 		cfg.ResultsDir = results.DefaultRoot
 	}
@@ -173,8 +180,26 @@ func New(cfg Config) (Model, error) {
 	default:
 		m.view = viewRun
 		m.run = newRunModel("", cfg.Profiles[0], cfg.Base)
+		m.run.choice = cfg.Choice
 	}
 	return m, nil
+}
+
+// checkChoice refuses a task file the app cannot show: beside an A/B or a
+// sweep (their views pair perplexity runs), or with what `score` refuses
+// beside it (workbench.CheckChoice: a base, a text, several corpora, a
+// file that does not read).
+func checkChoice(cfg Config) error {
+	c, ok := cfg.Choice.Mode()
+	switch {
+	case !ok:
+		return nil
+	case cfg.Sweep != nil:
+		return fmt.Errorf("tui: %s: a sweep scores a text; score the task file in its own run", c.Flag)
+	case len(cfg.Profiles) == 2:
+		return fmt.Errorf("tui: %s: an A/B pairs perplexity runs; give one profile (plexbench ab pairs two task-file records)", c.Flag)
+	}
+	return workbench.CheckChoice(workbench.Job{Profile: cfg.Profiles[0], Compare: cfg.Base, Choice: cfg.Choice})
 }
 
 // Close abandons any run in flight; the app calls it on quit.
@@ -314,7 +339,7 @@ func (m Model) onKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		}
 		m = m.stop()
 		m.quitWhenDone = true
-		m.flash = "stopping after the window in flight; the partial report is saved, then plexbench quits (ctrl+c again: quit now)"
+		m.flash = "stopping after the " + m.run.unit() + " in flight; the partial report is saved, then plexbench quits (ctrl+c again: quit now)"
 		return m, nil
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
@@ -547,6 +572,12 @@ func (m Model) helpPage() string {
 		"      ΔPPL's ± comes from the paired per-window differences.",
 		"",
 	}
+	unit := m.run.unit()
+	if unit == "task" {
+		lines = append(lines[:len(lines)-1],
+			s.Value.Render("tasks ")+"a task file's run: HellaSwag's acc_norm in its Wilson 95% interval,",
+			"      Winogrande's and multiple choice's accuracy ±, as llama-perplexity.", "")
+	}
 	if m.view == viewHistory {
 		lines = append(lines,
 			s.Value.Render("↑/↓   ")+"choose a past run",
@@ -555,9 +586,9 @@ func (m Model) helpPage() string {
 			s.Value.Render("esc   ")+"back")
 	} else {
 		lines = append(lines,
-			s.Value.Render("q/esc ")+"stop after the window in flight; the partial report is saved",
+			s.Value.Render("q/esc ")+"stop after the "+unit+" in flight; the partial report is saved",
 			s.Value.Render("      ")+"(when nothing runs: quit)",
-			s.Value.Render("space ")+"pause/resume between windows",
+			s.Value.Render("space ")+"pause/resume between "+unit+"s",
 			s.Value.Render("s     ")+"save the profile(s)",
 			s.Value.Render("w     ")+"the finished run's worst tokens (B's in an A/B), as plexbench worst",
 			s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)
@@ -584,6 +615,8 @@ func (m Model) openWorst() (Model, tea.Cmd) {
 	switch {
 	case r.active() || r.report == nil:
 		m.flash = "the worst tokens are listed once the run has finished"
+	case r.report.Choice() != nil:
+		m.flash = "a task file's run scores answers, not a text's tokens: it has no worst tokens"
 	case r.report.Trace != nil:
 		return m.showWorst(title, r.report.Trace, nil), nil
 	case r.opened != "":

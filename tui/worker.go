@@ -5,7 +5,8 @@ package tui
 // progress to the UI through a channel read by a command that re-arms
 // itself (bubbletea's realtime pattern). Messages carry the run's ID so a
 // view drops those of runs it no longer shows. Pause blocks the progress
-// callback, which scoring calls between windows.
+// callback, which scoring calls between windows (a multiple-choice run's
+// tasks).
 
 import (
 	"context"
@@ -65,7 +66,10 @@ type runSpec struct {
 	recordBase bool   // keep a base of this run beside its report
 	// partner is the other side when this run is an A/B's A: the pair is
 	// refused before A scores when their tokenizers differ.
-	partner    *profiles.Profile
+	partner *profiles.Profile
+	// choice, when it names a task file, scores it instead of the text;
+	// such a run records no base.
+	choice     workbench.Choice
 	resultsDir string
 	now        func() time.Time
 }
@@ -103,8 +107,8 @@ func (j *job) run(r Runner, spec runSpec) tea.Cmd {
 		if spec.now != nil {
 			start = spec.now()
 		}
-		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, Partner: spec.partner, KeepGoing: j.keep.Load}
-		if spec.recordBase {
+		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, Partner: spec.partner, Choice: spec.choice, KeepGoing: j.keep.Load}
+		if _, choice := spec.choice.Mode(); spec.recordBase && !choice {
 			pending, err := results.PendingBase(spec.resultsDir, start)
 			if err != nil {
 				j.send(doneMsg{id: j.id, err: err})

@@ -1,8 +1,9 @@
 package main
 
-// tui.go owns `plexbench tui` (and bare `plexbench`): flags, profiles, the
-// runner the TUI drives (workbench.Run, the path `score` takes), and the
-// terminal check.
+// tui.go owns `plexbench tui` (and bare `plexbench`): flags (the
+// multiple-choice ones bound as score binds them, choice.go), profiles,
+// the runner the TUI drives (workbench.Run, the path `score` takes), and
+// the terminal check.
 
 import (
 	"errors"
@@ -27,7 +28,48 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runTUI(args []string) int {
+	cfg, code := parseTUI(args)
+	if code >= 0 {
+		return code
+	}
+	// New refuses what the flags cannot run (two profiles that are not
+	// comparable, a task file beside an A/B) before the terminal check.
+	m, err := tui.New(cfg)
+	if err != nil {
+		if errors.Is(err, profiles.ErrNotComparable) {
+			return fail(fmt.Errorf("%w\n(an engine A/B must score the same model on the same text; --compare models allows two models)", err))
+		}
+		return fail(err)
+	}
+	// Runs still writing when the program ends (a signal, a quit) leave no
+	// temporary files behind.
+	defer outfile.RemoveTemps()
+	defer m.Close()
+	if !isTerminal(os.Stdout) {
+		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
+			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
+			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict);\n"+
+			"for a task file use `plexbench score --hellaswag FILE` (or --winogrande, --multiple-choice: the same accuracy);\n"+
+			"for a sweep use `plexbench sweep` (the same records and table).")
+		return 2
+	}
+	final, err := tea.NewProgram(m).Run()
+	if err != nil {
+		return fail(err)
+	}
+	if fm, ok := final.(tui.Model); ok {
+		for _, path := range fm.SavedReports() {
+			fmt.Printf("plexbench: report saved to %s\n", path)
+		}
+	}
+	return 0
+}
+
+// parseTUI is the app's configuration from tui's arguments; code >= 0
+// ends the command there (help asked for, or a bad flag, said on stderr).
+func parseTUI(args []string) (cfg tui.Config, code int) {
 	fs := newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]\n"+
+		"       plexbench tui --hellaswag|--winogrande|--multiple-choice FILE [--profile P.toml] [flags]\n"+
 		"       plexbench tui --sweep BASE.gguf [--profile P.toml] [flags] MODEL.gguf|GLOB...\n"+
 		"       plexbench tui --profile SWEEP.toml (its [sweep] table names the base and models)")
 	var paths stringList
@@ -41,35 +83,32 @@ func runTUI(args []string) int {
 		"(files or globs) are scored against it, as `plexbench sweep` does")
 	resume := fs.Bool("resume", false, "a sweep: continue a stopped or killed one (same flags): recorded models are skipped,\n"+
 		"the interrupted one resumes from its journal")
+	bindChoiceFlags(fs, &cfg.Choice)
 	// Setting flags override every profile's fields; bound to the defaults
 	// so -h shows them.
 	scratch := profiles.Default()
 	scratch.BindFlags(fs)
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
-		return code
+		return cfg, code
+	}
+	if err := checkChoiceFlags(fs, "tui", cfg.Choice); err != nil {
+		return cfg, fail(err)
 	}
 	sweep, err := tuiSweep(fs, scratch, paths, pos, *sweepBase, *resultsDir, *base, *resume)
 	if err != nil {
-		return fail(err)
+		return cfg, fail(err)
 	}
-	if !isTerminal(os.Stdout) {
-		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
-			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
-			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict);\n"+
-			"for a sweep use `plexbench sweep` (the same records and table).")
-		return 2
-	}
-	cfg := tui.Config{Base: *base, ResultsDir: results.Root(*resultsDir), NoColor: os.Getenv("NO_COLOR") != "", AllowTokenizerMismatch: *allow,
-		Runner: tui.RunnerFunc(workbench.Run)}
+	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, results.Root(*resultsDir), os.Getenv("NO_COLOR") != "", *allow
+	cfg.Runner = tui.RunnerFunc(workbench.Run)
 	if sweep != nil {
 		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)
 	}
 	if cfg.Compare, err = profiles.ParseComparison(*compare); err != nil {
-		return fail(fmt.Errorf("tui: %w", err))
+		return cfg, fail(fmt.Errorf("tui: %w", err))
 	}
 	if len(paths) > 2 {
-		return fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
+		return cfg, fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
 	}
 	loaded := []profiles.Profile{profiles.Default()}
 	if len(paths) > 0 && sweep == nil {
@@ -77,7 +116,7 @@ func runTUI(args []string) int {
 		for _, path := range paths {
 			p, err := profiles.Load(path)
 			if err != nil {
-				return fail(err)
+				return cfg, fail(err)
 			}
 			loaded = append(loaded, p)
 		}
@@ -85,31 +124,11 @@ func runTUI(args []string) int {
 	for _, p := range loaded {
 		p, err := p.Override(fs)
 		if err != nil {
-			return fail(err)
+			return cfg, fail(err)
 		}
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
-	m, err := tui.New(cfg)
-	if err != nil {
-		if errors.Is(err, profiles.ErrNotComparable) {
-			return fail(fmt.Errorf("%w\n(an engine A/B must score the same model on the same text; --compare models allows two models)", err))
-		}
-		return fail(err)
-	}
-	// Runs still writing when the program ends (a signal, a quit) leave no
-	// temporary files behind.
-	defer outfile.RemoveTemps()
-	defer m.Close()
-	final, err := tea.NewProgram(m).Run()
-	if err != nil {
-		return fail(err)
-	}
-	if fm, ok := final.(tui.Model); ok {
-		for _, path := range fm.SavedReports() {
-			fmt.Printf("plexbench: report saved to %s\n", path)
-		}
-	}
-	return 0
+	return cfg, -1
 }
 
 // tuiSweep is the sweep the TUI's flags ask for (nil: none): --sweep with
