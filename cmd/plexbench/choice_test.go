@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,116 +14,10 @@ import (
 	"plexbench/kernels/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/choicetest"
 	"plexbench/scoring/results"
 	"plexbench/scoring/workbench"
 )
-
-// winograndeFile writes n Winogrande tasks made from TinyStories
-// sentences: a word of a sentence blanked out, the word and a word from
-// elsewhere as the choices in a seeded order; the blank is sometimes the
-// sentence's last word, so that both of llama.cpp's scorings occur. The
-// file ends with an empty line so that its last task is read.
-func winograndeFile(t *testing.T, n int) string {
-	t.Helper()
-	sentences := tinySentences(t)
-	r := rand.New(rand.NewPCG(25, 2))
-	var b strings.Builder
-	for i := 0; i < n; {
-		sentence := sentences[r.IntN(len(sentences))]
-		words := strings.Fields(sentence)
-		other := strings.Fields(sentences[r.IntN(len(sentences))])
-		k := 1 + r.IntN(len(words)-1)
-		if r.IntN(3) == 0 {
-			k = len(words) - 1
-		}
-		word, alt := strings.Trim(words[k], ".!?,\""), strings.Trim(other[r.IntN(len(other))], ".!?,\"")
-		if word == "" || alt == "" || word == alt || strings.ContainsAny(sentence+alt, `_"`) || strings.Contains(word+alt, ",") {
-			continue
-		}
-		words[k] = strings.Replace(words[k], word, "_", 1)
-		choices, answer := [2]string{word, alt}, 1
-		if r.IntN(2) == 0 {
-			choices, answer = [2]string{alt, word}, 2
-		}
-		fmt.Fprintf(&b, "%d,\"%s\",%s,%s,%d\n", i, strings.Join(words, " "), choices[0], choices[1], answer)
-		i++
-	}
-	b.WriteString("\n")
-	return writeTemp(t, "winogrande.csv", []byte(b.String()))
-}
-
-// multipleChoiceFile writes n tasks in llama.cpp's binary multiple-choice
-// format made from TinyStories sentences (multipleChoiceTasks).
-func multipleChoiceFile(t *testing.T, n int) string {
-	t.Helper()
-	return writeMultipleChoice(t, multipleChoiceTasks(t, n), -1)
-}
-
-// multipleChoiceTasks are n tasks made from TinyStories sentences: a
-// sentence as the question, the sentence after it as the correct answer
-// among 2..5 at a seeded index.
-func multipleChoiceTasks(t *testing.T, n int) []scoring.MultipleChoiceTask {
-	t.Helper()
-	sentences := tinySentences(t)
-	r := rand.New(rand.NewPCG(25, 3))
-	tasks := make([]scoring.MultipleChoiceTask, n)
-	for i := range tasks {
-		q, k := r.IntN(len(sentences)-1), 2+r.IntN(4)
-		tk := scoring.MultipleChoiceTask{Question: sentences[q], Answers: make([]string, k), Gold: r.IntN(k)}
-		for a := range k {
-			if a == tk.Gold {
-				tk.Answers[a] = sentences[q+1]
-			} else {
-				tk.Answers[a] = sentences[r.IntN(len(sentences))]
-			}
-		}
-		tasks[i] = tk
-	}
-	return tasks
-}
-
-// writeMultipleChoice writes tasks in llama.cpp's binary multiple-choice
-// format, each with an empty mc2. A label of 0 or more marks that answer
-// correct in every task instead of the task's own (none in a task with
-// fewer answers); the file's offsets are the same either way.
-func writeMultipleChoice(t *testing.T, tasks []scoring.MultipleChoiceTask, label int) string {
-	t.Helper()
-	var body bytes.Buffer
-	le := func(w *bytes.Buffer, v any) { binary.Write(w, binary.LittleEndian, v) }
-	str := func(s string) { le(&body, uint32(len(s))); body.WriteString(s) }
-	offsets := make([]uint32, len(tasks))
-	for i, tk := range tasks {
-		offsets[i] = uint32(4 + 4*len(tasks) + body.Len())
-		str(tk.Question)
-		le(&body, uint32(len(tk.Answers)))
-		for _, a := range tk.Answers {
-			str(a)
-		}
-		labels, right := make([]int32, len(tk.Answers)), tk.Gold
-		if label >= 0 {
-			right = label
-		}
-		if right < len(labels) {
-			labels[right] = 1
-		}
-		le(&body, labels)
-		le(&body, uint32(0)) // an empty mc2
-	}
-	var out bytes.Buffer
-	le(&out, uint32(len(tasks)))
-	le(&out, offsets)
-	out.Write(body.Bytes())
-	return writeTemp(t, "mc.bin", out.Bytes())
-}
-
-func writeTemp(t *testing.T, name string, data []byte) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // scoreChoice runs score with args and returns its report.
 func scoreChoice(t *testing.T, args ...string) scoring.Report {
@@ -213,7 +104,7 @@ func bruteWinogrande(t *testing.T, m *engine.Model, tk scoring.WinograndeTask) (
 // final figures are llama.cpp's of the brute count.
 func TestScoreWinogrande(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	file := winograndeFile(t, 160)
+	file := choicetest.WinograndeFile(t, 160)
 	rep := scoreChoice(t, "--model", model, "--winogrande", file, "--winogrande-tasks", "120")
 	w := rep.Winogrande
 	data, _ := os.ReadFile(file)
@@ -267,7 +158,7 @@ func TestScoreWinogrande(t *testing.T) {
 // best, and the final result is llama.cpp's of the brute count.
 func TestScoreMultipleChoice(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	file := multipleChoiceFile(t, 40)
+	file := choicetest.MultipleChoiceFile(t, 40)
 	data, _ := os.ReadFile(file)
 	tasks, err := scoring.ParseMultipleChoice(data)
 	if err != nil {
@@ -352,7 +243,7 @@ func bruteAnswers(t *testing.T, m *engine.Model, tk scoring.MultipleChoiceTask) 
 // refused in one line.
 func TestScoreChoiceBadFiles(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	mc, _ := os.ReadFile(multipleChoiceFile(t, 3))
+	mc, _ := os.ReadFile(choicetest.MultipleChoiceFile(t, 3))
 	cut := append([]byte(nil), mc[:len(mc)-6]...)
 	moved := append([]byte(nil), mc...)
 	moved[8]++ // task 1's offset
@@ -377,7 +268,7 @@ func TestScoreChoiceBadFiles(t *testing.T) {
 			t.Errorf("%s: stderr %q, want one line naming the file and %q", c.name, stderr, c.want)
 		}
 	}
-	wg := winograndeFile(t, 3)
+	wg := choicetest.WinograndeFile(t, 3)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -402,7 +293,7 @@ func TestScoreChoiceBadFiles(t *testing.T) {
 // tasks only one got right, and refuses runs of other tasks. The progress
 // line carries the running accuracy ±.
 func TestChoiceRecordsCompareAB(t *testing.T) {
-	root, file, dir := t.TempDir(), winograndeFile(t, 60), t.TempDir()
+	root, file, dir := t.TempDir(), choicetest.WinograndeFile(t, 60), t.TempDir()
 	t.Setenv("PLEXBENCH_RESULTS", root)
 	progress := filepath.Join(dir, "progress.txt")
 	var reps []scoring.Report
@@ -488,7 +379,7 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 // cache is sized to that context. --parallel needs a task file.
 func TestScoreChoiceLongerThanCtx(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	file := hellaswagFile(t, 40)
+	file := choicetest.HellaSwagFile(t, 40)
 	args := []string{"--model", model, "--hellaswag", file, "--hellaswag-tasks", "12"}
 	wide := scoreChoice(t, args...)
 	short := scoreChoice(t, append(args, "--perplexity-ctx", "32", "--parallel", "1")...)
@@ -527,7 +418,7 @@ func TestScoreChoiceLongerThanCtx(t *testing.T) {
 func TestChoiceCard(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
 	dir := t.TempDir()
-	files := map[string]string{"--hellaswag": hellaswagFile(t, 30), "--winogrande": winograndeFile(t, 30), "--multiple-choice": multipleChoiceFile(t, 30)}
+	files := map[string]string{"--hellaswag": choicetest.HellaSwagFile(t, 30), "--winogrande": choicetest.WinograndeFile(t, 30), "--multiple-choice": choicetest.MultipleChoiceFile(t, 30)}
 	for flag, file := range files {
 		for _, count := range []string{"7", "0"} {
 			if flag == "--hellaswag" && count == "0" {

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -16,70 +14,9 @@ import (
 	"plexbench/kernels/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
+	"plexbench/scoring/choicetest"
 	"plexbench/scoring/workbench"
 )
-
-// hellaswagFile writes n HellaSwag tasks made from TinyStories sentences
-// (hellaswagTasks).
-func hellaswagFile(t *testing.T, n int) string {
-	t.Helper()
-	return writeHellaSwag(t, hellaswagTasks(t, n), -1)
-}
-
-// hellaswagTasks are n HellaSwag tasks made from TinyStories sentences: a
-// sentence as context, the sentence after it as the gold ending at a
-// seeded random index, three sentences from elsewhere as the others.
-func hellaswagTasks(t *testing.T, n int) []scoring.HellaSwagTask {
-	t.Helper()
-	sentences := tinySentences(t)
-	r := rand.New(rand.NewPCG(25, 1))
-	tasks := make([]scoring.HellaSwagTask, n)
-	for i := range tasks {
-		k, gold := r.IntN(len(sentences)-1), r.IntN(4)
-		tasks[i] = scoring.HellaSwagTask{Context: sentences[k], Gold: gold}
-		for e := range 4 {
-			tasks[i].Endings[e] = sentences[r.IntN(len(sentences))]
-			if e == gold {
-				tasks[i].Endings[e] = sentences[k+1]
-			}
-		}
-	}
-	return tasks
-}
-
-// writeHellaSwag writes tasks as a HellaSwag file; a gold of 0..3 labels
-// that ending right in every task instead of the task's own.
-func writeHellaSwag(t *testing.T, tasks []scoring.HellaSwagTask, gold int) string {
-	t.Helper()
-	var b strings.Builder
-	for _, tk := range tasks {
-		g := tk.Gold
-		if gold >= 0 {
-			g = gold
-		}
-		fmt.Fprintf(&b, "%s\n%d\n%s\n", tk.Context, g, strings.Join(tk.Endings[:], "\n"))
-	}
-	return writeTemp(t, "hellaswag.txt", []byte(b.String()))
-}
-
-// tinySentences are the sentences of 10 to 100 bytes in the first 100 kB
-// of the TinyStories validation text, in order.
-func tinySentences(t *testing.T) []string {
-	t.Helper()
-	data, err := os.ReadFile(shareddata.Path(t, "tinystories", "tinystories_val.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sentences []string
-	for _, para := range strings.Split(string(data[:min(len(data), 100000)]), "\n") {
-		for _, s := range regexp.MustCompile(`[^.!?]+[.!?]`).FindAllString(para, -1) {
-			if s = strings.TrimSpace(s); len(s) > 10 && len(s) < 100 {
-				sentences = append(sentences, s)
-			}
-		}
-	}
-	return sentences
-}
 
 // scoreHellaSwag runs score --hellaswag and returns its report.
 func scoreHellaSwag(t *testing.T, model, file string, tasks int) scoring.Report {
@@ -181,7 +118,7 @@ func logProb(row []float32, tok int32) float64 {
 // best score, and the accuracy is the brute count of right choices.
 func TestScoreHellaSwag(t *testing.T) {
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	file := hellaswagFile(t, 40)
+	file := choicetest.HellaSwagFile(t, 40)
 	rep := scoreHellaSwag(t, model, file, 25)
 	h := rep.HellaSwag
 	text, _ := workbench.ReadText(file)
@@ -260,7 +197,7 @@ func TestScoreHellaSwagBadFile(t *testing.T) {
 			t.Errorf("%s: stderr %q, want one line naming the file and %q", name, stderr, c.want)
 		}
 	}
-	file := hellaswagFile(t, 2)
+	file := choicetest.HellaSwagFile(t, 2)
 	for _, c := range []struct {
 		args []string
 		want string

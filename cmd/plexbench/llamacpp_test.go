@@ -32,6 +32,7 @@ import (
 
 	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
+	"plexbench/scoring/choicetest"
 )
 
 // llamaPerplexity is the llama-perplexity binary $LLAMA_PERPLEXITY names;
@@ -190,11 +191,11 @@ func choiceAgreement(t *testing.T, model string, results []scoring.ChoiceResult,
 func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
 	bin := llamaPerplexity(t)
 	const inFile, drawn = 120, 100
-	tasks := hellaswagTasks(t, inFile)
-	file := writeHellaSwag(t, tasks, -1)
+	tasks := choicetest.HellaSwagTasks(t, inFile)
+	file := choicetest.WriteHellaSwag(t, tasks, -1)
 	var relabelled []string
 	for g := range 4 {
-		relabelled = append(relabelled, writeHellaSwag(t, tasks, g))
+		relabelled = append(relabelled, choicetest.WriteHellaSwag(t, tasks, g))
 	}
 	line := regexp.MustCompile(`(?m)^\d+\t(\S+)%\t\[.*\]$`)
 	run := func(model, file string) (lines, accs []string) {
@@ -247,7 +248,7 @@ func TestHellaSwagMatchesLlamaPerplexity(t *testing.T) {
 func TestWinograndeMatchesLlamaPerplexity(t *testing.T) {
 	bin := llamaPerplexity(t)
 	const drawn = 120
-	file := winograndeFile(t, 150)
+	file := choicetest.WinograndeFile(t, 150)
 	line := regexp.MustCompile(`(?m)^(\d+)\t(\S+)\t *(\S+) +(\S+)  ([12])  ([12])$`)
 	for _, model := range llamaModels(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(model), ".gguf"), func(t *testing.T) {
@@ -298,7 +299,7 @@ func TestWinograndeMatchesLlamaPerplexity(t *testing.T) {
 func TestWinograndeScoresMatchLlamaPerplexity(t *testing.T) {
 	bin := llamaPerplexity(t)
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
-	file := winograndeFile(t, 150)
+	file := choicetest.WinograndeFile(t, 150)
 	out := llamaRun(t, bin, model, "-f", file, "--winogrande", "--winogrande-tasks", "120", "-fa", "off", "-ctk", "f32", "-ctv", "f32")
 	lines := regexp.MustCompile(`(?m)^(\d+)\t(\S+)\t *(\S+) +(\S+)  ([12])  ([12])$`).FindAllStringSubmatch(out, -1)
 	w := scoreChoice(t, "--model", model, "--winogrande", file, "--winogrande-tasks", "120", "--kv-cache-dtype", "f32").Winogrande
@@ -330,15 +331,15 @@ func TestWinograndeScoresMatchLlamaPerplexity(t *testing.T) {
 func TestMultipleChoiceMatchesLlamaPerplexity(t *testing.T) {
 	bin := llamaPerplexity(t)
 	const drawn = 110
-	tasks := multipleChoiceTasks(t, 150)
-	file := writeMultipleChoice(t, tasks, -1)
+	tasks := choicetest.MultipleChoiceTasks(t, 150)
+	file := choicetest.WriteMultipleChoice(t, tasks, -1)
 	most := 0
 	for _, tk := range tasks {
 		most = max(most, len(tk.Answers))
 	}
 	var relabelled []string
 	for a := range most {
-		relabelled = append(relabelled, writeMultipleChoice(t, tasks, a))
+		relabelled = append(relabelled, choicetest.WriteMultipleChoice(t, tasks, a))
 	}
 	running := regexp.MustCompile(`(?m)^\d+\t(\d+\.\d{8})$`)
 	run := func(model, file string) (out string, accs []string) {
