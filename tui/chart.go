@@ -27,6 +27,9 @@ type chart struct {
 	// Mark is the window (1-based) a stopping rule was met at, drawn as a
 	// dotted column over the axis's ┴; 0 for none.
 	Mark int
+	// Within, when its second value is above its first, bounds the y
+	// range: an accuracy's chart never spans past 0 or 100%.
+	Within [2]float64
 }
 
 const (
@@ -215,7 +218,11 @@ func (c chart) yRange() (lo, hi float64, ok bool) {
 		lo, hi = lo-pad, hi+pad
 	}
 	pad := (hi - lo) * 0.05
-	return lo - pad, hi + pad, true
+	lo, hi = lo-pad, hi+pad
+	if b := c.Within; b[1] > b[0] && lo < b[1] && hi > b[0] {
+		lo, hi = max(lo, b[0]), min(hi, b[1])
+	}
+	return lo, hi, true
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -45,10 +45,11 @@ func defaultKeys() keyMap {
 
 // runHelp is the help of the run and A/B views; running says whether a
 // run is in flight (q stops it) or not (q quits), rule whether it has a
-// stopping rule (c keeps going past it).
+// stopping rule (c keeps going past it), tasks whether it scores a task
+// file (it has no worst tokens for w).
 type runHelp struct {
-	k             keyMap
-	running, rule bool
+	k                    keyMap
+	running, rule, tasks bool
 }
 
 func (h runHelp) ShortHelp() []key.Binding {
@@ -57,6 +58,9 @@ func (h runHelp) ShortHelp() []key.Binding {
 	}
 	if h.running {
 		return []key.Binding{h.k.Stop, h.k.Pause, h.k.Save, h.k.History, h.k.Help}
+	}
+	if h.tasks {
+		return []key.Binding{h.k.Quit, h.k.Save, h.k.History, h.k.Help}
 	}
 	return []key.Binding{h.k.Quit, h.k.Worst, h.k.Save, h.k.History, h.k.Help}
 }
@@ -69,7 +73,7 @@ func (h runHelp) FullHelp() [][]key.Binding {
 			first = append(first, h.k.Keep)
 		}
 	}
-	if !h.running {
+	if !h.running && !h.tasks {
 		first = append(first, h.k.Worst)
 	}
 	return [][]key.Binding{first, {h.k.Save, h.k.History, h.k.Help}}

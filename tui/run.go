@@ -281,8 +281,12 @@ func (m runModel) fromChoice(rep scoring.Report) runModel {
 	if n := len(running); n > 0 {
 		final.Correct = running[n-1].Correct
 	}
+	prefill := m.last.PrefillTotal
+	if prefill == 0 && !rep.Partial {
+		prefill = rep.PrefillTokens // a complete run prefilled every task
+	}
 	m.last = scoring.Event{Kind: scoring.EventFinished, Method: rep.Method, Ctx: rep.Ctx,
-		WindowsTotal: total, WindowsDone: c.Tasks, PrefillTotal: m.last.PrefillTotal, PrefillDone: rep.PrefillTokens,
+		WindowsTotal: total, WindowsDone: c.Tasks, PrefillTotal: prefill, PrefillDone: rep.PrefillTokens,
 		Elapsed: time.Duration(rep.ElapsedSeconds * float64(time.Second)), MeanTokensPerSecond: rep.PrefillTokensPerSecond,
 		TokensPerSecond: m.last.TokensPerSecond, Partial: rep.Partial, Reason: rep.PartialReason, Choice: &final}
 	return m
@@ -483,9 +487,12 @@ func (m runModel) choiceStatsView(s Styles, method string) string {
 	if c := e.Choice; c != nil && c.TasksDone > 0 {
 		acc = s.Value.Render(c.Figure(method)) + s.Dim.Render(fmt.Sprintf("   %d right of %d", c.Correct, c.TasksDone))
 	}
+	prefilled := fmt.Sprintf("   %d tokens through prefill", e.PrefillDone)
+	if e.PrefillTotal > 0 {
+		prefilled = fmt.Sprintf("   %d of %d tokens through prefill", e.PrefillDone, e.PrefillTotal)
+	}
 	speed := s.Label.Render("prefill tok/s ") + s.Value.Render(rate(e.TokensPerSecond)) + s.Dim.Render(" now · ") +
-		s.Value.Render(rate(e.MeanTokensPerSecond)) + s.Dim.Render(" mean") +
-		s.Dim.Render(fmt.Sprintf("   %d of %d tokens through prefill", e.PrefillDone, e.PrefillTotal)) + m.keptView(s)
+		s.Value.Render(rate(e.MeanTokensPerSecond)) + s.Dim.Render(" mean") + s.Dim.Render(prefilled) + m.keptView(s)
 	return acc + "\n" + speed
 }
 
@@ -588,7 +595,7 @@ func (m runModel) choiceChartView(s Styles, method string, w, h int) string {
 		band = "Wilson 95%"
 	}
 	title := s.Label.Render("running "+scoring.ChoiceMetric(method)+" (%) ") + s.ChartLine.Render("─") + s.Label.Render(" "+band+" ") + s.ChartBand.Render("░")
-	c := chart{Points: m.points, Total: m.last.WindowsTotal}
+	c := chart{Points: m.points, Total: m.last.WindowsTotal, Within: [2]float64{0, 100}}
 	return title + "\n" + c.render(s, w, h-1)
 }
 

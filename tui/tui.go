@@ -521,7 +521,8 @@ func (m Model) View() tea.View {
 	if m.flash != "" {
 		footer = append(footer, m.styles.Warn.Render(m.flash))
 	}
-	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule() || m.sweep.live.hasRule()}
+	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule() || m.sweep.live.hasRule(),
+		tasks: m.view == viewRun && m.run.unit() == "task"}
 	switch {
 	case m.showHelp:
 		km = closeHelp{k: m.keys}
