@@ -62,13 +62,13 @@ func TestChoiceEndToEnd(t *testing.T) {
 		choice func(t *testing.T) workbench.Choice
 	}{
 		{scoring.MethodHellaSwag, func(t *testing.T) workbench.Choice {
-			return workbench.Choice{HellaSwag: choicetest.HellaSwagFile(t, 12), HellaSwagTasks: 12}
+			return workbench.Choice{HellaSwag: choicetest.HellaSwagFile(t, 8), HellaSwagTasks: 8}
 		}},
 		{scoring.MethodWinogrande, func(t *testing.T) workbench.Choice {
-			return workbench.Choice{Winogrande: choicetest.WinograndeFile(t, 12)}
+			return workbench.Choice{Winogrande: choicetest.WinograndeFile(t, 8)}
 		}},
 		{scoring.MethodMultipleChoice, func(t *testing.T) workbench.Choice {
-			return workbench.Choice{MultipleChoice: choicetest.MultipleChoiceFile(t, 12)}
+			return workbench.Choice{MultipleChoice: choicetest.MultipleChoiceFile(t, 8)}
 		}},
 	} {
 		t.Run(c.method, func(t *testing.T) {
@@ -90,18 +90,18 @@ func TestChoiceEndToEnd(t *testing.T) {
 			e := onlyRun(t, dir)
 			rep := e.Run
 			sum := rep.Choice()
-			if sum == nil || sum.Method != c.method || rep.Partial || rep.Record == nil || sum.Tasks != 12 || len(sum.Results) != 12 {
+			if sum == nil || sum.Method != c.method || rep.Partial || rep.Record == nil || sum.Tasks != 8 || len(sum.Results) != 8 {
 				t.Fatalf("report: %+v, partial %v, record %v", sum, rep.Partial, rep.Record)
 			}
 			if want := filepath.Join(dir, rep.Record.Name+".json"); e.Report != want || !e.HasProfile {
 				t.Errorf("kept as %s (profile %v), want the record %s", e.Report, e.HasProfile, want)
 			}
 			metric := scoring.ChoiceMetric(c.method)
-			want := fmt.Sprintf("%s %s   %d right of 12", metric, sum.Figure(), correctOf(sum.Results))
+			want := fmt.Sprintf("%s %s   %d right of 8", metric, sum.Figure(), correctOf(sum.Results))
 			if l := line(s, metric+" "); strings.TrimRight(l, " ") != want {
 				t.Errorf("accuracy line %q, the report says %q", l, want)
 			}
-			for _, w := range []string{c.method + " " + filepath.Base(mode.Path), "12/12 tasks", "12 tasks drawn",
+			for _, w := range []string{c.method + " " + filepath.Base(mode.Path), "8/8 tasks", "8 tasks drawn",
 				"running " + metric, "prefill tok/s", "DONE", "report saved to " + e.Report} {
 				if !strings.Contains(s, w) {
 					t.Errorf("the screen lacks %q:\n%s", w, s)
