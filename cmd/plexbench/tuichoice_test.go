@@ -63,7 +63,7 @@ func tuiJob(t *testing.T, args ...string) workbench.Job {
 
 // TestTUIChoiceFlags: tui takes score's multiple-choice flags: the job its
 // runner gets scores the task file as score's job does (the same profile,
-// file and count, no base recorded or compared), and what score refuses
+// file, count and --parallel, no base recorded or compared), and what score refuses
 // beside a task file tui refuses in the same line, before the terminal
 // check; and tui refuses one beside an A/B.
 func TestTUIChoiceFlags(t *testing.T) {
@@ -73,7 +73,7 @@ func TestTUIChoiceFlags(t *testing.T) {
 		{"--model", model, "--hellaswag", hs, "--hellaswag-tasks", "4", "--perplexity-ctx", "256"},
 		{"--model", model, "--hellaswag", hs, "--kv-cache-dtype", "f32"},
 		{"--model", model, "--winogrande", wg, "--winogrande-tasks", "2", "--threads", "1"},
-		{"--model", model, "--multiple-choice", mc, "--multiple-choice-tasks", "3"},
+		{"--model", model, "--multiple-choice", mc, "--multiple-choice-tasks", "3", "--parallel", "6"},
 	} {
 		sj, _, code := parseScore(args)
 		if code >= 0 {
@@ -109,6 +109,8 @@ func TestTUIChoiceFlags(t *testing.T) {
 		{[]string{"--multiple-choice", mc, "--multiple-choice-tasks", "-2"}, nil, ": --multiple-choice-tasks -2: want 0 (all) or more"},
 		{[]string{"--hellaswag", filepath.Join(dir, "none.txt")}, nil, "none.txt"},
 		{[]string{"--hellaswag", hs, "--stop-at-precision", "0.1"}, nil, "it takes no stop rule"},
+		{[]string{"--parallel", "4"}, nil, ": --parallel needs --hellaswag, --winogrande or --multiple-choice FILE"},
+		{[]string{"--winogrande", wg, "--parallel", "-1"}, nil, ": --parallel -1: want 0"},
 	} {
 		if c.tui == nil {
 			c.tui = c.score
