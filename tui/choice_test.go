@@ -323,6 +323,8 @@ func TestChoiceViewGolden(t *testing.T) {
 			}
 			m = step(m, doneMsg{id: 1, rep: rep, saved: true, files: results.Run{Report: "plexbench-results/fake_hellaswag_0123abcd.json"}})
 			golden(t, "choice_done_"+suffix, screen(m))
+			m = step(m, tea.KeyPressMsg{Code: '?', Text: "?"})
+			golden(t, "choice_help_"+suffix, screen(m))
 		})
 	}
 }
@@ -358,5 +360,12 @@ func TestChoiceViewFitsAndReopens(t *testing.T) {
 	s := DefaultStyles(true)
 	if got, want := drop(opened.view(s, 80, 20)), drop(m.run.view(s, 80, 20)); got != want || !strings.Contains(got, "acc_norm 65.0000% [") {
 		t.Errorf("re-opened:\n%s\nas it finished:\n%s", got, want)
+	}
+	// History lists it by its accuracy and tasks, not a perplexity.
+	h := historyModel{dir: "plexbench-results"}.loaded(historyMsg{entries: []results.Entry{
+		{Report: "plexbench-results/r.json", Profile: a, HasProfile: true, Run: rep, Time: time.Date(2025, 3, 4, 10, 20, 0, 0, time.UTC)}}})
+	if l := line(stripANSI(h.view(s, 120, 10)), "> 2025-03-04 10:20"); !strings.Contains(l, "hellaswag 512") ||
+		!strings.Contains(l, "65.00% acc_norm") || !strings.Contains(l, " 20 ") {
+		t.Errorf("history line %q", l)
 	}
 }

@@ -560,24 +560,25 @@ func (m Model) View() tea.View {
 // helpPage explains what the numbers are.
 func (m Model) helpPage() string {
 	s := m.styles
-	lines := []string{
-		s.Title.Render("plexbench") + s.Dim.Render(" — what you are looking at"),
-		"",
-		s.Value.Render("PPL ± ") + "perplexity over every token scored so far; ± is llama.cpp's",
-		"      standard error of the mean NLL, carried to perplexity.",
-		s.Value.Render("chart ") + "· one window's PPL, ─ running PPL, ░ its ± band.",
-		s.Value.Render("KLD   ") + "vs a base: mean KL divergence over the base's top-k ids + rest,",
-		"      its percentiles, how often both rank the same token first, and Δp,",
-		"      the change in the correct token's probability.",
-		s.Value.Render("A/B   ") + "A runs first and records a base; B is scored against it.",
-		"      ΔPPL's ± comes from the paired per-window differences.",
-		"",
-	}
 	unit := m.run.unit()
+	lines := []string{s.Title.Render("plexbench") + s.Dim.Render(" — what you are looking at"), ""}
 	if unit == "task" {
-		lines = append(lines[:len(lines)-1],
-			s.Value.Render("tasks ")+"a task file's run: HellaSwag's acc_norm in its Wilson 95% interval,",
-			"      Winogrande's and multiple choice's accuracy ±, as llama-perplexity.", "")
+		lines = append(lines,
+			s.Value.Render("acc   ")+"a task file's accuracy so far, as llama-perplexity prints it: HellaSwag's",
+			"      acc_norm in its Wilson 95% interval, Winogrande's and multiple choice's ±.",
+			s.Value.Render("chart ")+"─ the running accuracy after each task, ░ its interval or ± band.",
+			"")
+	} else {
+		lines = append(lines,
+			s.Value.Render("PPL ± ")+"perplexity over every token scored so far; ± is llama.cpp's",
+			"      standard error of the mean NLL, carried to perplexity.",
+			s.Value.Render("chart ")+"· one window's PPL, ─ running PPL, ░ its ± band.",
+			s.Value.Render("KLD   ")+"vs a base: mean KL divergence over the base's top-k ids + rest,",
+			"      its percentiles, how often both rank the same token first, and Δp,",
+			"      the change in the correct token's probability.",
+			s.Value.Render("A/B   ")+"A runs first and records a base; B is scored against it.",
+			"      ΔPPL's ± comes from the paired per-window differences.",
+			"")
 	}
 	if m.view == viewHistory {
 		lines = append(lines,
@@ -590,9 +591,11 @@ func (m Model) helpPage() string {
 			s.Value.Render("q/esc ")+"stop after the "+unit+" in flight; the partial report is saved",
 			s.Value.Render("      ")+"(when nothing runs: quit)",
 			s.Value.Render("space ")+"pause/resume between "+unit+"s",
-			s.Value.Render("s     ")+"save the profile(s)",
-			s.Value.Render("w     ")+"the finished run's worst tokens (B's in an A/B), as plexbench worst",
-			s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)
+			s.Value.Render("s     ")+"save the profile(s)")
+		if unit != "task" {
+			lines = append(lines, s.Value.Render("w     ")+"the finished run's worst tokens (B's in an A/B), as plexbench worst")
+		}
+		lines = append(lines, s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)
 	}
 	lines = append(lines, s.Value.Render("ctrl+c")+" stop, save, then quit")
 	return strings.Join(lines, "\n")
