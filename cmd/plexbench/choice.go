@@ -2,9 +2,9 @@ package main
 
 // choice.go owns the multiple-choice flags (`--hellaswag`, `--winogrande`,
 // `--multiple-choice`, their task counts and `--parallel`), which `score`
-// and `tui` bind and check alike, and the text progress of such a run: the running
-// accuracy after each task with HellaSwag's Wilson 95% interval or the
-// others' ±, as llama-perplexity prints them.
+// and `tui` bind and check alike, and the text progress of such a run:
+// the running accuracy after each task with HellaSwag's Wilson 95%
+// interval or the others' ±, as llama-perplexity prints them.
 
 import (
 	"flag"
@@ -29,10 +29,9 @@ func bindChoiceFlags(fs *flag.FlagSet, c *workbench.Choice) {
 }
 
 // checkChoiceFlags checks the parsed multiple-choice flags of the command
-// cmd: a task count goes with its file, and is one the mode can draw;
-// --parallel goes with a task file.
-// What the run cannot take beside a task file is workbench's to refuse
-// (workbench.CheckChoice).
+// cmd: a task count goes with its file and is one the mode can draw,
+// --parallel goes with a task file. What the run cannot take beside a
+// task file is workbench's to refuse (workbench.CheckChoice).
 func checkChoiceFlags(fs *flag.FlagSet, cmd string, c workbench.Choice) error {
 	for _, m := range []struct {
 		mode, file string

@@ -21,8 +21,8 @@ import (
 // MultipleChoice, when one is set, scores that task file as
 // llama-perplexity --hellaswag, --winogrande or --multiple-choice does
 // instead of a text, the Tasks count of its tasks (0: llama.cpp's
-// default: 400 for HellaSwag, else all of them). `score` and the TUI take
-// it from the same flags.
+// default: 400 for HellaSwag, else all of them), at Parallel. `score` and
+// the TUI take it from the same flags.
 type Choice struct {
 	HellaSwag           string
 	HellaSwagTasks      int
