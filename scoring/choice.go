@@ -573,6 +573,9 @@ func (c *ChoiceReport) summary(method string) *ChoiceSummary {
 		Tasks: c.Tasks, Accuracy: c.Accuracy, Uncertainty: c.Uncertainty, Results: c.Results}
 }
 
+// Correct is how many of c's tasks chose the gold answer.
+func (c *ChoiceSummary) Correct() int { return correctCount(c.Results) }
+
 // Figure is the accuracy with its ± or interval, as a table shows it.
 func (c *ChoiceSummary) Figure() string {
 	return choiceFigure(c.Method, c.Accuracy, c.CI95Low, c.CI95High, c.Uncertainty)

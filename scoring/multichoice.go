@@ -191,7 +191,12 @@ var multipleChoiceMode = choiceMode{method: MethodMultipleChoice, float: true, r
 // each times 100 in float. Below two tasks the ± is 0 (llama.cpp divides
 // by 0).
 func MultipleChoiceFinal(correct, n int) (acc, unc float64) {
-	p := float32(correct) / float32(n)
+	return floatPercentPM(float32(correct)/float32(n), n)
+}
+
+// floatPercentPM is p and sqrt(p(1−p)/(n−1)), each times 100, in
+// llama-perplexity's float arithmetic; the ± is 0 below two tasks.
+func floatPercentPM(p float32, n int) (pct, unc float64) {
 	if n > 1 {
 		sigma := float32(math.Sqrt(float64(p * (1 - p) / float32(n-1))))
 		unc = float64(100 * sigma)
@@ -205,12 +210,7 @@ func MultipleChoiceFinal(correct, n int) (acc, unc float64) {
 // arithmetic: p = (float)n/answers, sqrt(p(1−p)/(n−1)) as a float, each
 // times 100 in float. Below two tasks the ± is 0.
 func MultipleChoiceChance(n, answers int) (p, unc float64) {
-	q := float32(n) / float32(answers)
-	if n > 1 {
-		sigma := float32(math.Sqrt(float64(q * (1 - q) / float32(n-1))))
-		unc = float64(100 * sigma)
-	}
-	return float64(100 * q), unc
+	return floatPercentPM(float32(n)/float32(answers), n)
 }
 
 // RunMultipleChoice scores req on eng as llama-perplexity

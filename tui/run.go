@@ -93,10 +93,16 @@ func (m runModel) choiceMode() (method, path string, ok bool) {
 // unit is what the run scores one at a time: windows, or a task file's
 // tasks.
 func (m runModel) unit() string {
-	if _, _, ok := m.choiceMode(); ok {
+	if m.scoresTasks() {
 		return "task"
 	}
 	return "window"
+}
+
+// scoresTasks reports whether the run scores a task file.
+func (m runModel) scoresTasks() bool {
+	_, _, ok := m.choiceMode()
+	return ok
 }
 
 // active reports whether the run is in flight.

@@ -522,7 +522,7 @@ func (m Model) View() tea.View {
 		footer = append(footer, m.styles.Warn.Render(m.flash))
 	}
 	var km help.KeyMap = runHelp{k: m.keys, running: m.active(), rule: m.run.hasRule() || m.ab.a.hasRule() || m.sweep.live.hasRule(),
-		tasks: m.view == viewRun && m.run.unit() == "task"}
+		tasks: m.view == viewRun && m.run.scoresTasks()}
 	switch {
 	case m.showHelp:
 		km = closeHelp{k: m.keys}
@@ -562,7 +562,7 @@ func (m Model) helpPage() string {
 	s := m.styles
 	unit := m.run.unit()
 	lines := []string{s.Title.Render("plexbench") + s.Dim.Render(" — what you are looking at"), ""}
-	if unit == "task" {
+	if m.run.scoresTasks() {
 		lines = append(lines,
 			s.Value.Render("acc   ")+"a task file's accuracy so far, as llama-perplexity prints it: HellaSwag's",
 			"      acc_norm in its Wilson 95% interval, Winogrande's and multiple choice's ±.",
@@ -592,7 +592,7 @@ func (m Model) helpPage() string {
 			s.Value.Render("      ")+"(when nothing runs: quit)",
 			s.Value.Render("space ")+"pause/resume between "+unit+"s",
 			s.Value.Render("s     ")+"save the profile(s)")
-		if unit != "task" {
+		if !m.run.scoresTasks() {
 			lines = append(lines, s.Value.Render("w     ")+"the finished run's worst tokens (B's in an A/B), as plexbench worst")
 		}
 		lines = append(lines, s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)

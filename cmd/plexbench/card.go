@@ -117,12 +117,6 @@ func choiceCard(r *scoring.Report, c *scoring.ChoiceSummary) string {
 	fmt.Fprintf(&b, "## %s — plexbench quality card\n\n", rec.Model.File)
 	b.WriteString("| metric | value |\n| --- | --- |\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
-	correct := 0
-	for _, res := range c.Results {
-		if res.Chosen == res.Gold {
-			correct++
-		}
-	}
 	switch c.Method {
 	case scoring.MethodHellaSwag:
 		row("HellaSwag acc_norm", c.Figure()+" (Wilson 95% interval)")
@@ -134,7 +128,7 @@ func choiceCard(r *scoring.Report, c *scoring.ChoiceSummary) string {
 			row("random chance", fmt.Sprintf("%.4f ± %.4f%%", m.RandomChance, m.RandomChanceUncertainty))
 		}
 	}
-	row("tasks", fmt.Sprintf("%d right of %d (%d in the file)", correct, c.Tasks, c.TasksInFile))
+	row("tasks", fmt.Sprintf("%d right of %d (%d in the file)", c.Correct(), c.Tasks, c.TasksInFile))
 	modelRows(r, row)
 	fmt.Fprintf(&b, "\n**Comparable only within this protocol:** %s, the same tasks drawn as llama-perplexity draws them; "+
 		"KV cache %s; model sha256 %s….\n", rec.Protocol.Title(), r.Config.KVCacheDType, rec.Model.SHA256Prefix)

@@ -158,30 +158,32 @@ func CheckChoice(j Job) error {
 	if len(j.Profile.Corpora) > 1 {
 		return checkCorpora(j)
 	}
-	_, err := checkChoice(j)
+	_, err := checkChoice(&j)
 	return err
 }
 
 // checkChoice checks j's multiple-choice run (if any) before the model
-// loads, and says how many KV positions it needs: the context
-// llama-perplexity allocates for it (0 for a run of a text).
-func checkChoice(j Job) (int, error) {
-	kvLen := 0
-	for _, c := range j.choices() {
-		if err := choiceConflicts(j, c); err != nil {
-			return 0, err
-		}
-		f, err := loadChoice(c)
-		if err != nil {
-			return 0, err
-		}
-		ctx := j.Profile.Ctx
-		if ctx == 0 {
-			ctx = scoring.DefaultCtx
-		}
-		kvLen = scoring.ChoiceContext(ctx, scoring.ChoiceParallel(j.Parallel, f.answers))
+// loads, keeps the task file it read in j.taskFile, and says how many KV
+// positions the run needs: the context llama-perplexity allocates for it
+// (0 for a run of a text).
+func checkChoice(j *Job) (int, error) {
+	cs := j.choices()
+	if len(cs) == 0 {
+		return 0, nil
 	}
-	return kvLen, nil
+	if err := choiceConflicts(*j, cs[0]); err != nil {
+		return 0, err
+	}
+	f, err := loadChoice(cs[0])
+	if err != nil {
+		return 0, err
+	}
+	j.taskFile = &f
+	ctx := j.Profile.Ctx
+	if ctx == 0 {
+		ctx = scoring.DefaultCtx
+	}
+	return scoring.ChoiceContext(ctx, scoring.ChoiceParallel(j.Parallel, f.answers)), nil
 }
 
 // runChoice scores j's task file on the loaded model.
@@ -190,9 +192,13 @@ func (b *Bench) runChoice(ctx context.Context, j Job) (Outcome, error) {
 	if err := choiceConflicts(j, c); err != nil {
 		return Outcome{}, err
 	}
-	f, err := loadChoice(c)
-	if err != nil {
-		return Outcome{}, err
+	f := j.taskFile
+	if f == nil {
+		loaded, err := loadChoice(c)
+		if err != nil {
+			return Outcome{}, err
+		}
+		f = &loaded
 	}
 	rep, err := f.run(ctx, b.eng, scoring.ChoiceOptions{Count: c.Count, Ctx: j.Profile.Ctx, Parallel: j.Parallel, Path: c.Path,
 		FileSHA256: f.sha256, Progress: j.Progress})

@@ -63,6 +63,9 @@ type Job struct {
 
 	// Choice, when it names a task file, scores it instead of a text.
 	Choice
+	// taskFile is Choice's file as Run read it before the model loaded,
+	// so that the run does not read and parse it again; nil: not read yet.
+	taskFile *choiceFile
 
 	// AllowTokenizerMismatch: a base (Compare) whose tokenizer or token
 	// stream differs from this model's is not refused; the text is scored
@@ -104,7 +107,7 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 	if _, err := StopRule(j.Profile); err != nil {
 		return Outcome{}, err
 	}
-	kvLen, err := checkChoice(j)
+	kvLen, err := checkChoice(&j)
 	if err != nil {
 		return Outcome{}, err
 	}
