@@ -418,6 +418,48 @@ static int run_block(Launch* L, Block* b, unsigned long long idx) {
     return 0;
 }
 
+// Fiber stacks outlive a launch: a worker takes a mapping from this pool
+// and gives it back, so the pages its fibers touched stay mapped and the
+// next launch does not fault them in again (faulting fresh stacks in, and
+// unmapping them, took a third of an emulated run's time). A few mappings
+// are kept per module; a worker that finds none of its size maps one.
+struct StackPool {
+    pthread_mutex_t mu;
+    void* p[8];
+    size_t size[8];
+    unsigned n;
+};
+static StackPool stack_pool = {PTHREAD_MUTEX_INITIALIZER, {}, {}, 0};
+
+static void* stacks_get(size_t size) {
+    pthread_mutex_lock(&stack_pool.mu);
+    for (unsigned i = 0; i < stack_pool.n; i++) {
+        if (stack_pool.size[i] != size) continue;
+        void* p = stack_pool.p[i];
+        stack_pool.n--;
+        stack_pool.p[i] = stack_pool.p[stack_pool.n];
+        stack_pool.size[i] = stack_pool.size[stack_pool.n];
+        pthread_mutex_unlock(&stack_pool.mu);
+        return p;
+    }
+    pthread_mutex_unlock(&stack_pool.mu);
+    return mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+static void stacks_put(void* p, size_t size) {
+    pthread_mutex_lock(&stack_pool.mu);
+    if (stack_pool.n == 8) { // full: the oldest goes
+        munmap(stack_pool.p[0], stack_pool.size[0]);
+        stack_pool.n--;
+        stack_pool.p[0] = stack_pool.p[stack_pool.n];
+        stack_pool.size[0] = stack_pool.size[stack_pool.n];
+    }
+    stack_pool.p[stack_pool.n] = p;
+    stack_pool.size[stack_pool.n] = size;
+    stack_pool.n++;
+    pthread_mutex_unlock(&stack_pool.mu);
+}
+
 static void* worker(void* arg) {
     Launch* L = (Launch*)arg;
     Block b;
@@ -432,7 +474,7 @@ static void* worker(void* arg) {
     b.f = (Fiber*)calloc(b.n, sizeof(Fiber));
     b.wbar = (Barrier*)calloc(b.nwarps, sizeof(Barrier));
     b.xchg = (unsigned long long*)calloc(b.n, sizeof(unsigned long long));
-    void* stacks = mmap(nullptr, b.stack_size * b.n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* stacks = stacks_get(b.stack_size * b.n);
     void* smem = L->shmem ? aligned_alloc(256, (L->shmem + 255) / 256 * 256) : nullptr;
     int rc = 0;
     if (!b.f || !b.wbar || !b.xchg || stacks == MAP_FAILED || (L->shmem && !smem)) {
@@ -460,7 +502,7 @@ static void* worker(void* arg) {
     }
     blk = nullptr;
     dyn_smem = nullptr;
-    if (stacks != MAP_FAILED) munmap(stacks, b.stack_size * b.n);
+    if (stacks != MAP_FAILED) stacks_put(stacks, b.stack_size * b.n);
     free(smem);
     free(b.f);
     free(b.wbar);
