@@ -56,13 +56,13 @@ func runAB(args []string) int {
 	var err error
 	switch {
 	case len(paths) == 2 && len(pos) == 0:
-		x := abRun{base: *base, kind: *compare, root: results.Root(*resultsDir), quiet: *quiet, allow: *allow, stop: fs}
+		x := abRun{base: *base, kind: *compare, root: results.Root(*resultsDir, os.Getenv(results.EnvRoot)), quiet: *quiet, allow: *allow, stop: fs}
 		res, err = x.run(paths[0], paths[1])
 	case len(paths) == 0 && len(pos) == 2:
 		if *base != "" {
 			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
 		}
-		res, err = abReports(pos[0], pos[1], results.Root(*resultsDir), *allow)
+		res, err = abReports(pos[0], pos[1], results.Root(*resultsDir, os.Getenv(results.EnvRoot)), *allow)
 	default:
 		return fail(errors.New("ab: give two --profile files, or two report files"))
 	}

@@ -118,7 +118,7 @@ func (c basesCmd) find(args []string) (_ []results.BaseEntry, code int) {
 			return nil, fail(fmt.Errorf("bases: %s is not a folder (bases verify FILE checks one base)", d))
 		}
 	}
-	ents, err := results.FindBases(append([]string{results.Root(*c.resultsDir)}, dirs...))
+	ents, err := results.FindBases(append([]string{results.Root(*c.resultsDir, os.Getenv(results.EnvRoot))}, dirs...))
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -33,7 +33,7 @@ func runCompare(args []string) int {
 	if err := checkCompareFormat("compare", *format); err != nil {
 		return fail(err)
 	}
-	root := results.Root(*resultsDir)
+	root := results.Root(*resultsDir, os.Getenv(results.EnvRoot))
 	recs, err := results.Records(root, patterns)
 	if err != nil {
 		return fail(fmt.Errorf("compare: %w", err))

@@ -89,7 +89,7 @@ func runFloor(args []string) int {
 		if *topOut == "" {
 			rep.KLD.Base = filepath.Base(top) // a temporary base: its name only
 		}
-		path, err := results.WriteRecord(results.Root(*resultsDir), rep)
+		path, err := results.WriteRecord(results.Root(*resultsDir, os.Getenv(results.EnvRoot)), rep)
 		if err != nil {
 			return fail(err)
 		}

@@ -54,7 +54,7 @@ func runMerge(args []string) int {
 	if err := writeReport(*out, &merged); err != nil {
 		return fail(err)
 	}
-	path, err := results.WriteRecord(results.Root(*resultsDir), &merged)
+	path, err := results.WriteRecord(results.Root(*resultsDir, os.Getenv(results.EnvRoot)), &merged)
 	if err != nil {
 		return fail(err)
 	}

@@ -68,7 +68,7 @@ func runNoise(args []string) int {
 		}
 		return fail(err)
 	}
-	if err := noiseOutputs(rep, *baseOut == "", results.Root(*resultsDir), *asJSON, *quiet); err != nil {
+	if err := noiseOutputs(rep, *baseOut == "", results.Root(*resultsDir, os.Getenv(results.EnvRoot)), *asJSON, *quiet); err != nil {
 		return fail(err)
 	}
 	return 0

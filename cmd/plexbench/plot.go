@@ -82,7 +82,7 @@ func runPlot(args []string) int {
 		}
 	}
 	if len(patterns) > 0 || len(files) == 0 {
-		more, err := results.Records(results.Root(*resultsDir), patterns)
+		more, err := results.Records(results.Root(*resultsDir, os.Getenv(results.EnvRoot)), patterns)
 		if err != nil {
 			return bad("%v", err)
 		}

@@ -277,7 +277,7 @@ func writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error) error {
 		}
 		return nil
 	}
-	path, err := results.WriteRecord(results.Root(x.results), rep)
+	path, err := results.WriteRecord(results.Root(x.results, os.Getenv(results.EnvRoot)), rep)
 	if err != nil {
 		return err
 	}

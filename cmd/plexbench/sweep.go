@@ -105,7 +105,7 @@ func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Jo
 	if x.profile == "" {
 		inheritGeometry(fs, &j) // as `score --perplexity-kld` does
 	}
-	root := results.Root(x.results)
+	root := results.Root(x.results, os.Getenv(results.EnvRoot))
 	base := x.baseOut
 	if base == "" {
 		base = results.SweepBase(root, x.base, cmp.Or(j.Profile.Text, j.Profile.Tokens))
@@ -202,7 +202,7 @@ func sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
 			}
 		}
 	}
-	recs := append(slices.Clone(out.Reports), results.Measurements(results.Root(x.results), out.Reports[1:])...)
+	recs := append(slices.Clone(out.Reports), results.Measurements(results.Root(x.results, os.Getenv(results.EnvRoot)), out.Reports[1:])...)
 	groups := scoring.GroupRecords(recs)
 	if x.plot != "" {
 		ft, _ := plotFormat("", x.plot) // checked before the sweep

@@ -99,7 +99,7 @@ func parseTUI(args []string) (cfg tui.Config, code int) {
 	if err != nil {
 		return cfg, fail(err)
 	}
-	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, results.Root(*resultsDir), os.Getenv("NO_COLOR") != "", *allow
+	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, results.Root(*resultsDir, os.Getenv(results.EnvRoot)), os.Getenv("NO_COLOR") != "", *allow
 	cfg.Runner = tui.RunnerFunc(workbench.Run)
 	if sweep != nil {
 		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)

@@ -28,7 +28,7 @@ func runWorst(args []string) int {
 	if len(pos) != 1 {
 		return fail(errors.New("worst: give one record (its file, or its name in the results root)"))
 	}
-	path, err := results.RecordPath(results.Root(*root), pos[0])
+	path, err := results.RecordPath(results.Root(*root, os.Getenv(results.EnvRoot)), pos[0])
 	if err != nil {
 		return fail(err)
 	}
