@@ -15,6 +15,7 @@ import (
 
 	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with
@@ -25,12 +26,13 @@ type child struct {
 	done chan struct{}
 }
 
-// startChild starts plexbench with args in a child process.
+// startChild starts plexbench with args in a child process, with a fresh
+// results root of its own.
 func startChild(t *testing.T, args []string) *child {
 	t.Helper()
 	a, _ := json.Marshal(args)
 	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "PLEXBENCH_TEST_ARGS="+string(a))
+	c.cmd.Env = append(os.Environ(), results.EnvRoot+"="+t.TempDir(), "PLEXBENCH_TEST_ARGS="+string(a))
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -275,7 +275,8 @@ func TestTUISweep(t *testing.T) {
 	args := []string{"--perplexity", text, "--perplexity-ctx", "64", "--results", root}
 	build := func(cmd string, a ...string) workbench.SweepJob {
 		t.Helper()
-		fs := newFlags(cmd, "")
+		c, _, _ := testCLI(t, nil)
+		fs := c.newFlags(cmd, "")
 		p := profiles.Default()
 		p.BindFlags(fs)
 		var x sweepFlags
@@ -288,10 +289,10 @@ func TestTUISweep(t *testing.T) {
 		var sj *workbench.SweepJob
 		var err error
 		if cmd == "tui" {
-			sj, err = tuiSweep(fs, p, nil, pos, x.base, x.results, "", false)
+			sj, err = c.tuiSweep(fs, p, nil, pos, x.base, x.results, "", false)
 		} else {
 			var j workbench.SweepJob
-			j, err = sweepJob(fs, p, sweepFlags{base: x.base, results: x.results, quiet: true, format: "table"}, workbench.Job{}, pos)
+			j, err = c.sweepJob(fs, p, sweepFlags{base: x.base, results: x.results, quiet: true, format: "table"}, workbench.Job{}, pos)
 			sj = &j
 		}
 		if err != nil || sj == nil {

@@ -22,7 +22,8 @@ import (
 // runner keeps what it is given instead of scoring.
 func tuiJob(t *testing.T, args ...string) workbench.Job {
 	t.Helper()
-	cfg, code := parseTUI(args)
+	c, _, _ := testCLI(t, nil)
+	cfg, code := c.parseTUI(args)
 	if code >= 0 {
 		t.Fatalf("tui %v: exit %d", args, code)
 	}
@@ -75,7 +76,8 @@ func TestTUIChoiceFlags(t *testing.T) {
 		{"--model", model, "--winogrande", wg, "--winogrande-tasks", "2", "--threads", "1"},
 		{"--model", model, "--multiple-choice", mc, "--multiple-choice-tasks", "3", "--parallel", "6"},
 	} {
-		sj, _, code := parseScore(args)
+		c, _, _ := testCLI(t, nil)
+		sj, _, code := c.parseScore(args)
 		if code >= 0 {
 			t.Fatalf("score %v: exit %d", args, code)
 		}
