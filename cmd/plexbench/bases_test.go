@@ -20,6 +20,7 @@ import (
 // and only them, and a truncated base is listed, left alone and refused
 // by `bases verify` in one line.
 func TestBasesGC(t *testing.T) {
+	t.Parallel()
 	root, other := t.TempDir(), t.TempDir()
 	env := map[string]string{results.EnvRoot: root}
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")

@@ -109,6 +109,7 @@ func bruteWinogrande(t *testing.T, m *engine.Model, tk scoring.WinograndeTask) (
 // rows, the choice is the larger score's (the second on ties), and the
 // final figures are llama.cpp's of the brute count.
 func TestScoreWinogrande(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.WinograndeFile(t, 160)
 	rep := scoreChoice(t, "--model", model, "--winogrande", file, "--winogrande-tasks", "120")
@@ -163,6 +164,7 @@ func TestScoreWinogrande(t *testing.T) {
 // answers' common prefix from whole logit rows, the choice is the first
 // best, and the final result is llama.cpp's of the brute count.
 func TestScoreMultipleChoice(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.MultipleChoiceFile(t, 40)
 	data, _ := os.ReadFile(file)
@@ -248,6 +250,7 @@ func bruteAnswers(t *testing.T, m *engine.Model, tk scoring.MultipleChoiceTask) 
 // line or task, and nothing written; options a task file cannot take are
 // refused in one line.
 func TestScoreChoiceBadFiles(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	mc, _ := os.ReadFile(choicetest.MultipleChoiceFile(t, 3))
 	cut := append([]byte(nil), mc[:len(mc)-6]...)
@@ -299,6 +302,7 @@ func TestScoreChoiceBadFiles(t *testing.T) {
 // tasks only one got right, and refuses runs of other tasks. The progress
 // line carries the running accuracy ±.
 func TestChoiceRecordsCompareAB(t *testing.T) {
+	t.Parallel()
 	root, file, dir := t.TempDir(), choicetest.WinograndeFile(t, 60), t.TempDir()
 	env := map[string]string{results.EnvRoot: root}
 	progress := filepath.Join(dir, "progress.txt")
@@ -384,6 +388,7 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 // are scored, with the same results as at the default ctx, and the KV
 // cache is sized to that context. --parallel needs a task file.
 func TestScoreChoiceLongerThanCtx(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.HellaSwagFile(t, 40)
 	args := []string{"--model", model, "--hellaswag", file, "--hellaswag-tasks", "12"}
@@ -422,6 +427,7 @@ func TestScoreChoiceLongerThanCtx(t *testing.T) {
 // its reproduce command, run with the files under those names, scores
 // the same tasks to the same results.
 func TestChoiceCard(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
 	dir := t.TempDir()
 	files := map[string]string{"--hellaswag": choicetest.HellaSwagFile(t, 30), "--winogrande": choicetest.WinograndeFile(t, 30), "--multiple-choice": choicetest.MultipleChoiceFile(t, 30)}

@@ -91,6 +91,7 @@ func runCLIEnv(t *testing.T, env map[string]string, args ...string) (int, string
 // TestBadInput: each bad input ends with a non-zero exit code and one
 // clear line on stderr naming the problem, and nothing on stdout.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -151,6 +152,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			code, stdout, stderr := runCLI(t, c.args...)
 			if code == 0 {
 				t.Fatalf("exit code 0; stderr %q", stderr)
@@ -169,6 +171,7 @@ func TestBadInput(t *testing.T) {
 // TestScoreDemoJSON: the embedded default scores and its JSON report on
 // stdout carries the issue's fields.
 func TestScoreDemoJSON(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := runCLI(t, "score", "--perplexity-chunks", "2", "--perplexity-ctx", "128", "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -192,6 +195,7 @@ func TestScoreDemoJSON(t *testing.T) {
 // TestTokenizeGolden: `tokenize --json` on the stories260K vocab gives
 // golden.json's count and hash; vocab-only files work in tokenize and inspect.
 func TestTokenizeGolden(t *testing.T) {
+	t.Parallel()
 	dir := shareddata.Dir(t)
 	g := loadGolden(t, dir)
 	want := g.Tokenize["stories260K/tinystories/tinystories-16k.txt"]
@@ -235,6 +239,7 @@ func TestTokenizeGolden(t *testing.T) {
 // parameter in config.flashprefill, and the kept fractions per window
 // and overall.
 func TestScoreFlashPrefill(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	score := func(args ...string) map[string]any {
@@ -298,6 +303,7 @@ func TestScoreFlashPrefill(t *testing.T) {
 // paired figures and KLD agree, the verdict names the KLD band, and
 // --fail-if turns a threshold into exit code 3.
 func TestAB(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
@@ -435,6 +441,7 @@ func stories(t *testing.T, q string) string {
 }
 
 func TestCompareRecords(t *testing.T) {
+	t.Parallel()
 	f := newRecordsFixture(t, "12", "q4_0", "q8_0", "q5_0")
 	root, text, base, score, dir := f.root, f.text, f.base, f.score, t.TempDir()
 	model := func(q string) string { return stories(t, q) }
@@ -509,6 +516,7 @@ func checkBitsPerByteRows(t *testing.T, g results.CompareGroup) {
 // TestProgressJSONL: --progress jsonl writes one JSON event per line,
 // started, one per window, finished, and nothing else on stderr.
 func TestProgressJSONL(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "progress.jsonl")
 	for _, args := range [][]string{
 		{"score", "--perplexity-chunks", "3", "--perplexity-ctx", "128", "--progress", "jsonl"},
@@ -560,6 +568,7 @@ func TestProgressJSONL(t *testing.T) {
 // unsharded run's record (same name; figures to rounding); a shard spec of
 // 3/2 and an incomplete set are refused in one line, nothing written.
 func TestShardsAndMerge(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	env := map[string]string{results.EnvRoot: root}
 	dir := t.TempDir()

@@ -16,6 +16,7 @@ import (
 // table: both rows, best bits per byte first, each the figure of its own
 // report; a record scored from token ids is left out and said so.
 func TestCompareBitsPerByte(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	wiki := cutText(t, dir, "wiki.txt", 6000, "wikitext-2-raw", "wiki.test.raw")

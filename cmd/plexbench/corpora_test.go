@@ -67,6 +67,7 @@ func untimed(t *testing.T, v any) map[string]any {
 // record expands into one compare group per text, a profile's corpora
 // list runs the same, and what several corpora cannot do is refused.
 func TestCorpora(t *testing.T) {
+	t.Parallel()
 	dir, root := t.TempDir(), t.TempDir()
 	env := map[string]string{results.EnvRoot: root}
 	ts := cutText(t, dir, "ts.txt", 4096, "tinystories", "tinystories-16k.txt")

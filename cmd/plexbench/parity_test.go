@@ -87,6 +87,7 @@ func firstDiff(t *testing.T, a, b, text string) (int, string, string) {
 // hashes; --allow-tokenizer-mismatch compares them by bits per byte only.
 // Models sharing stories260K's tokenizer pass.
 func TestTokenizerParity(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
 	env := map[string]string{results.EnvRoot: root}
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
@@ -187,6 +188,7 @@ func checkABParity(t *testing.T, env map[string]string, dir, text, other string,
 // TestOldRecordsWithoutTokenizerHash: records written before the
 // tokenizer hash load, compare, and pair in `ab` as before.
 func TestOldRecordsWithoutTokenizerHash(t *testing.T) {
+	t.Parallel()
 	f := newRecordsFixture(t, "4", "q8_0")
 	m, _ := filepath.Glob(filepath.Join(f.root, "*.json"))
 	if len(m) != 2 {

@@ -21,6 +21,7 @@ import (
 // perplexity ± exactly; bad input gives one line, a non-zero exit and
 // leaves the output path alone.
 func TestPlotEndToEnd(t *testing.T) {
+	t.Parallel()
 	quants := []string{"q8_0", "q5_0", "q4_0"}
 	f := newRecordsFixture(t, "8", quants...)
 	root, dir := f.root, t.TempDir()

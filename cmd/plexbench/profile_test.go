@@ -15,6 +15,7 @@ import (
 // TestProfileRoundTrip: new → show → validate → score --profile gives the
 // same report as the equivalent flags (same token hash, same numbers).
 func TestProfileRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	text := filepath.Join(dir, "texts", "demo.txt")
 	os.MkdirAll(filepath.Dir(text), 0o755)
@@ -84,6 +85,7 @@ func TestProfileRoundTrip(t *testing.T) {
 }
 
 func TestProfileCommandErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("name = \"x\"\nkv_dtype = \"f16\"\n"), 0o644)
@@ -115,6 +117,7 @@ func TestProfileCommandErrors(t *testing.T) {
 // TestTUIRefusesNonTerminal: with stdout not a terminal (a pipe), tui
 // says so and points at score.
 func TestTUIRefusesNonTerminal(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -121,6 +121,7 @@ func loadReportFile(t *testing.T, path string) scoring.Report {
 // uninterrupted run's: token hash, every window's nll_sum, every base row,
 // and the files byte for byte, timings aside.
 func TestResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := resumeArgs(t, dir)
 	if code, _, stderr := runCLI(t, args...); code != 0 {
@@ -223,6 +224,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 // journal, and no temporary file; two signals in a row end it at once,
 // with no temporary file either.
 func TestSignalsLeaveNoTemps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		sigs  []syscall.Signal
@@ -234,6 +236,7 @@ func TestSignalsLeaveNoTemps(t *testing.T) {
 		{"SIGTERM twice", []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			child := startChild(t, resumeArgs(t, dir))
 			jp := filepath.Join(dir, "r.json.journal")

@@ -41,11 +41,8 @@ func (c *cli) runTUI(args []string) int {
 		}
 		return c.fail(err)
 	}
-	// Runs still writing when the program ends (a signal, a quit) leave no
-	// temporary files behind.
-	defer outfile.RemoveTemps()
-	defer m.Close()
 	if !isTerminal(c.stdout) {
+		m.Close()
 		fmt.Fprintln(c.stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
 			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
 			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict);\n"+
@@ -53,6 +50,12 @@ func (c *cli) runTUI(args []string) int {
 			"for a sweep use `plexbench sweep` (the same records and table).")
 		return 2
 	}
+	// Runs still writing when the program ends (a signal, a quit) leave no
+	// temporary files behind. RemoveTemps takes the whole process's, so it
+	// waits for the program: a refusal above has started no run and must
+	// not take another command's (tests run commands side by side).
+	defer outfile.RemoveTemps()
+	defer m.Close()
 	final, err := tea.NewProgram(m).Run()
 	if err != nil {
 		return c.fail(err)

@@ -68,6 +68,7 @@ func tuiJob(t *testing.T, args ...string) workbench.Job {
 // beside a task file tui refuses in the same line, before the terminal
 // check; and tui refuses one beside an A/B.
 func TestTUIChoiceFlags(t *testing.T) {
+	t.Parallel()
 	model := stories(t, "f32")
 	hs, wg, mc := choicetest.HellaSwagFile(t, 5), choicetest.WinograndeFile(t, 3), choicetest.MultipleChoiceFile(t, 3)
 	for _, args := range [][]string{

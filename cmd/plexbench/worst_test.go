@@ -27,6 +27,7 @@ func recordOf(t *testing.T, root, model string) string {
 // ranks by NLL and refuses --by kld; a record without its trace is
 // refused in one line.
 func TestWorst(t *testing.T) {
+	t.Parallel()
 	f := newRecordsFixture(t, "8", "q4_0")
 	rec := recordOf(t, f.root, "stories260K-q4-0")
 	code, stdout, stderr := runCLIEnv(t, f.env, "worst", rec, "-n", "5", "--json")
