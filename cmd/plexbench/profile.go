@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"plexbench/profiles"
+	"plexbench/scoring/outfile"
 )
 
 const profileUsage = `Usage:
@@ -92,11 +93,24 @@ func (c *cli) profileNew(args []string) int {
 		c.stdout.Write(data)
 		return 0
 	}
-	if err := profiles.Save(*out, p.RelativeTo(filepath.Dir(*out))); err != nil {
+	if err := c.saveProfile(*out, p.RelativeTo(filepath.Dir(*out))); err != nil {
 		return c.fail(err)
 	}
 	fmt.Fprintf(c.stderr, "plexbench: profile %s written to %s\n", name, *out)
 	return 0
+}
+
+// saveProfile is profiles.Save with "-" this command's stdout, not the
+// process's.
+func (c *cli) saveProfile(path string, p profiles.Profile) error {
+	if path != outfile.Stdout {
+		return profiles.Save(path, p)
+	}
+	data, err := p.Encode()
+	if err != nil {
+		return err
+	}
+	return outfile.WriteFileTo(path, data, c.stdout)
 }
 
 // profileShow prints a profile with every setting, defaults included, and

@@ -38,6 +38,11 @@ func TestProfileRoundTrip(t *testing.T) {
 	if p.Text != "../texts/demo.txt" || p.Ctx != 64 || p.Description != "a quick check" {
 		t.Errorf("saved profile: %+v", p)
 	}
+	// -o - is the command's own stdout.
+	if code, stdout, stderr := runCLI(t, "profile", "new", "small", "--perplexity-ctx", "64", "-o", "-"); code != 0 ||
+		!strings.Contains(stdout, "name = \"small\"\n") || !strings.Contains(stdout, "ctx = 64\n") || stderr != "plexbench: profile small written to -\n" {
+		t.Errorf("profile new -o -: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 	out.Reset()
 	if code := c.profileShow([]string{path}); code != 0 || !strings.Contains(out.String(), "kv_cache_dtype = \"f32\"") ||
 		!strings.Contains(out.String(), "# text resolves to "+text) {
