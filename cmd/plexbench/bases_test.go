@@ -112,8 +112,8 @@ func asStoppedRun(t *testing.T, path string) {
 	os.WriteFile(filepath.Join(filepath.Dir(path), "stopped-run.json"), data, 0o644)
 }
 
-// basesRefs is, per base `bases --json` lists, the roles of what refers to
-// it ("error" for an unreadable one).
+// basesRefs is, per base `bases --json` lists (in env's results root and
+// dirs), the roles of what refers to it ("error" for an unreadable one).
 func basesRefs(t *testing.T, env map[string]string, dirs ...string) map[string]string {
 	t.Helper()
 	code, stdout, stderr := runCLIEnv(t, env, append([]string{"bases", "--json"}, dirs...)...)
