@@ -27,8 +27,8 @@ import (
 // exitThreshold is the exit code when a --fail-if condition holds.
 const exitThreshold = 3
 
-func runAB(args []string) int {
-	fs := newFlags("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]")
+func (c *cli) runAB(args []string) int {
+	fs := c.newFlags("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]")
 	var paths, fails stringList
 	fs.Var(&paths, "profile", "TOML profile to run; give two (A first)")
 	base := fs.String("base", "", "compare both runs against this saved base instead of a base A records")
@@ -46,54 +46,54 @@ func runAB(args []string) int {
 	}
 	conds := make([]condition, len(fails))
 	for i, f := range fails {
-		c, err := parseCondition(f)
+		cond, err := parseCondition(f)
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
-		conds[i] = c
+		conds[i] = cond
 	}
 	var res results.ABSummary
 	var err error
 	switch {
 	case len(paths) == 2 && len(pos) == 0:
-		x := abRun{base: *base, kind: *compare, root: results.Root(*resultsDir), quiet: *quiet, allow: *allow, stop: fs}
+		x := abRun{cli: c, base: *base, kind: *compare, root: c.resultsRoot(*resultsDir), quiet: *quiet, allow: *allow, stop: fs}
 		res, err = x.run(paths[0], paths[1])
 	case len(paths) == 0 && len(pos) == 2:
 		if *base != "" {
-			return fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
+			return c.fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
 		}
-		res, err = abReports(pos[0], pos[1], results.Root(*resultsDir), *allow)
+		res, err = abReports(pos[0], pos[1], c.resultsRoot(*resultsDir), *allow)
 	default:
-		return fail(errors.New("ab: give two --profile files, or two report files"))
+		return c.fail(errors.New("ab: give two --profile files, or two report files"))
 	}
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	for _, c := range conds {
-		hit, err := c.holds(&res)
+	for _, cond := range conds {
+		hit, err := cond.holds(&res)
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 		if hit {
-			res.Failed = append(res.Failed, c.Text)
+			res.Failed = append(res.Failed, cond.Text)
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // conditions hold '>' and '<'
 		if err := enc.Encode(res); err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 	} else {
-		writeABText(os.Stdout, &res)
+		writeABText(c.stdout, &res)
 	}
 	if len(res.Failed) > 0 {
-		fmt.Fprintf(os.Stderr, "plexbench: ab: --fail-if holds: %s\n", strings.Join(res.Failed, ", "))
+		fmt.Fprintf(c.stderr, "plexbench: ab: --fail-if holds: %s\n", strings.Join(res.Failed, ", "))
 		return exitThreshold
 	}
 	if stopFails(res.StoppedEarly) {
-		fmt.Fprintf(os.Stderr, "plexbench: ab: --stop-when-decided %s fails\n", res.StoppedEarly.Rule)
+		fmt.Fprintf(c.stderr, "plexbench: ab: --stop-when-decided %s fails\n", res.StoppedEarly.Rule)
 		return exitThreshold
 	}
 	return 0
@@ -101,6 +101,7 @@ func runAB(args []string) int {
 
 // abRun is an A/B of two profiles: the settings `ab` gives them.
 type abRun struct {
+	cli              *cli   // where its progress goes
 	base, kind, root string // --base, --compare, the results root
 	quiet, allow     bool   // --quiet, --allow-tokenizer-mismatch
 	// stop holds the stop-rule flags, which override B's profile.
@@ -139,7 +140,7 @@ func (x abRun) profiles(pathA, pathB string) (a, b profiles.Profile, err error) 
 func (x abRun) score(ctx context.Context, p profiles.Profile, record, against string) (scoring.Report, string, error) {
 	j := workbench.Job{Profile: p, Record: record, Compare: against}
 	if !x.quiet {
-		j.Progress = newProgressPrinter(os.Stderr).event
+		j.Progress = newProgressPrinter(x.cli.stderr).event
 	}
 	out, err := workbench.Run(ctx, j)
 	if err != nil {
@@ -150,7 +151,7 @@ func (x abRun) score(ctx context.Context, p profiles.Profile, record, against st
 		return out.Report, "", err
 	}
 	if !x.quiet {
-		fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		fmt.Fprintf(x.cli.stderr, "plexbench: record %s\n", path)
 	}
 	return out.Report, path, nil
 }

@@ -60,18 +60,18 @@ func newBaseRow(bi scoring.BaseInfo, refs []results.BaseRef, err error) baseRow 
 	return r
 }
 
-func runBases(args []string) int {
+func (c *cli) runBases(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "verify":
-			return runBasesVerify(args[1:])
+			return c.runBasesVerify(args[1:])
 		case "gc":
-			return runBasesGC(args[1:])
+			return c.runBasesGC(args[1:])
 		}
 	}
-	c := newBasesCmd("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]",
+	b := c.newBasesCmd("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]",
 		"listed from", "print the list as JSON on stdout")
-	ents, code := c.find(args)
+	ents, code := b.find(args)
 	if code >= 0 {
 		return code
 	}
@@ -79,19 +79,20 @@ func runBases(args []string) int {
 	for i, e := range ents {
 		rows[i] = newBaseRow(e.Info, e.Refs, e.Err)
 	}
-	if *c.asJSON {
-		return printJSON(struct {
+	if *b.asJSON {
+		return c.printJSON(struct {
 			Object string    `json:"object"`
 			Bases  []baseRow `json:"bases"`
 		}{"plexbench.bases", rows})
 	}
-	writeBasesTable(os.Stdout, rows)
+	writeBasesTable(c.stdout, rows)
 	return 0
 }
 
 // basesCmd holds the flags `bases` and `bases gc` share: the results root
 // and --json; the folders to search are the arguments.
 type basesCmd struct {
+	cli        *cli
 	fs         *flag.FlagSet
 	resultsDir *string
 	asJSON     *bool
@@ -99,39 +100,40 @@ type basesCmd struct {
 
 // newBasesCmd makes the flag set of a bases command that finds bases; from
 // says what the command does with them ("listed from").
-func newBasesCmd(name, synopsis, from, jsonUsage string) basesCmd {
-	fs := newFlags(name, synopsis)
-	return basesCmd{fs, fs.String("results", "", resultsUsage("the bases are "+from)), fs.Bool("json", false, jsonUsage)}
+func (c *cli) newBasesCmd(name, synopsis, from, jsonUsage string) basesCmd {
+	fs := c.newFlags(name, synopsis)
+	return basesCmd{c, fs, fs.String("results", "", resultsUsage("the bases are "+from)), fs.Bool("json", false, jsonUsage)}
 }
 
 // find parses args and lists the bases in the results root and the
 // folders args name; code is non-negative when the command is to exit.
-func (c basesCmd) find(args []string) (_ []results.BaseEntry, code int) {
-	dirs, code := parseInterleaved(c.fs, args)
+func (b basesCmd) find(args []string) (_ []results.BaseEntry, code int) {
+	c := b.cli
+	dirs, code := parseInterleaved(b.fs, args)
 	if code >= 0 {
 		return nil, code
 	}
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil {
-			return nil, fail(fmt.Errorf("bases: %w", err))
+			return nil, c.fail(fmt.Errorf("bases: %w", err))
 		} else if !st.IsDir() {
-			return nil, fail(fmt.Errorf("bases: %s is not a folder (bases verify FILE checks one base)", d))
+			return nil, c.fail(fmt.Errorf("bases: %s is not a folder (bases verify FILE checks one base)", d))
 		}
 	}
-	ents, err := results.FindBases(append([]string{results.Root(*c.resultsDir)}, dirs...))
+	ents, err := results.FindBases(append([]string{c.resultsRoot(*b.resultsDir)}, dirs...))
 	if err != nil {
-		return nil, fail(err)
+		return nil, c.fail(err)
 	}
 	return ents, -1
 }
 
-func printJSON(v any) int {
+func (c *cli) printJSON(v any) int {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	if err := writeJSON(os.Stdout, data); err != nil {
-		return fail(err)
+	if err := writeJSON(c.stdout, data); err != nil {
+		return c.fail(err)
 	}
 	return 0
 }
@@ -201,42 +203,42 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-func runBasesVerify(args []string) int {
-	fs := newFlags("bases verify", "FILE [--json]")
+func (c *cli) runBasesVerify(args []string) int {
+	fs := c.newFlags("bases verify", "FILE [--json]")
 	asJSON := fs.Bool("json", false, "print what was checked as JSON on stdout")
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(errors.New("bases verify: give one base file"))
+		return c.fail(errors.New("bases verify: give one base file"))
 	}
 	bi, err := scoring.VerifyBase(pos[0])
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	r := newBaseRow(bi, nil, nil)
 	if *asJSON {
-		return printJSON(struct {
+		return c.printJSON(struct {
 			Object string `json:"object"`
 			OK     bool   `json:"ok"`
 			baseRow
 		}{"plexbench.base_verify", true, r})
 	}
-	fmt.Printf("%s: ok\n  format     %s, identity %s\n  protocol   %s\n  model      %s\n", r.Path, r.Format, r.Identity,
+	fmt.Fprintf(c.stdout, "%s: ok\n  format     %s, identity %s\n  protocol   %s\n  model      %s\n", r.Path, r.Format, r.Identity,
 		protocolText(&r), orDash(r.Model))
-	fmt.Printf("  counts     %d tokens, %d windows %s, %d scored tokens, top-k %d\n", r.Tokens, r.Windows,
+	fmt.Fprintf(c.stdout, "  counts     %d tokens, %d windows %s, %d scored tokens, top-k %d\n", r.Tokens, r.Windows,
 		strings.TrimPrefix(windowsText(&r), fmt.Sprint(r.Windows)+" "), r.Scored, r.TopK)
-	fmt.Printf("  token ids  sha256 %s (matches the ids it holds)\n  size       %d bytes (%s), every record checked\n",
+	fmt.Fprintf(c.stdout, "  token ids  sha256 %s (matches the ids it holds)\n  size       %d bytes (%s), every record checked\n",
 		r.TokenIDsSHA256, r.Size, sizeText(r.Size))
 	return 0
 }
 
-func runBasesGC(args []string) int {
-	c := newBasesCmd("bases gc", "[--dry-run] [--results DIR] [--json] [DIR...]",
+func (c *cli) runBasesGC(args []string) int {
+	b := c.newBasesCmd("bases gc", "[--dry-run] [--results DIR] [--json] [DIR...]",
 		"collected from", "print the bases removed (or to remove) as JSON on stdout")
-	dryRun := c.fs.Bool("dry-run", false, "list the bases nothing refers to, remove none")
-	ents, code := c.find(args)
+	dryRun := b.fs.Bool("dry-run", false, "list the bases nothing refers to, remove none")
+	ents, code := b.find(args)
 	if code >= 0 {
 		return code
 	}
@@ -252,7 +254,7 @@ func runBasesGC(args []string) int {
 		}
 		if !*dryRun {
 			if err := os.Remove(e.Info.Path); err != nil {
-				return fail(fmt.Errorf("bases gc: %w", err))
+				return c.fail(fmt.Errorf("bases gc: %w", err))
 			}
 		}
 		gone, bytes = append(gone, e.Info.Path), bytes+e.Info.Size
@@ -261,13 +263,13 @@ func runBasesGC(args []string) int {
 	if *dryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(os.Stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sizeText(bytes))
+	fmt.Fprintf(c.stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sizeText(bytes))
 	if skipped > 0 {
-		fmt.Fprintf(os.Stderr, "; %d unreadable left alone (bases verify says why)", skipped)
+		fmt.Fprintf(c.stderr, "; %d unreadable left alone (bases verify says why)", skipped)
 	}
-	fmt.Fprintln(os.Stderr)
-	if *c.asJSON {
-		return printJSON(struct {
+	fmt.Fprintln(c.stderr)
+	if *b.asJSON {
+		return c.printJSON(struct {
 			Object  string   `json:"object"`
 			DryRun  bool     `json:"dry_run"`
 			Removed []string `json:"removed"`
@@ -275,7 +277,7 @@ func runBasesGC(args []string) int {
 		}{"plexbench.bases_gc", *dryRun, append([]string{}, gone...), bytes})
 	}
 	for _, p := range gone {
-		fmt.Println(p)
+		fmt.Fprintln(c.stdout, p)
 	}
 	return 0
 }

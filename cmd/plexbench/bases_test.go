@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"plexbench/kernels/shareddata"
+	"plexbench/scoring/results"
 )
 
 // TestBasesGC: real stories260K runs leave bases in the results root and
@@ -19,15 +20,16 @@ import (
 // and only them, and a truncated base is listed, left alone and refused
 // by `bases verify` in one line.
 func TestBasesGC(t *testing.T) {
+	t.Parallel()
 	root, other := t.TempDir(), t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
+	env := map[string]string{results.EnvRoot: root}
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	out := filepath.Join(t.TempDir(), "out.json")
 	// score runs one and returns the path of the record it kept.
 	score := func(args ...string) string {
 		t.Helper()
 		args = append([]string{"score", "--quiet", "--perplexity-output", out}, args...)
-		if code, _, stderr := runCLI(t, args...); code != 0 {
+		if code, _, stderr := runCLIEnv(t, env, args...); code != 0 {
 			t.Fatalf("score %q: %s", args, stderr)
 		}
 		return filepath.Join(root, loadReportFile(t, out).Record.Name+".json")
@@ -51,23 +53,23 @@ func TestBasesGC(t *testing.T) {
 	os.WriteFile(junk, data[:len(data)/2], 0o644)
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("not a base"), 0o644)
 
-	code, stdout, stderr := runCLI(t, "bases", "gc", "--dry-run", other)
+	code, stdout, stderr := runCLIEnv(t, env, "bases", "gc", "--dry-run", other)
 	if want := []string{llama, q8}; code != 0 || !slices.Equal(strings.Fields(stdout), want) ||
 		!strings.Contains(stderr, "would remove 2 of 6 bases") || !strings.Contains(stderr, "1 unreadable left alone") {
 		t.Fatalf("gc --dry-run: exit %d, stdout %q (want %q), stderr %q", code, stdout, want, stderr)
 	}
-	refs := basesRefs(t, other)
+	refs := basesRefs(t, env, other)
 	for base, want := range map[string]string{f32: "compared recorded", q4: "recorded", stopped: "recorded(partial)",
 		q8: "", llama: "", junk: "error"} {
 		if refs[base] != want {
 			t.Errorf("%s: referenced by %q, want %q", filepath.Base(base), refs[base], want)
 		}
 	}
-	if code, stdout, _ := runCLI(t, "bases", other); code != 0 || !strings.Contains(stdout, "4 (complete)") ||
+	if code, stdout, _ := runCLIEnv(t, env, "bases", other); code != 0 || !strings.Contains(stdout, "4 (complete)") ||
 		!strings.Contains(stdout, "stories260K-q4_0.gguf") || !strings.Contains(stdout, fmt.Sprintf("unreadable: %d bytes, the header promises %d", len(data)/2, len(data))) {
 		t.Errorf("bases table: exit %d\n%s", code, stdout)
 	}
-	if code, stdout, _ := runCLI(t, "bases", "gc", other); code != 0 || strings.Count(stdout, "\n") != 2 {
+	if code, stdout, _ := runCLIEnv(t, env, "bases", "gc", other); code != 0 || strings.Count(stdout, "\n") != 2 {
 		t.Fatalf("gc: exit %d, %q", code, stdout)
 	}
 	for _, p := range []string{f32, q4, stopped, junk} {
@@ -80,15 +82,15 @@ func TestBasesGC(t *testing.T) {
 			t.Errorf("gc kept %s", p)
 		}
 	}
-	if code, stdout, _ := runCLI(t, "bases", "gc", "--dry-run", other); code != 0 || stdout != "" {
+	if code, stdout, _ := runCLIEnv(t, env, "bases", "gc", "--dry-run", other); code != 0 || stdout != "" {
 		t.Errorf("gc --dry-run after gc: exit %d, %q", code, stdout)
 	}
-	code, stdout, stderr = runCLI(t, "bases", "verify", junk)
+	code, stdout, stderr = runCLIEnv(t, env, "bases", "verify", junk)
 	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "junk.kld: ") ||
 		!strings.Contains(stderr, "truncated") {
 		t.Errorf("verify a truncated base: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if code, stdout, stderr := runCLI(t, "bases", "verify", f32); code != 0 || !strings.Contains(stdout, "f32.kld: ok") ||
+	if code, stdout, stderr := runCLIEnv(t, env, "bases", "verify", f32); code != 0 || !strings.Contains(stdout, "f32.kld: ok") ||
 		!strings.Contains(stdout, "4 windows (complete), 124 scored tokens, top-k 32") {
 		t.Errorf("verify: exit %d %s\n%s", code, stderr, stdout)
 	}
@@ -110,11 +112,11 @@ func asStoppedRun(t *testing.T, path string) {
 	os.WriteFile(filepath.Join(filepath.Dir(path), "stopped-run.json"), data, 0o644)
 }
 
-// basesRefs is, per base `bases --json` lists, the roles of what refers to
-// it ("error" for an unreadable one).
-func basesRefs(t *testing.T, dirs ...string) map[string]string {
+// basesRefs is, per base `bases --json` lists (in env's results root and
+// dirs), the roles of what refers to it ("error" for an unreadable one).
+func basesRefs(t *testing.T, env map[string]string, dirs ...string) map[string]string {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, append([]string{"bases", "--json"}, dirs...)...)
+	code, stdout, stderr := runCLIEnv(t, env, append([]string{"bases", "--json"}, dirs...)...)
 	if code != 0 {
 		t.Fatalf("bases --json: %s", stderr)
 	}

@@ -8,7 +8,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,34 +17,34 @@ import (
 	"plexbench/scoring/outfile"
 )
 
-func runCard(args []string) int {
-	fs := newFlags("card", "RECORD.json [-o card.md]")
+func (c *cli) runCard(args []string) int {
+	fs := c.newFlags("card", "RECORD.json [-o card.md]")
 	out := fs.String("o", "", "write the card here (default: stdout)")
 	pos, code := parseInterleaved(fs, args)
 	if code >= 0 {
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(fmt.Errorf("card: give one record file"))
+		return c.fail(fmt.Errorf("card: give one record file"))
 	}
 	rep, ok, err := scoring.ReadRecord(pos[0])
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	if !ok {
-		return fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", pos[0]))
+		return c.fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", pos[0]))
 	}
-	if err := writeCard(*out, &rep); err != nil {
-		return fail(err)
+	if err := c.writeCard(*out, &rep); err != nil {
+		return c.fail(err)
 	}
 	return 0
 }
 
 // writeCard writes rep's card to path atomically, or to stdout.
-func writeCard(path string, rep *scoring.Report) error {
+func (c *cli) writeCard(path string, rep *scoring.Report) error {
 	card := modelCard(rep)
 	if path == "" || path == "-" {
-		_, err := os.Stdout.WriteString(card)
+		_, err := io.WriteString(c.stdout, card)
 		return err
 	}
 	return outfile.WriteFile(path, []byte(card))

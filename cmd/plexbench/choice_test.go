@@ -22,8 +22,14 @@ import (
 // scoreChoice runs score with args and returns its report.
 func scoreChoice(t *testing.T, args ...string) scoring.Report {
 	t.Helper()
+	return scoreChoiceEnv(t, nil, args...)
+}
+
+// scoreChoiceEnv is scoreChoice in the environment env (runCLIEnv).
+func scoreChoiceEnv(t *testing.T, env map[string]string, args ...string) scoring.Report {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.json")
-	code, stdout, stderr := runCLI(t, append([]string{"score", "--perplexity-output", out, "--progress", "none"}, args...)...)
+	code, stdout, stderr := runCLIEnv(t, env, append([]string{"score", "--perplexity-output", out, "--progress", "none"}, args...)...)
 	if code != 0 || stdout != "" {
 		t.Fatalf("score %q: exit %d: %s", args, code, stderr)
 	}
@@ -103,6 +109,7 @@ func bruteWinogrande(t *testing.T, m *engine.Model, tk scoring.WinograndeTask) (
 // rows, the choice is the larger score's (the second on ties), and the
 // final figures are llama.cpp's of the brute count.
 func TestScoreWinogrande(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.WinograndeFile(t, 160)
 	rep := scoreChoice(t, "--model", model, "--winogrande", file, "--winogrande-tasks", "120")
@@ -157,6 +164,7 @@ func TestScoreWinogrande(t *testing.T) {
 // answers' common prefix from whole logit rows, the choice is the first
 // best, and the final result is llama.cpp's of the brute count.
 func TestScoreMultipleChoice(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.MultipleChoiceFile(t, 40)
 	data, _ := os.ReadFile(file)
@@ -242,6 +250,7 @@ func bruteAnswers(t *testing.T, m *engine.Model, tk scoring.MultipleChoiceTask) 
 // line or task, and nothing written; options a task file cannot take are
 // refused in one line.
 func TestScoreChoiceBadFiles(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	mc, _ := os.ReadFile(choicetest.MultipleChoiceFile(t, 3))
 	cut := append([]byte(nil), mc[:len(mc)-6]...)
@@ -293,20 +302,21 @@ func TestScoreChoiceBadFiles(t *testing.T) {
 // tasks only one got right, and refuses runs of other tasks. The progress
 // line carries the running accuracy ±.
 func TestChoiceRecordsCompareAB(t *testing.T) {
+	t.Parallel()
 	root, file, dir := t.TempDir(), choicetest.WinograndeFile(t, 60), t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
+	env := map[string]string{results.EnvRoot: root}
 	progress := filepath.Join(dir, "progress.txt")
 	var reps []scoring.Report
 	for _, q := range []string{"f32", "q4_0"} {
-		reps = append(reps, scoreChoice(t, "--model", stories(t, q), "--winogrande", file, "--winogrande-tasks", "40",
+		reps = append(reps, scoreChoiceEnv(t, env, "--model", stories(t, q), "--winogrande", file, "--winogrande-tasks", "40",
 			"--progress", "text", "--progress-out", progress))
 	}
-	scoreChoice(t, "--model", stories(t, "f32"), "--winogrande", file, "--winogrande-tasks", "30")
+	scoreChoiceEnv(t, env, "--model", stories(t, "f32"), "--winogrande", file, "--winogrande-tasks", "30")
 	line, _ := os.ReadFile(progress)
 	if !strings.Contains(string(line), "task 40/40  accuracy ") || !strings.Contains(string(line), "% over 40 tasks") {
 		t.Errorf("progress:\n%s", line)
 	}
-	out := compareJSON(t)
+	out := compareJSON(t, env)
 	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "tasks" {
 		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
 	}
@@ -320,10 +330,10 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 		!strings.Contains(g.Title, "winogrande, 40 tasks of winogrande.csv") {
 		t.Fatalf("group %q: %+v", g.Title, g.Rows)
 	}
-	if code, stdout, _ := runCLI(t, "compare", "--format", "md"); code != 0 || !strings.Contains(stdout, "| # | model | kv | bpw | accuracy | tasks |") {
+	if code, stdout, _ := runCLIEnv(t, env, "compare", "--format", "md"); code != 0 || !strings.Contains(stdout, "| # | model | kv | bpw | accuracy | tasks |") {
 		t.Errorf("compare --format md:\n%s", stdout)
 	}
-	if code, stdout, _ := runCLI(t, "compare", "--format", "csv"); code != 0 || !strings.Contains(stdout, ",accuracy,tasks,record\n") ||
+	if code, stdout, _ := runCLIEnv(t, env, "compare", "--format", "csv"); code != 0 || !strings.Contains(stdout, ",accuracy,tasks,record\n") ||
 		!strings.Contains(stdout, fmt.Sprintf(",%s,40,%s\n", g.Rows[0].Figure, g.Rows[0].Record)) {
 		t.Errorf("compare --format csv:\n%s", stdout)
 	}
@@ -334,7 +344,7 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 		}
 		return paths
 	}(2)
-	code, stdout, stderr := runCLI(t, "ab", recs[0], recs[1], "--json")
+	code, stdout, stderr := runCLIEnv(t, env, "ab", recs[0], recs[1], "--json")
 	if code != 0 {
 		t.Fatalf("ab: exit %d %s", code, stderr)
 	}
@@ -358,13 +368,13 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 		math.Abs(c.DeltaAccuracy-100*float64(onlyB-onlyA)/40) > 1e-9 {
 		t.Errorf("ab: %+v; want only A %d, only B %d", c, onlyA, onlyB)
 	}
-	if code, stdout, _ = runCLI(t, "ab", recs[0], recs[1]); code != 0 || !strings.Contains(stdout, "McNemar exact p = ") {
+	if code, stdout, _ = runCLIEnv(t, env, "ab", recs[0], recs[1]); code != 0 || !strings.Contains(stdout, "McNemar exact p = ") {
 		t.Errorf("ab text: exit %d\n%s", code, stdout)
 	}
 	other, _ := filepath.Glob(filepath.Join(root, "*.json"))
 	for _, o := range other {
 		if o != recs[0] && o != recs[1] {
-			code, stdout, stderr = runCLI(t, "ab", recs[0], o)
+			code, stdout, stderr = runCLIEnv(t, env, "ab", recs[0], o)
 			if code == 0 || stdout != "" || !strings.Contains(stderr, "different tasks: 40 tasks against 30") {
 				t.Errorf("ab of other tasks: exit %d, stderr %q", code, stderr)
 			}
@@ -378,6 +388,7 @@ func TestChoiceRecordsCompareAB(t *testing.T) {
 // are scored, with the same results as at the default ctx, and the KV
 // cache is sized to that context. --parallel needs a task file.
 func TestScoreChoiceLongerThanCtx(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.HellaSwagFile(t, 40)
 	args := []string{"--model", model, "--hellaswag", file, "--hellaswag-tasks", "12"}
@@ -416,6 +427,7 @@ func TestScoreChoiceLongerThanCtx(t *testing.T) {
 // its reproduce command, run with the files under those names, scores
 // the same tasks to the same results.
 func TestChoiceCard(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
 	dir := t.TempDir()
 	files := map[string]string{"--hellaswag": choicetest.HellaSwagFile(t, 30), "--winogrande": choicetest.WinograndeFile(t, 30), "--multiple-choice": choicetest.MultipleChoiceFile(t, 30)}

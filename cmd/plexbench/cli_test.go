@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,48 +16,82 @@ import (
 	"plexbench/scoring/results"
 )
 
-// TestMain keeps the records every score writes out of the source tree.
+// TestMain lets a test re-run this binary as plexbench itself: with
+// PLEXBENCH_TEST_ARGS (a JSON array) set, the process is the command
+// (resume_test.go's startChild).
 func TestMain(m *testing.M) {
-	// A child process of the resume and signal tests runs plexbench
-	// (resume_test.go's startChild).
 	if a := os.Getenv("PLEXBENCH_TEST_ARGS"); a != "" {
 		var args []string
 		if err := json.Unmarshal([]byte(a), &args); err != nil {
 			os.Exit(3)
 		}
-		os.Exit(run(args))
+		os.Exit(runChild(args))
 	}
-	// Records go to a temporary results root, not ./plexbench-results.
-	dir, err := os.MkdirTemp("", "plexbench-results-test-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("PLEXBENCH_RESULTS", dir)
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-// runCLI runs the command in process and returns its exit code, stdout and stderr.
+// runChild runs plexbench as a test's child process: the process's output
+// and environment. A parent that gave no results root (startChild gives
+// one) still keeps records out of the source tree: they go to a folder
+// made only when one is written, removed when the command returns.
+func runChild(args []string) int {
+	root := os.Getenv(results.EnvRoot)
+	if root == "" {
+		root = filepath.Join(os.TempDir(), fmt.Sprintf("plexbench-results-test-%d", os.Getpid()))
+		defer os.RemoveAll(root)
+	}
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: func(k string) string {
+		if k == results.EnvRoot {
+			return root
+		}
+		return os.Getenv(k)
+	}}
+	return c.run(args)
+}
+
+// testCLI is plexbench in process for a test, with its own stdout and
+// stderr and an environment of env's variables over the process's (the
+// device tests set the emulated runtime's with t.Setenv). Its results
+// root ($PLEXBENCH_RESULTS) is env's when env names one, else a fresh
+// t.TempDir(), so that tests run side by side never share one.
+func testCLI(t *testing.T, env map[string]string) (c *cli, stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	root, ok := env[results.EnvRoot]
+	if !ok {
+		root = t.TempDir()
+	}
+	stdout, stderr = new(bytes.Buffer), new(bytes.Buffer)
+	return &cli{stdout: stdout, stderr: stderr, getenv: func(k string) string {
+		if k == results.EnvRoot {
+			return root
+		}
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}}, stdout, stderr
+}
+
+// runCLI runs the command in process (testCLI, a fresh results root) and
+// returns its exit code, stdout and stderr.
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	outR, outW, _ := os.Pipe()
-	errR, errW, _ := os.Pipe()
-	oldOut, oldErr := os.Stdout, os.Stderr
-	os.Stdout, os.Stderr = outW, errW
-	outC, errC := make(chan string), make(chan string)
-	go func() { b, _ := io.ReadAll(outR); outC <- string(b) }()
-	go func() { b, _ := io.ReadAll(errR); errC <- string(b) }()
-	code := run(args)
-	os.Stdout, os.Stderr = oldOut, oldErr
-	outW.Close()
-	errW.Close()
-	return code, <-outC, <-errC
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv is runCLI in the environment env: a results root several
+// commands share is given as env[results.EnvRoot].
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	c, stdout, stderr := testCLI(t, env)
+	code := c.run(args)
+	return code, stdout.String(), stderr.String()
 }
 
 // TestBadInput: each bad input ends with a non-zero exit code and one
 // clear line on stderr naming the problem, and nothing on stdout.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -118,6 +152,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			code, stdout, stderr := runCLI(t, c.args...)
 			if code == 0 {
 				t.Fatalf("exit code 0; stderr %q", stderr)
@@ -136,6 +171,7 @@ func TestBadInput(t *testing.T) {
 // TestScoreDemoJSON: the embedded default scores and its JSON report on
 // stdout carries the issue's fields.
 func TestScoreDemoJSON(t *testing.T) {
+	t.Parallel()
 	code, stdout, stderr := runCLI(t, "score", "--perplexity-chunks", "2", "--perplexity-ctx", "128", "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -159,6 +195,7 @@ func TestScoreDemoJSON(t *testing.T) {
 // TestTokenizeGolden: `tokenize --json` on the stories260K vocab gives
 // golden.json's count and hash; vocab-only files work in tokenize and inspect.
 func TestTokenizeGolden(t *testing.T) {
+	t.Parallel()
 	dir := shareddata.Dir(t)
 	g := loadGolden(t, dir)
 	want := g.Tokenize["stories260K/tinystories/tinystories-16k.txt"]
@@ -202,6 +239,7 @@ func TestTokenizeGolden(t *testing.T) {
 // parameter in config.flashprefill, and the kept fractions per window
 // and overall.
 func TestScoreFlashPrefill(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	score := func(args ...string) map[string]any {
@@ -265,6 +303,7 @@ func TestScoreFlashPrefill(t *testing.T) {
 // paired figures and KLD agree, the verdict names the KLD band, and
 // --fail-if turns a threshold into exit code 3.
 func TestAB(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
@@ -356,21 +395,23 @@ func TestAB(t *testing.T) {
 // record; a report without a schema_version is refused in one line.
 // recordsFixture scores stories260K f32 (ctx 128, chunks windows, f32 KV)
 // into a fresh results root, recording a base, then each of quants against
-// it; score runs more.
+// it; score runs more there, and env is that root's environment for
+// runCLIEnv.
 type recordsFixture struct {
 	root, text, base string
+	env              map[string]string
 	score            func(args ...string)
 }
 
 func newRecordsFixture(t *testing.T, chunks string, quants ...string) recordsFixture {
 	t.Helper()
 	f := recordsFixture{root: t.TempDir(), text: shareddata.Path(t, "tinystories", "tinystories-16k.txt")}
-	t.Setenv("PLEXBENCH_RESULTS", f.root)
+	f.env = map[string]string{results.EnvRoot: f.root}
 	dir := t.TempDir()
 	f.base = filepath.Join(dir, "f32.kld")
 	f.score = func(args ...string) {
 		t.Helper()
-		if code, _, stderr := runCLI(t, append([]string{"score", "--quiet", "--perplexity-output", filepath.Join(dir, "out.json")}, args...)...); code != 0 {
+		if code, _, stderr := runCLIEnv(t, f.env, append([]string{"score", "--quiet", "--perplexity-output", filepath.Join(dir, "out.json")}, args...)...); code != 0 {
 			t.Fatalf("score %q: %s", args, stderr)
 		}
 	}
@@ -383,10 +424,11 @@ func newRecordsFixture(t *testing.T, chunks string, quants ...string) recordsFix
 }
 
 // stories is the stories260K GGUF of quantization q.
-// compareJSON is `compare --format json` with args, parsed.
-func compareJSON(t *testing.T, args ...string) results.CompareOutput {
+// compareJSON is `compare --format json` with args in the environment
+// env (runCLIEnv), parsed.
+func compareJSON(t *testing.T, env map[string]string, args ...string) results.CompareOutput {
 	t.Helper()
-	code, stdout, stderr := runCLI(t, append([]string{"compare", "--format", "json"}, args...)...)
+	code, stdout, stderr := runCLIEnv(t, env, append([]string{"compare", "--format", "json"}, args...)...)
 	var out results.CompareOutput
 	if code != 0 || json.Unmarshal([]byte(stdout), &out) != nil {
 		t.Fatalf("compare %v: exit %d, %s", args, code, stderr)
@@ -399,6 +441,7 @@ func stories(t *testing.T, q string) string {
 }
 
 func TestCompareRecords(t *testing.T) {
+	t.Parallel()
 	f := newRecordsFixture(t, "12", "q4_0", "q8_0", "q5_0")
 	root, text, base, score, dir := f.root, f.text, f.base, f.score, t.TempDir()
 	model := func(q string) string { return stories(t, q) }
@@ -409,7 +452,7 @@ func TestCompareRecords(t *testing.T) {
 	if ents, _ := os.ReadDir(root); len(recs) != 5 || len(traces) != 5 || len(ents) != 10 {
 		t.Fatalf("%d records, %d traces after 6 runs (one a rerun), want 5 of each", len(recs), len(traces))
 	}
-	out := compareJSON(t)
+	out := compareJSON(t, f.env)
 	if len(out.Groups) != 2 || strings.Join(out.Differ, ",") != "ctx,stride,base,top-k" {
 		t.Fatalf("%d groups differing in %v", len(out.Groups), out.Differ)
 	}
@@ -426,7 +469,7 @@ func TestCompareRecords(t *testing.T) {
 	if len(out.Groups[0].Rows) != 1 || out.Groups[0].Protocol.Ctx != 64 {
 		t.Fatalf("first group %+v", out.Groups[0])
 	}
-	code, stdout, _ := runCLI(t, "compare", "--pattern", "stories260K-q*", "--format", "md")
+	code, stdout, _ := runCLIEnv(t, f.env, "compare", "--pattern", "stories260K-q*", "--format", "md")
 	if code != 0 || strings.Count(stdout, "### Group") != 2 || !strings.Contains(stdout, "legend: the 2 groups differ in") ||
 		!strings.Contains(stdout, "| PPL ± | bits/byte ± |") {
 		t.Fatalf("compare --format md: exit %d\n%s", code, stdout)
@@ -437,7 +480,7 @@ func TestCompareRecords(t *testing.T) {
 	q4 := filepath.Join(root, g.Rows[3].Record+".json")
 	score("--model", model("q4_0"), "--kv-cache-dtype", "f32", "--perplexity-kld", base, "--card", cardPath)
 	fromScore, _ := os.ReadFile(cardPath)
-	code, card, stderr := runCLI(t, "card", q4)
+	code, card, stderr := runCLIEnv(t, f.env, "card", q4)
 	if code != 0 || card != string(fromScore) {
 		t.Fatalf("card: exit %d %s\n%s\nscore --card wrote:\n%s", code, stderr, card, fromScore)
 	}
@@ -452,7 +495,7 @@ func TestCompareRecords(t *testing.T) {
 		t.Errorf("card shows a local path:\n%s", card)
 	}
 	os.WriteFile(filepath.Join(root, "old.json"), []byte(`{"object":"lse.perplexity","perplexity":3}`), 0o644)
-	code, stdout, stderr = runCLI(t, "compare")
+	code, stdout, stderr = runCLIEnv(t, f.env, "compare")
 	if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "old.json: ") {
 		t.Fatalf("a record without schema_version: exit %d, stderr %q", code, stderr)
 	}
@@ -473,6 +516,7 @@ func checkBitsPerByteRows(t *testing.T, g results.CompareGroup) {
 // TestProgressJSONL: --progress jsonl writes one JSON event per line,
 // started, one per window, finished, and nothing else on stderr.
 func TestProgressJSONL(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "progress.jsonl")
 	for _, args := range [][]string{
 		{"score", "--perplexity-chunks", "3", "--perplexity-ctx", "128", "--progress", "jsonl"},
@@ -524,15 +568,16 @@ func TestProgressJSONL(t *testing.T) {
 // unsharded run's record (same name; figures to rounding); a shard spec of
 // 3/2 and an incomplete set are refused in one line, nothing written.
 func TestShardsAndMerge(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
+	env := map[string]string{results.EnvRoot: root}
 	dir := t.TempDir()
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	base := filepath.Join(dir, "f32.kld")
 	common := []string{"--quiet", "--perplexity-ctx", "128", "--perplexity-chunks", "14", "--perplexity", text}
 	scoreTo := func(out string, args ...string) {
 		t.Helper()
-		if code, _, stderr := runCLI(t, append(append([]string{"score", "--perplexity-output", out}, common...), args...)...); code != 0 {
+		if code, _, stderr := runCLIEnv(t, env, append(append([]string{"score", "--perplexity-output", out}, common...), args...)...); code != 0 {
 			t.Fatalf("score %q: %s", args, stderr)
 		}
 	}
@@ -555,7 +600,7 @@ func TestShardsAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runCLI(t, append([]string{"merge"}, recs...)...)
+	code, stdout, stderr := runCLIEnv(t, env, append([]string{"merge"}, recs...)...)
 	if code != 0 {
 		t.Fatalf("merge: %s", stderr)
 	}
@@ -584,7 +629,7 @@ func TestShardsAndMerge(t *testing.T) {
 		{[]string{"merge", recs[0], recs[2]}, "shard 1/3 is missing"},
 		{[]string{"merge", recs[0], filepath.Join(dir, "full.json")}, "not a shard record"},
 	} {
-		code, stdout, stderr := runCLI(t, c.args...)
+		code, stdout, stderr := runCLIEnv(t, env, c.args...)
 		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%q: exit %d, stderr %q; want one line with %q", c.args, code, stderr, c.want)
 		}

@@ -9,14 +9,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"plexbench/scoring"
 	"plexbench/scoring/results"
 )
 
-func runCompare(args []string) int {
-	fs := newFlags("compare", "[--results DIR] [--pattern GLOB]... [--bits-per-byte] [--format table|md|csv|json]")
+func (c *cli) runCompare(args []string) int {
+	fs := c.newFlags("compare", "[--results DIR] [--pattern GLOB]... [--bits-per-byte] [--format table|md|csv|json]")
 	var patterns stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
 	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
@@ -28,29 +27,29 @@ func runCompare(args []string) int {
 		return code
 	}
 	if len(pos) > 0 {
-		return fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
+		return c.fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
 	}
 	if err := checkCompareFormat("compare", *format); err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	root := results.Root(*resultsDir)
+	root := c.resultsRoot(*resultsDir)
 	recs, err := results.Records(root, patterns)
 	if err != nil {
-		return fail(fmt.Errorf("compare: %w", err))
+		return c.fail(fmt.Errorf("compare: %w", err))
 	}
 	tables := results.CompareTables(scoring.GroupRecords(recs))
 	if *bytesOnly {
 		groups, skipped := scoring.GroupByText(recs)
 		if len(groups) == 0 {
-			return fail(fmt.Errorf("compare --bits-per-byte: none of the %d records was scored from a text with its hash (token-id runs and records from before text_sha256 are left out)", len(recs)))
+			return c.fail(fmt.Errorf("compare --bits-per-byte: none of the %d records was scored from a text with its hash (token-id runs and records from before text_sha256 are left out)", len(recs)))
 		}
 		if skipped > 0 && *format != "json" {
-			fmt.Fprintf(os.Stderr, "plexbench: compare --bits-per-byte: %d of %d records left out (no text hash: token ids, a base's tokens, or older records; shards, task files)\n", skipped, len(recs))
+			fmt.Fprintf(c.stderr, "plexbench: compare --bits-per-byte: %d of %d records left out (no text hash: token ids, a base's tokens, or older records; shards, task files)\n", skipped, len(recs))
 		}
 		tables = results.BytesTables(groups)
 	}
-	if err := writeCompare(os.Stdout, tables, *format); err != nil {
-		return fail(err)
+	if err := writeCompare(c.stdout, tables, *format); err != nil {
+		return c.fail(err)
 	}
 	return 0
 }

@@ -16,6 +16,7 @@ import (
 // table: both rows, best bits per byte first, each the figure of its own
 // report; a record scored from token ids is left out and said so.
 func TestCompareBitsPerByte(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	wiki := cutText(t, dir, "wiki.txt", 6000, "wikitext-2-raw", "wiki.test.raw")
@@ -47,10 +48,10 @@ func TestCompareBitsPerByte(t *testing.T) {
 	tokens := tokenFile(t, dir, 400, 1000, 7, 3)
 	score("--model", qwen, "--perplexity-tokens", tokens)
 
-	if out := compareJSON(t, "--results", root); len(out.Groups) != 3 {
+	if out := compareJSON(t, nil, "--results", root); len(out.Groups) != 3 {
 		t.Fatalf("plain compare: %d groups, want one per token stream", len(out.Groups))
 	}
-	out := compareJSON(t, "--results", root, "--bits-per-byte")
+	out := compareJSON(t, nil, "--results", root, "--bits-per-byte")
 	if len(out.Groups) != 1 || !out.Groups[0].BytesOnly || len(out.Groups[0].Rows) != 2 {
 		t.Fatalf("--bits-per-byte: %+v", out)
 	}

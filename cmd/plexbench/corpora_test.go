@@ -67,8 +67,9 @@ func untimed(t *testing.T, v any) map[string]any {
 // record expands into one compare group per text, a profile's corpora
 // list runs the same, and what several corpora cannot do is refused.
 func TestCorpora(t *testing.T) {
+	t.Parallel()
 	dir, root := t.TempDir(), t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
+	env := map[string]string{results.EnvRoot: root}
 	ts := cutText(t, dir, "ts.txt", 4096, "tinystories", "tinystories-16k.txt")
 	wiki := cutText(t, dir, "wiki.txt", 4096, "wikitext-2-raw", "wiki.test.raw")
 	f32, q8 := stories(t, "f32"), stories(t, "q8_0")
@@ -77,7 +78,7 @@ func TestCorpora(t *testing.T) {
 		t.Helper()
 		path := filepath.Join(dir, out)
 		all := append([]string{"score", "--quiet", "--perplexity-output", path}, append(args, geometry...)...)
-		if code, _, stderr := runCLI(t, all...); code != 0 {
+		if code, _, stderr := runCLIEnv(t, env, all...); code != 0 {
 			t.Fatalf("score %q: exit %d: %s", args, code, stderr)
 		}
 		rep, ok, err := scoring.ReadRecord(path)
@@ -166,7 +167,7 @@ func TestCorpora(t *testing.T) {
 	// with both models; the f32 rows are the multi-corpus record's.
 	score("multi-q8.json", "--model", q8, "--perplexity", ts, "--perplexity", wiki)
 	os.Remove(filepath.Join(root, single[0].Record.Name+".json")) // ts.txt's f32 row is then the multi record's
-	out := compareJSON(t)
+	out := compareJSON(t, env)
 	if len(out.Groups) != 2 {
 		t.Fatalf("%d compare groups, want one per text", len(out.Groups))
 	}
@@ -192,14 +193,14 @@ func TestCorpora(t *testing.T) {
 	}
 
 	// A card lists each corpus and the averages.
-	code, card, stderr := runCLI(t, "card", filepath.Join(root, multi.Record.Name+".json"))
+	code, card, stderr := runCLIEnv(t, env, "card", filepath.Join(root, multi.Record.Name+".json"))
 	if code != 0 || !strings.Contains(card, "| ts.txt | ") || !strings.Contains(card, "| wiki.txt | ") ||
 		!strings.Contains(card, "| token-weighted | ") || !strings.Contains(card, "--perplexity ts.txt --perplexity wiki.txt") {
 		t.Fatalf("card: exit %d %s\n%s", code, stderr, card)
 	}
 
 	// Progress names the corpus being scored; the last line gives the averages.
-	code, _, stderr = runCLI(t, "score", "--model", f32, "--perplexity", ts, "--perplexity", wiki, "--perplexity-chunks", "2",
+	code, _, stderr = runCLIEnv(t, env, "score", "--model", f32, "--perplexity", ts, "--perplexity", wiki, "--perplexity-chunks", "2",
 		"--perplexity-ctx", "64", "--perplexity-output", filepath.Join(dir, "p.json"))
 	if code != 0 || !strings.Contains(stderr, "plexbench: corpus 1/2 ts.txt: chunks, ctx 64") ||
 		!strings.Contains(stderr, "corpus 2/2 wiki.txt: window 2/2") || !strings.Contains(stderr, "plexbench: 2 corpora: token-weighted PPL ") {
@@ -219,17 +220,17 @@ func TestCorpora(t *testing.T) {
 		{[]string{"--stop-at-precision", "0.1"}, "stopping rule"},
 	} {
 		args := append([]string{"score", "--model", f32, "--perplexity", ts, "--perplexity", wiki}, c.args...)
-		code, stdout, stderr := runCLI(t, args...)
+		code, stdout, stderr := runCLIEnv(t, env, args...)
 		if code == 0 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "2 corpora") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, stdout, stderr)
 		}
 	}
 	both := filepath.Join(dir, "both.toml")
 	os.WriteFile(both, []byte("name = \"both\"\ntext = \"ts.txt\"\ncorpora = [\"ts.txt\", \"wiki.txt\"]\n"), 0o644)
-	if code, _, stderr := runCLI(t, "score", "--profile", both); code == 0 || !strings.Contains(stderr, "both text and corpora are set") {
+	if code, _, stderr := runCLIEnv(t, env, "score", "--profile", both); code == 0 || !strings.Contains(stderr, "both text and corpora are set") {
 		t.Errorf("text beside corpora: exit %d, %q", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, "ab", "--profile", prof, "--profile", prof); code == 0 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "2 corpora: only plexbench score") {
+	if code, _, stderr := runCLIEnv(t, env, "ab", "--profile", prof, "--profile", prof); code == 0 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "2 corpora: only plexbench score") {
 		t.Errorf("ab of corpora profiles: exit %d, %q", code, stderr)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -14,15 +13,15 @@ import (
 // runDevices lists each GPU runtime: what was found, the devices it
 // reports, or why it is not usable. It exits non-zero when no device of
 // any runtime can run plexbench's kernels.
-func runDevices(args []string) int {
-	fs := newFlags("devices", "")
+func (c *cli) runDevices(args []string) int {
+	fs := c.newFlags("devices", "")
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
 	usable := 0
 	for _, k := range []hip.Kind{hip.CUDA, hip.HIP} {
 		st := hip.Probe(k, hip.Config{CacheDir: "-"})
-		printStatus(os.Stdout, st)
+		printStatus(c.stdout, st)
 		if st.Err == nil {
 			for _, d := range st.Devices {
 				if d.Err == nil {
@@ -32,7 +31,7 @@ func runDevices(args []string) int {
 		}
 	}
 	if usable == 0 {
-		fmt.Fprintln(os.Stderr, "plexbench: no usable GPU (use --backend cpu)")
+		fmt.Fprintln(c.stderr, "plexbench: no usable GPU (use --backend cpu)")
 		return 1
 	}
 	return 0

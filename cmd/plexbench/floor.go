@@ -11,6 +11,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,8 +22,8 @@ import (
 	"plexbench/scoring/workbench"
 )
 
-func runFloor(args []string) int {
-	fs := newFlags("floor", "[--model M.gguf] [--profile P.toml] [--against C.gguf] [flags]")
+func (c *cli) runFloor(args []string) int {
+	fs := c.newFlags("floor", "[--model M.gguf] [--profile P.toml] [--against C.gguf] [flags]")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
@@ -36,23 +37,23 @@ func runFloor(args []string) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("floor: unexpected argument %q", fs.Arg(0)))
+		return c.fail(fmt.Errorf("floor: unexpected argument %q", fs.Arg(0)))
 	}
 	p, err := withProfile(fs, p, *profilePath)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	if p.Method != "" && p.Method != scoring.MethodChunks {
-		return fail(fmt.Errorf("floor: --perplexity-method %s: the full-vocabulary base is llama.cpp's, which holds chunks only", p.Method))
+		return c.fail(fmt.Errorf("floor: --perplexity-method %s: the full-vocabulary base is llama.cpp's, which holds chunks only", p.Method))
 	}
 	if *against != "" {
 		if _, err := os.Stat(*against); err != nil {
-			return fail(fmt.Errorf("floor: --against: %w", err))
+			return c.fail(fmt.Errorf("floor: --against: %w", err))
 		}
 	}
 	tmp, err := os.MkdirTemp("", "plexbench-floor-")
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	defer os.RemoveAll(tmp)
 	stem := strings.TrimSuffix(filepath.Base(p.Model), filepath.Ext(p.Model))
@@ -75,48 +76,48 @@ func runFloor(args []string) int {
 	defer stop()
 	job := workbench.FloorJob{Profile: p, TopBase: top, FullBase: full, Against: *against}
 	if !*quiet {
-		job.Pass = passProgress("floor")
+		job.Pass = c.passProgress("floor")
 	}
 	rep, err := workbench.Floor(ctx, job)
 	if err != nil {
 		if errors.Is(err, scoring.ErrStopped) {
-			fmt.Fprintf(os.Stderr, "plexbench: floor: %v: nothing kept\n", err)
+			fmt.Fprintf(c.stderr, "plexbench: floor: %v: nothing kept\n", err)
 			return 130
 		}
-		return fail(err)
+		return c.fail(err)
 	}
 	if rep.Record != nil {
 		if *topOut == "" {
 			rep.KLD.Base = filepath.Base(top) // a temporary base: its name only
 		}
-		path, err := results.WriteRecord(results.Root(*resultsDir), rep)
+		path, err := results.WriteRecord(c.resultsRoot(*resultsDir), rep)
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 		if !*quiet {
-			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+			fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
 		}
 	}
 	if !*quiet {
-		printFloor(os.Stderr, rep)
+		printFloor(c.stderr, rep)
 	}
-	if err := writeReport(*output, rep); err != nil {
-		return fail(err)
+	if err := c.writeReport(*output, rep); err != nil {
+		return c.fail(err)
 	}
 	return 0
 }
 
 // passProgress tells a multi-pass measurement's passes on stderr, each
 // with its own progress line.
-func passProgress(name string) func(pass, passes int, what string) func(scoring.Event) {
+func (c *cli) passProgress(name string) func(pass, passes int, what string) func(scoring.Event) {
 	return func(pass, passes int, what string) func(scoring.Event) {
-		fmt.Fprintf(os.Stderr, "plexbench: %s pass %d/%d: %s\n", name, pass, passes, what)
-		return newProgressPrinter(os.Stderr).event
+		fmt.Fprintf(c.stderr, "plexbench: %s pass %d/%d: %s\n", name, pass, passes, what)
+		return newProgressPrinter(c.stderr).event
 	}
 }
 
 // printFloor says what was measured, for people.
-func printFloor(w *os.File, rep *scoring.Report) {
+func printFloor(w io.Writer, rep *scoring.Report) {
 	fl := rep.Floor
 	fmt.Fprintf(w, "plexbench floor (top-%d, %d tokens):\n", fl.TopK, fl.SelfFull.Tokens)
 	fmt.Fprintf(w, "  self against its top-%d base:        mean KLD %.3g (max %.3g, same top %s) — 0 for a deterministic engine\n",
@@ -135,7 +136,7 @@ func printFloor(w *os.File, rep *scoring.Report) {
 
 // printCoarsening is the floor's coarsening by k: what a top-k base of
 // each size costs and sees, to choose k from.
-func printCoarsening(w *os.File, fl *scoring.FloorReport) {
+func printCoarsening(w io.Writer, fl *scoring.FloorReport) {
 	if len(fl.Coarsening) == 0 {
 		return
 	}

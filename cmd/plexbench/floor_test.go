@@ -21,6 +21,7 @@ import (
 // records, so compare puts the floor, the reference and q8_0's run in one
 // group and marks a rerun that matches the base exactly as floor-limited.
 func TestFloor(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	model := func(q string) string { return stories(t, q) }
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
@@ -126,6 +127,7 @@ func TestFloor(t *testing.T) {
 
 // TestFloorBadInput: one line each, non-zero exit, nothing on stdout.
 func TestFloorBadInput(t *testing.T) {
+	t.Parallel()
 	model := stories(t, "f32")
 	for _, c := range []struct {
 		args []string

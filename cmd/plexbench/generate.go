@@ -12,8 +12,8 @@ import (
 
 // runGenerate decodes greedily through the same engine the scorer uses: a
 // smoke test of the decode path.
-func runGenerate(args []string) int {
-	fs := newFlags("generate", "--model MODEL.gguf --prompt TEXT [-n N]")
+func (c *cli) runGenerate(args []string) int {
+	fs := c.newFlags("generate", "--model MODEL.gguf --prompt TEXT [-n N]")
 	model := fs.String("model", "", "GGUF model (default: the embedded stories260K demo)")
 	prompt := fs.String("prompt", "Once upon a time", "prompt text (BOS is added when the vocab asks)")
 	n := fs.Int("n", 48, "tokens to generate")
@@ -22,27 +22,27 @@ func runGenerate(args []string) int {
 		return code
 	}
 	if *n < 1 {
-		return fail(fmt.Errorf("generate: -n %d must be at least 1", *n))
+		return c.fail(fmt.Errorf("generate: -n %d must be at least 1", *n))
 	}
 	path := *model
 	if path == "" {
 		var err error
 		if path, err = demo.ModelPath(); err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 	}
 	// Every prompt token covers at least one byte, plus BOS.
 	m, err := engine.Load(path, engine.Options{Threads: *threads, KVLen: len(*prompt) + *n + 2})
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	defer m.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	text, _, err := m.Generate(ctx, *prompt, *n)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	fmt.Printf("%s%s\n", *prompt, text)
+	fmt.Fprintf(c.stdout, "%s%s\n", *prompt, text)
 	return 0
 }

@@ -85,6 +85,7 @@ func scoreStories(t *testing.T, model, text string, ctx int, kv, kernelSpec stri
 // differences between llama.cpp builds into shifts of ~1e-3 (see
 // testdata/oracle/README.md; TestExactKernelsMatchLlamaCpp pins exactness).
 func TestGoldenPerplexity(t *testing.T) {
+	t.Parallel()
 	dir := shareddata.Dir(t)
 	g := loadGolden(t, dir)
 	tok := g.Tokenize["stories260K/tinystories/tinystories-16k.txt"]
@@ -111,6 +112,7 @@ func TestGoldenPerplexity(t *testing.T) {
 					continue
 				}
 				t.Run(key, func(t *testing.T) {
+					t.Parallel()
 					rep := scoreStories(t, model, text, ctx, kv.dtype, "")
 					if rep.Tokens != tok.Tokens || rep.TokenIDsSHA256 != tok.SHA256 {
 						t.Errorf("tokens %d %s, want %d %s", rep.Tokens, rep.TokenIDsSHA256, tok.Tokens, tok.SHA256)
@@ -141,6 +143,7 @@ func TestGoldenPerplexity(t *testing.T) {
 // stories260K file reproduces the perplexity llama.cpp's own AVX-512 CPU
 // backend computes (testdata/oracle), to 1e-6 relative.
 func TestExactKernelsMatchLlamaCpp(t *testing.T) {
+	t.Parallel()
 	dir := shareddata.Dir(t)
 	data, err := os.ReadFile(filepath.Join("testdata", "oracle", "llamacpp-avx512.json"))
 	if err != nil {
@@ -163,6 +166,7 @@ func TestExactKernelsMatchLlamaCpp(t *testing.T) {
 			continue
 		}
 		t.Run(key, func(t *testing.T) {
+			t.Parallel()
 			rep := scoreStories(t, filepath.Join(dir, "models", name+".gguf"), text, ctx, strings.TrimSuffix(kv, "kv"), exactKernels)
 			if d := math.Abs(rep.Perplexity/want - 1); d > 1e-6 {
 				t.Errorf("PPL %.8f, llama.cpp %.8f (rel %.2g)", rep.Perplexity, want, d)
@@ -181,6 +185,7 @@ func TestExactKernelsMatchLlamaCpp(t *testing.T) {
 // themselves; there the figure must lie within the larger of 1e-4 and
 // twice that spread of the nearest build.
 func TestHybridMatchesLlamaCpp(t *testing.T) {
+	t.Parallel()
 	dir := shareddata.Dir(t)
 	data, err := os.ReadFile(filepath.Join("testdata", "oracle", "llamacpp-hybrid.json"))
 	if err != nil {

@@ -117,6 +117,7 @@ func logProb(row []float32, tok int32) float64 {
 // float64 recomputation from whole logit rows, each chosen ending is the
 // best score, and the accuracy is the brute count of right choices.
 func TestScoreHellaSwag(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	file := choicetest.HellaSwagFile(t, 40)
 	rep := scoreHellaSwag(t, model, file, 25)
@@ -179,6 +180,7 @@ func TestScoreHellaSwag(t *testing.T) {
 // a bad gold index ends with one line naming the file and the task, and
 // nothing written.
 func TestScoreHellaSwagBadFile(t *testing.T) {
+	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	dir := t.TempDir()
 	for name, c := range map[string]struct{ text, want string }{

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -44,8 +44,8 @@ type tokSummary struct {
 	AddEOS    bool   `json:"add_eos"`
 }
 
-func runInspect(args []string) int {
-	fs := newFlags("inspect", "MODEL.gguf [--json]")
+func (c *cli) runInspect(args []string) int {
+	fs := c.newFlags("inspect", "MODEL.gguf [--json]")
 	asJSON := fs.Bool("json", false, "print JSON")
 	// Accept the model path before or after the flags.
 	var path string
@@ -64,18 +64,18 @@ func runInspect(args []string) int {
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	defer f.Close()
 	s := summarize(f)
 	if *asJSON {
 		data, _ := json.MarshalIndent(s, "", "  ")
-		if err := writeJSON(os.Stdout, data); err != nil {
-			return fail(err)
+		if err := writeJSON(c.stdout, data); err != nil {
+			return c.fail(err)
 		}
 		return 0
 	}
-	printSummary(s)
+	printSummary(c.stdout, s)
 	return 0
 }
 
@@ -140,8 +140,8 @@ func hyperValue(f *gguf.File, key string) any {
 	return "?"
 }
 
-func printSummary(s modelSummary) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+func printSummary(out io.Writer, s modelSummary) {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "file\t%s (%s, GGUF v%d)\n", filepath.Base(s.Path), workbench.HumanBytes(s.FileSize), s.GGUFVersion)
 	if s.Name != "" {
 		fmt.Fprintf(w, "name\t%s\n", s.Name)

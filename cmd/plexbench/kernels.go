@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"plexbench/kernels"
@@ -11,8 +10,8 @@ import (
 // runKernels lists every op's kernel variants, what this CPU (or, with
 // --cpu, a CPU with the features named) supports and which one a run picks
 // by default.
-func runKernels(args []string) int {
-	fs := newFlags("kernels", "[--cpu FEATURES]")
+func (c *cli) runKernels(args []string) int {
+	fs := c.newFlags("kernels", "[--cpu FEATURES]")
 	cpuFlag := fs.String("cpu", "", `show what a CPU with these features would run, e.g. "avx2 fma f16c" or "none" (features: `+
 		kernels.FeatureNames()+`)`)
 	if code := parseFlags(fs, args); code >= 0 {
@@ -22,24 +21,24 @@ func runKernels(args []string) int {
 	if *cpuFlag != "" {
 		var err error
 		if f, err = kernels.ParseCPUFeatures(*cpuFlag); err != nil {
-			fmt.Fprintf(os.Stderr, "plexbench kernels: --cpu: %v\n", err)
+			fmt.Fprintf(c.stderr, "plexbench kernels: --cpu: %v\n", err)
 			return 2
 		}
-		fmt.Printf("CPU: %s (as given by --cpu; this machine: %s)", f, kernels.CPU())
+		fmt.Fprintf(c.stdout, "CPU: %s (as given by --cpu; this machine: %s)", f, kernels.CPU())
 	} else {
-		fmt.Printf("CPU: %s", f)
+		fmt.Fprintf(c.stdout, "CPU: %s", f)
 		if lvl := kernels.CPULevel(); lvl != "native" {
-			fmt.Printf(" (%s=%s; detected: %s)", kernels.CPUEnv, lvl, kernels.CPUDetected())
+			fmt.Fprintf(c.stdout, " (%s=%s; detected: %s)", kernels.CPUEnv, lvl, kernels.CPUDetected())
 		}
 	}
-	fmt.Print("\n\n")
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprint(c.stdout, "\n\n")
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "OP\tVARIANT\tSUPPORTED\tDEFAULT\tWHAT")
 	for _, v := range kernels.KernelVariantsFor(f) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", v.Op, v.Name, yesNo(v.Supported), mark(v.Default), v.Desc)
 	}
 	w.Flush()
-	fmt.Println("\nSelect with --kernels op=variant[,op=variant...]; \"matmul=NAME\" sets every matmul op.")
+	fmt.Fprintln(c.stdout, "\nSelect with --kernels op=variant[,op=variant...]; \"matmul=NAME\" sets every matmul op.")
 	return 0
 }
 

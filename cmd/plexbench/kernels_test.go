@@ -10,6 +10,7 @@ import (
 // the registry: a CPU without features defaults to the Go twins, an AVX2
 // one to the avx2 kernels, and an unknown feature is one line, exit 2.
 func TestKernelsCPU(t *testing.T) {
+	t.Parallel()
 	def := regexp.MustCompile(`(?m)^matmul\.q8_0\s+(\S+)\s+yes\s+\*`)
 	for _, c := range []struct{ cpu, want string }{
 		{"none", "gotile"},

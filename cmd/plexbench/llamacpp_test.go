@@ -7,7 +7,8 @@ package main
 // 1e-5 relative) and the printed figures digit for digit; with F16 or
 // quantized weights close choices may flip (strictModel), and are logged.
 // They skip without a binary; give go test -timeout 2h (4 minutes on 2
-// idle cores, 40 and more when they are shared).
+// idle cores, 40 and more when they are shared). They are not parallel,
+// so that they run alone, before the tests that are.
 //
 // llama-perplexity prints a chosen answer only for Winogrande. For
 // HellaSwag and multiple choice it prints the running accuracy, so the

@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"plexbench/kernels"
+	"plexbench/scoring/results"
 )
 
 const usage = `plexbench — perplexity and KL divergence for LLM inference engines
@@ -50,78 +51,96 @@ With no --model and no --perplexity, score uses the embedded demo
 (stories260K on a TinyStories excerpt). Run 'plexbench CMD -h' for a command's flags.
 `
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	c := &cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(c.run(os.Args[1:]))
+}
 
-func run(args []string) int {
+// cli is one invocation of plexbench: where its output goes and the
+// environment it reads. Every command is a method on it, so that one
+// process can run several side by side (the tests do), each with its own.
+type cli struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// run runs the command args name and returns its exit code.
+func (c *cli) run(args []string) int {
 	if len(args) == 0 {
 		args = []string{"tui"}
 	}
 	cmd, rest := args[0], args[1:]
 	if err := kernels.CPUError(); err != nil && cmd != "help" {
-		return fail(err)
+		return c.fail(err)
 	}
 	switch cmd {
 	case "score":
-		return runScore(rest)
+		return c.runScore(rest)
 	case "tui":
-		return runTUI(rest)
+		return c.runTUI(rest)
 	case "ab":
-		return runAB(rest)
+		return c.runAB(rest)
 	case "compare":
-		return runCompare(rest)
+		return c.runCompare(rest)
 	case "plot":
-		return runPlot(rest)
+		return c.runPlot(rest)
 	case "card":
-		return runCard(rest)
+		return c.runCard(rest)
 	case "merge":
-		return runMerge(rest)
+		return c.runMerge(rest)
 	case "worst":
-		return runWorst(rest)
+		return c.runWorst(rest)
 	case "floor":
-		return runFloor(rest)
+		return c.runFloor(rest)
 	case "noise":
-		return runNoise(rest)
+		return c.runNoise(rest)
 	case "sweep":
-		return runSweep(rest)
+		return c.runSweep(rest)
 	case "bases":
-		return runBases(rest)
+		return c.runBases(rest)
 	case "profile":
-		return runProfile(rest)
+		return c.runProfile(rest)
 	case "inspect":
-		return runInspect(rest)
+		return c.runInspect(rest)
 	case "tokenize":
-		return runTokenize(rest)
+		return c.runTokenize(rest)
 	case "generate":
-		return runGenerate(rest)
+		return c.runGenerate(rest)
 	case "kernels":
-		return runKernels(rest)
+		return c.runKernels(rest)
 	case "devices":
-		return runDevices(rest)
+		return c.runDevices(rest)
 	case "help", "-h", "-help", "--help":
-		fmt.Print(usage)
+		fmt.Fprint(c.stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "plexbench: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(c.stderr, "plexbench: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
 }
 
 // fail prints one error line and returns the exit code for it.
-func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "plexbench: %v\n", err)
+func (c *cli) fail(err error) int {
+	fmt.Fprintf(c.stderr, "plexbench: %v\n", err)
 	return 1
 }
 
 // newFlags returns a flag set that reports errors instead of exiting, with
 // its usage text on stderr.
-func newFlags(name, synopsis string) *flag.FlagSet {
+func (c *cli) newFlags(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
+	fs.SetOutput(c.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: plexbench %s %s\n", name, synopsis)
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// resultsRoot is the results root: flagValue (a --results flag's) when
+// given, else $PLEXBENCH_RESULTS, else the default (results.Root).
+func (c *cli) resultsRoot(flagValue string) string {
+	return results.Root(flagValue, c.getenv(results.EnvRoot))
 }
 
 // parseFlags parses args; it returns a non-negative exit code when the

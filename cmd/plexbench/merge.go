@@ -8,14 +8,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"plexbench/scoring"
 	"plexbench/scoring/results"
 )
 
-func runMerge(args []string) int {
-	fs := newFlags("merge", "SHARD.json... [-o merged.json] [--results DIR]")
+func (c *cli) runMerge(args []string) int {
+	fs := c.newFlags("merge", "SHARD.json... [-o merged.json] [--results DIR]")
 	out := fs.String("o", "", "write the merged report here (default: stdout)")
 	resultsDir := fs.String("results", "", resultsUsage("the merged record is written under"))
 	pos, code := parseInterleaved(fs, args)
@@ -23,41 +22,41 @@ func runMerge(args []string) int {
 		return code
 	}
 	if len(pos) == 0 {
-		return fail(fmt.Errorf("merge: give the shard records"))
+		return c.fail(fmt.Errorf("merge: give the shard records"))
 	}
 	var shards []scoring.Report
 	for _, p := range pos {
 		r, ok, err := scoring.ReadRecord(p)
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 		if !ok {
-			return fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", p))
+			return c.fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", p))
 		}
 		if r.Shards == 0 {
-			return fail(fmt.Errorf("%s: not a shard record (score it with --perplexity-shard i/n)", p))
+			return c.fail(fmt.Errorf("%s: not a shard record (score it with --perplexity-shard i/n)", p))
 		}
 		if r.Trace, err = results.ReadTrace(p, &r); errors.Is(err, results.ErrNoTrace) {
-			fmt.Fprintf(os.Stderr, "plexbench: %v; the merged record keeps no token trace\n", err)
+			fmt.Fprintf(c.stderr, "plexbench: %v; the merged record keeps no token trace\n", err)
 		} else if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 		shards = append(shards, r)
 	}
 	merged, err := scoring.MergeShards(shards)
 	if err != nil {
-		return fail(fmt.Errorf("merge: %w", err))
+		return c.fail(fmt.Errorf("merge: %w", err))
 	}
 	ri := scoring.MergedRecordInfo(shards, &merged)
 	ri.Name = results.RecordName(&merged, &ri)
 	merged.Record = &ri
-	if err := writeReport(*out, &merged); err != nil {
-		return fail(err)
+	if err := c.writeReport(*out, &merged); err != nil {
+		return c.fail(err)
 	}
-	path, err := results.WriteRecord(results.Root(*resultsDir), &merged)
+	path, err := results.WriteRecord(c.resultsRoot(*resultsDir), &merged)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+	fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
 	return 0
 }

@@ -23,8 +23,8 @@ import (
 	"plexbench/scoring/workbench"
 )
 
-func runNoise(args []string) int {
-	fs := newFlags("noise", "[--model M.gguf] [--profile P.toml] [flags]")
+func (c *cli) runNoise(args []string) int {
+	fs := c.newFlags("noise", "[--model M.gguf] [--profile P.toml] [flags]")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
@@ -36,20 +36,20 @@ func runNoise(args []string) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("noise: unexpected argument %q", fs.Arg(0)))
+		return c.fail(fmt.Errorf("noise: unexpected argument %q", fs.Arg(0)))
 	}
 	p, err := withProfile(fs, p, *profilePath)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	if p.StopAtPrecision > 0 || p.StopWhenDecided != "" {
-		fmt.Fprintln(os.Stderr, "plexbench: noise: the stopping rule is off: every change scores every window")
+		fmt.Fprintln(c.stderr, "plexbench: noise: the stopping rule is off: every change scores every window")
 	}
 	base := *baseOut
 	if base == "" {
 		tmp, err := os.MkdirTemp("", "plexbench-noise-")
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 		defer os.RemoveAll(tmp)
 		base = filepath.Join(tmp, "default.kld")
@@ -58,18 +58,18 @@ func runNoise(args []string) int {
 	defer stop()
 	job := workbench.NoiseJob{Profile: p, Base: base}
 	if !*quiet {
-		job.Pass = passProgress("noise")
+		job.Pass = c.passProgress("noise")
 	}
 	rep, err := workbench.Noise(ctx, job)
 	if err != nil {
 		if errors.Is(err, scoring.ErrStopped) {
-			fmt.Fprintf(os.Stderr, "plexbench: noise: %v: nothing kept\n", err)
+			fmt.Fprintf(c.stderr, "plexbench: noise: %v: nothing kept\n", err)
 			return 130
 		}
-		return fail(err)
+		return c.fail(err)
 	}
-	if err := noiseOutputs(rep, *baseOut == "", results.Root(*resultsDir), *asJSON, *quiet); err != nil {
-		return fail(err)
+	if err := c.noiseOutputs(rep, *baseOut == "", c.resultsRoot(*resultsDir), *asJSON, *quiet); err != nil {
+		return c.fail(err)
 	}
 	return 0
 }
@@ -77,7 +77,7 @@ func runNoise(args []string) int {
 // noiseOutputs keeps the measurement's record under root (its base named
 // by its file name when it was temporary) and prints the noise object as
 // JSON or the table.
-func noiseOutputs(rep *scoring.Report, tempBase bool, root string, asJSON, quiet bool) error {
+func (c *cli) noiseOutputs(rep *scoring.Report, tempBase bool, root string, asJSON, quiet bool) error {
 	if rep.Record != nil {
 		if tempBase {
 			rep.KLD.Base = filepath.Base(rep.KLD.Base) // a temporary base: its name only
@@ -87,17 +87,17 @@ func noiseOutputs(rep *scoring.Report, tempBase bool, root string, asJSON, quiet
 			return err
 		}
 		if !quiet {
-			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+			fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
 		}
 	}
 	if !asJSON {
-		return writeNoiseTable(os.Stdout, rep)
+		return writeNoiseTable(c.stdout, rep)
 	}
 	data, err := json.MarshalIndent(rep.Noise, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeJSON(os.Stdout, data)
+	return writeJSON(c.stdout, data)
 }
 
 // writeNoiseTable prints the changes and the floor, for people.

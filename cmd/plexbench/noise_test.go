@@ -31,6 +31,7 @@ func runNoiseJSON(t *testing.T, q string, args ...string) scoring.NoiseReport {
 // go variants' other activation rounding gives the 8-bit files' kernel
 // floor (~2e-4). The floor is the largest change, kept as a record.
 func TestNoise(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "results")
 	geo := append(sweepGeometry(t, "64", "8"), "--results", root)
@@ -81,6 +82,7 @@ func TestNoise(t *testing.T) {
 // change with ~ and not q4_0, and ab's verdict says when B is within the
 // engine's noise (and only then).
 func TestNoiseMarks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "results")
 	geo := sweepGeometry(t, "64", "8")

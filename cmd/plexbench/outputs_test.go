@@ -14,6 +14,7 @@ import (
 // through a symlink (which stays one), into a FIFO read by cat, and into a
 // character device (made with mknod as root), which is still one after.
 func TestScoreOutputsNotDamaged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := []string{"score", "--perplexity-chunks", "1", "--perplexity-ctx", "64", "--quiet"}
 	ok := func(extra ...string) {

@@ -87,15 +87,16 @@ func firstDiff(t *testing.T, a, b, text string) (int, string, string) {
 // hashes; --allow-tokenizer-mismatch compares them by bits per byte only.
 // Models sharing stories260K's tokenizer pass.
 func TestTokenizerParity(t *testing.T) {
+	t.Parallel()
 	root, dir := t.TempDir(), t.TempDir()
-	t.Setenv("PLEXBENCH_RESULTS", root)
+	env := map[string]string{results.EnvRoot: root}
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	same, other := synthModels(t, dir)
 	pos, hStories, hOther := firstDiff(t, stories(t, "f32"), other, text)
 	base, out := filepath.Join(dir, "f32.kld"), filepath.Join(dir, "out.json")
 	score := func(args ...string) (int, string) {
 		t.Helper()
-		code, _, stderr := runCLI(t, append([]string{"score", "--quiet", "--perplexity-output", out}, args...)...)
+		code, _, stderr := runCLIEnv(t, env, append([]string{"score", "--quiet", "--perplexity-output", out}, args...)...)
 		return code, stderr
 	}
 	if code, stderr := score("--model", stories(t, "f32"), "--perplexity", text, "--perplexity-ctx", "64",
@@ -138,16 +139,16 @@ func TestTokenizerParity(t *testing.T) {
 		t.Errorf("allowed mismatch: kld %v, mismatch %q, ctx %d, %d windows, %g bits/byte", r.KLD, r.TokenizerMismatch,
 			r.Ctx, r.WindowsScored, r.BitsPerByte)
 	}
-	checkABParity(t, dir, text, other, pos)
+	checkABParity(t, env, dir, text, other, pos)
 }
 
 // checkABParity: `ab` of the synthetic pair is refused before either side
 // scores; allowed, it compares bits per byte only.
-func checkABParity(t *testing.T, dir, text, other string, pos int) {
+func checkABParity(t *testing.T, env map[string]string, dir, text, other string, pos int) {
 	t.Helper()
 	prof := func(name, model string) string {
 		p := filepath.Join(dir, name+".toml")
-		if code, _, stderr := runCLI(t, "profile", "new", name, "--model", model, "--perplexity", text,
+		if code, _, stderr := runCLIEnv(t, env, "profile", "new", name, "--model", model, "--perplexity", text,
 			"--perplexity-ctx", "64", "--perplexity-chunks", "4", "-o", p); code != 0 {
 			t.Fatalf("profile new: %s", stderr)
 		}
@@ -155,16 +156,16 @@ func checkABParity(t *testing.T, dir, text, other string, pos int) {
 	}
 	a, b := prof("A", stories(t, "f32")), prof("B", other)
 	records := func() int {
-		m, _ := filepath.Glob(filepath.Join(os.Getenv("PLEXBENCH_RESULTS"), "*.json"))
+		m, _ := filepath.Glob(filepath.Join(env[results.EnvRoot], "*.json"))
 		return len(m)
 	}
 	before := records()
-	code, stdout, stderr := runCLI(t, "ab", "--profile", a, "--profile", b, "--compare", "models", "--quiet")
+	code, stdout, stderr := runCLIEnv(t, env, "ab", "--profile", a, "--profile", b, "--compare", "models", "--quiet")
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "tokenizers differ: A (stories260K-f32.gguf, tokenizer") ||
 		!strings.Contains(stderr, fmt.Sprintf("first different at token %d ", pos)) || records() != before {
 		t.Fatalf("ab of two tokenizers: exit %d, %d records written, stderr %s", code, records()-before, stderr)
 	}
-	code, stdout, stderr = runCLI(t, "ab", "--profile", a, "--profile", b, "--compare", "models", "--quiet", "--json", "--allow-tokenizer-mismatch")
+	code, stdout, stderr = runCLIEnv(t, env, "ab", "--profile", a, "--profile", b, "--compare", "models", "--quiet", "--json", "--allow-tokenizer-mismatch")
 	if code != 0 {
 		t.Fatal(stderr)
 	}
@@ -179,7 +180,7 @@ func checkABParity(t *testing.T, dir, text, other string, pos int) {
 		t.Fatalf("ab by bits per byte: %+v", s)
 	}
 	// stories260K's own quantizations share its tokenizer: an A/B of them runs.
-	if code, _, stderr := runCLI(t, "ab", "--profile", a, "--profile", prof("Q8", stories(t, "q8_0")), "--compare", "models", "--quiet"); code != 0 {
+	if code, _, stderr := runCLIEnv(t, env, "ab", "--profile", a, "--profile", prof("Q8", stories(t, "q8_0")), "--compare", "models", "--quiet"); code != 0 {
 		t.Fatalf("ab of one tokenizer: %s", stderr)
 	}
 }
@@ -187,6 +188,7 @@ func checkABParity(t *testing.T, dir, text, other string, pos int) {
 // TestOldRecordsWithoutTokenizerHash: records written before the
 // tokenizer hash load, compare, and pair in `ab` as before.
 func TestOldRecordsWithoutTokenizerHash(t *testing.T) {
+	t.Parallel()
 	f := newRecordsFixture(t, "4", "q8_0")
 	m, _ := filepath.Glob(filepath.Join(f.root, "*.json"))
 	if len(m) != 2 {
@@ -206,11 +208,11 @@ func TestOldRecordsWithoutTokenizerHash(t *testing.T) {
 		}
 		os.WriteFile(p, data, 0o644)
 	}
-	if code, _, stderr := runCLI(t, "compare"); code != 0 {
+	if code, _, stderr := runCLIEnv(t, f.env, "compare"); code != 0 {
 		t.Fatalf("compare of old records: %s", stderr)
 	}
 	slices.Sort(m) // f32 first
-	if code, stdout, stderr := runCLI(t, "ab", m[0], m[1]); code != 0 || !strings.Contains(stdout, "KLD B‖base") {
+	if code, stdout, stderr := runCLIEnv(t, f.env, "ab", m[0], m[1]); code != 0 || !strings.Contains(stdout, "KLD B‖base") {
 		t.Fatalf("ab of old records: exit %d %s\n%s", code, stderr, stdout)
 	}
 }

@@ -8,7 +8,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -20,8 +19,8 @@ import (
 
 const plotKinds = "kld-bpw, ppl or kld-hist"
 
-func runPlot(args []string) int {
-	fs := newFlags("plot", "KIND [--results DIR] [--pattern GLOB]... [--record FILE]... [--out FILE] [--format svg|png] [--log-y] [--width W --height H]\n"+
+func (c *cli) runPlot(args []string) int {
+	fs := c.newFlags("plot", "KIND [--results DIR] [--pattern GLOB]... [--record FILE]... [--out FILE] [--format svg|png] [--log-y] [--width W --height H]\n"+
 		"KIND is kld-bpw (mean KLD vs bits per weight, Pareto front), ppl (running perplexity ± per window) or kld-hist (one record's per-token KLD histogram)")
 	var patterns, files stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
@@ -36,7 +35,7 @@ func runPlot(args []string) int {
 	if code >= 0 {
 		return code
 	}
-	bad := func(format string, a ...any) int { return fail(fmt.Errorf("plot: "+format, a...)) }
+	bad := func(format string, a ...any) int { return c.fail(fmt.Errorf("plot: "+format, a...)) }
 	if len(pos) != 1 {
 		if len(pos) == 0 {
 			return bad("which plot? want KIND: %s", plotKinds)
@@ -65,7 +64,7 @@ func runPlot(args []string) int {
 	if path == "" {
 		path = "plot-" + kind + "." + ft
 	}
-	if path == outfile.Stdout && ft == "png" && isTerminal(os.Stdout) {
+	if path == outfile.Stdout && ft == "png" && isTerminal(c.stdout) {
 		return bad("--out - with --format png: will not write an image to a terminal; redirect it or name a file")
 	}
 	var recs []scoring.Report
@@ -82,7 +81,7 @@ func runPlot(args []string) int {
 		}
 	}
 	if len(patterns) > 0 || len(files) == 0 {
-		more, err := results.Records(results.Root(*resultsDir), patterns)
+		more, err := results.Records(c.resultsRoot(*resultsDir), patterns)
 		if err != nil {
 			return bad("%v", err)
 		}
@@ -92,7 +91,7 @@ func runPlot(args []string) int {
 	if err != nil {
 		return bad("%s: %v", kind, err)
 	}
-	if err := writeChart(path, ft, chart, *width, *height); err != nil {
+	if err := c.writeChart(path, ft, chart, *width, *height); err != nil {
 		return bad("%v", err)
 	}
 	return 0
@@ -100,7 +99,7 @@ func runPlot(args []string) int {
 
 // writeChart lays chart out at width×height and writes it to path as ft
 // (svg or png), saying so on stderr unless path is stdout.
-func writeChart(path, ft string, chart *plot.Chart, width, height int) error {
+func (c *cli) writeChart(path, ft string, chart *plot.Chart, width, height int) error {
 	canvas := plot.Layout(chart, width, height)
 	var data []byte
 	var err error
@@ -112,11 +111,11 @@ func writeChart(path, ft string, chart *plot.Chart, width, height int) error {
 	if err != nil {
 		return err
 	}
-	if err := outfile.WriteFile(path, data); err != nil {
+	if err := outfile.WriteFileTo(path, data, c.stdout); err != nil {
 		return fmt.Errorf("--out %v", err)
 	}
 	if path != outfile.Stdout {
-		fmt.Fprintf(os.Stderr, "plexbench: wrote %s\n", path)
+		fmt.Fprintf(c.stderr, "plexbench: wrote %s\n", path)
 	}
 	return nil
 }

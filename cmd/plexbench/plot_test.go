@@ -21,6 +21,7 @@ import (
 // perplexity ± exactly; bad input gives one line, a non-zero exit and
 // leaves the output path alone.
 func TestPlotEndToEnd(t *testing.T) {
+	t.Parallel()
 	quants := []string{"q8_0", "q5_0", "q4_0"}
 	f := newRecordsFixture(t, "8", quants...)
 	root, dir := f.root, t.TempDir()
@@ -59,7 +60,7 @@ func TestPlotEndToEnd(t *testing.T) {
 		{[]string{"plot", "kld-hist", "--pattern", "stories260K-q4*", "--format", "png"}, "hist.bin", nil},
 	} {
 		out := filepath.Join(dir, c.out)
-		code, stdout, stderr := runCLI(t, append(c.args, "--out", out)...)
+		code, stdout, stderr := runCLIEnv(t, f.env, append(c.args, "--out", out)...)
 		if code != 0 || stdout != "" {
 			t.Fatalf("%q: exit %d, stderr %q", c.args, code, stderr)
 		}
@@ -82,7 +83,7 @@ func TestPlotEndToEnd(t *testing.T) {
 		}
 	}
 	// --out - writes the SVG to stdout.
-	if code, stdout, _ := runCLI(t, "plot", "kld-bpw", "--out", "-"); code != 0 || !strings.HasPrefix(stdout, "<?xml") {
+	if code, stdout, _ := runCLIEnv(t, f.env, "plot", "kld-bpw", "--out", "-"); code != 0 || !strings.HasPrefix(stdout, "<?xml") {
 		t.Errorf("--out -: exit %d, %.40q", code, stdout)
 	}
 
@@ -125,7 +126,7 @@ func TestPlotEndToEnd(t *testing.T) {
 		if !strings.Contains(strings.Join(args, " "), "--out") {
 			args = append(args, "--out", keep)
 		}
-		code, stdout, stderr := runCLI(t, args...)
+		code, stdout, stderr := runCLIEnv(t, f.env, args...)
 		if code == 0 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "plexbench: plot: ") || !strings.Contains(stderr, c.want) {
 			t.Errorf("%q: exit %d, stderr %q; want one line with %q", c.args, code, stderr, c.want)
 		}

@@ -6,12 +6,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"plexbench/profiles"
+	"plexbench/scoring/outfile"
 )
 
 const profileUsage = `Usage:
@@ -30,31 +30,31 @@ their averages. A profile sets text or corpora, not both (an error naming
 both keys); other commands score one text and refuse a list.
 `
 
-func runProfile(args []string) int {
+func (c *cli) runProfile(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, profileUsage)
+		fmt.Fprint(c.stderr, profileUsage)
 		return 2
 	}
 	switch args[0] {
 	case "new":
-		return profileNew(args[1:], os.Stdout)
+		return c.profileNew(args[1:])
 	case "show":
-		return profileShow(args[1:], os.Stdout)
+		return c.profileShow(args[1:])
 	case "diff":
-		return profileDiff(args[1:], os.Stdout)
+		return c.profileDiff(args[1:])
 	case "validate":
-		return profileValidate(args[1:], os.Stdout)
+		return c.profileValidate(args[1:])
 	case "help", "-h", "-help", "--help":
-		fmt.Print(profileUsage)
+		fmt.Fprint(c.stdout, profileUsage)
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "plexbench profile: unknown command %q\n\n%s", args[0], profileUsage)
+	fmt.Fprintf(c.stderr, "plexbench profile: unknown command %q\n\n%s", args[0], profileUsage)
 	return 2
 }
 
 // profileNew builds a profile from the defaults and the flags given.
-func profileNew(args []string, stdout io.Writer) int {
-	fs := newFlags("profile new", "NAME [flags] [-o FILE]")
+func (c *cli) profileNew(args []string) int {
+	fs := c.newFlags("profile new", "NAME [flags] [-o FILE]")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	desc := fs.String("description", "", "what the profile is for")
@@ -74,62 +74,75 @@ func profileNew(args []string, stdout io.Writer) int {
 		}
 	}
 	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("profile new: unexpected argument %q", fs.Arg(0)))
+		return c.fail(fmt.Errorf("profile new: unexpected argument %q", fs.Arg(0)))
 	}
 	if name == "" {
-		return fail(errors.New("profile new: give the profile a NAME"))
+		return c.fail(errors.New("profile new: give the profile a NAME"))
 	}
 	// p holds the defaults and the flags given; its paths are relative to
 	// the working directory (no Source), rebased below onto the output's.
 	p.Name, p.Description = name, *desc
 	if err := p.Validate(); err != nil {
-		return fail(fmt.Errorf("profile %s: %w", name, err))
+		return c.fail(fmt.Errorf("profile %s: %w", name, err))
 	}
 	if *out == "" {
 		data, err := p.RelativeTo(".").Encode()
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
-		stdout.Write(data)
+		c.stdout.Write(data)
 		return 0
 	}
-	if err := profiles.Save(*out, p.RelativeTo(filepath.Dir(*out))); err != nil {
-		return fail(err)
+	if err := c.saveProfile(*out, p.RelativeTo(filepath.Dir(*out))); err != nil {
+		return c.fail(err)
 	}
-	fmt.Fprintf(os.Stderr, "plexbench: profile %s written to %s\n", name, *out)
+	fmt.Fprintf(c.stderr, "plexbench: profile %s written to %s\n", name, *out)
 	return 0
+}
+
+// saveProfile is profiles.Save with "-" this command's stdout, not the
+// process's.
+func (c *cli) saveProfile(path string, p profiles.Profile) error {
+	if path != outfile.Stdout {
+		return profiles.Save(path, p)
+	}
+	data, err := p.Encode()
+	if err != nil {
+		return err
+	}
+	return outfile.WriteFileTo(path, data, c.stdout)
 }
 
 // profileShow prints a profile with every setting, defaults included, and
 // where its paths resolve.
-func profileShow(args []string, stdout io.Writer) int {
+func (c *cli) profileShow(args []string) int {
 	if len(args) != 1 {
-		return fail(errors.New("profile show: give one FILE"))
+		return c.fail(errors.New("profile show: give one FILE"))
 	}
 	p, err := profiles.Load(args[0])
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	data, err := p.Encode()
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	fmt.Fprintf(stdout, "# %s\n", args[0])
-	stdout.Write(data)
+	fmt.Fprintf(c.stdout, "# %s\n", args[0])
+	c.stdout.Write(data)
 	r := p.Resolve()
 	for _, f := range []struct{ key, path string }{{"model", r.Model}, {"text", r.Text}, {"tokens", r.Tokens}} {
 		if f.path != "" {
-			fmt.Fprintf(stdout, "# %s resolves to %s%s\n", f.key, f.path, missing(f.path))
+			fmt.Fprintf(c.stdout, "# %s resolves to %s%s\n", f.key, f.path, missing(f.path))
 		}
 	}
 	if p.Model == "" {
-		fmt.Fprintln(stdout, "# model: the embedded demo model (stories260K)")
+		fmt.Fprintln(c.stdout, "# model: the embedded demo model (stories260K)")
 	}
 	if p.Text == "" && p.Tokens == "" {
-		fmt.Fprintln(stdout, "# text: the embedded demo text (TinyStories excerpt)")
+		fmt.Fprintln(c.stdout, "# text: the embedded demo text (TinyStories excerpt)")
 	}
 	if err := p.Validate(); err != nil {
-		fmt.Fprintf(stdout, "# NOT VALID: %v\n", err)
+		fmt.Fprintf(c.stdout, "# NOT VALID: %v\n", err)
 		return 1
 	}
 	return 0
@@ -143,26 +156,26 @@ func missing(path string) string {
 }
 
 // profileDiff prints the settings that differ between two profiles.
-func profileDiff(args []string, stdout io.Writer) int {
+func (c *cli) profileDiff(args []string) int {
 	if len(args) != 2 {
-		return fail(errors.New("profile diff: give two files, A and B"))
+		return c.fail(errors.New("profile diff: give two files, A and B"))
 	}
 	a, err := profiles.Load(args[0])
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	b, err := profiles.Load(args[1])
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	d := profiles.Diff(a, b)
 	if len(d) == 0 {
-		fmt.Fprintf(stdout, "%s and %s run the same settings\n", args[0], args[1])
+		fmt.Fprintf(c.stdout, "%s and %s run the same settings\n", args[0], args[1])
 		return 0
 	}
-	fmt.Fprintf(stdout, "%-22s %-30s %s\n", "setting", "A "+a.Name, "B "+b.Name)
-	for _, c := range d {
-		fmt.Fprintf(stdout, "%-22s %-30s %s\n", c.Key, quoteEmpty(c.A), quoteEmpty(c.B))
+	fmt.Fprintf(c.stdout, "%-22s %-30s %s\n", "setting", "A "+a.Name, "B "+b.Name)
+	for _, ch := range d {
+		fmt.Fprintf(c.stdout, "%-22s %-30s %s\n", ch.Key, quoteEmpty(ch.A), quoteEmpty(ch.B))
 	}
 	return 0
 }
@@ -176,19 +189,19 @@ func quoteEmpty(s string) string {
 
 // profileValidate checks each file: it parses, its settings are valid and
 // the files it names exist.
-func profileValidate(args []string, stdout io.Writer) int {
+func (c *cli) profileValidate(args []string) int {
 	if len(args) == 0 {
-		return fail(errors.New("profile validate: give one or more files"))
+		return c.fail(errors.New("profile validate: give one or more files"))
 	}
 	code := 0
 	for _, path := range args {
 		err := validateProfileFile(path)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "plexbench: %v\n", err)
+			fmt.Fprintf(c.stderr, "plexbench: %v\n", err)
 			code = 1
 			continue
 		}
-		fmt.Fprintf(stdout, "%s: ok\n", path)
+		fmt.Fprintf(c.stdout, "%s: ok\n", path)
 	}
 	return code
 }

@@ -15,6 +15,7 @@ import (
 // TestProfileRoundTrip: new → show → validate → score --profile gives the
 // same report as the equivalent flags (same token hash, same numbers).
 func TestProfileRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	text := filepath.Join(dir, "texts", "demo.txt")
 	os.MkdirAll(filepath.Dir(text), 0o755)
@@ -25,7 +26,8 @@ func TestProfileRoundTrip(t *testing.T) {
 	os.MkdirAll(filepath.Dir(path), 0o755)
 	settings := []string{"--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "3",
 		"--kv-cache-dtype", "f32", "--ubatch-size", "16", "--threads", "1"}
-	if code := runProfile(append(append([]string{"new", "small"}, settings...), "--description", "a quick check", "-o", path)); code != 0 {
+	c, out, _ := testCLI(t, nil)
+	if code := c.runProfile(append(append([]string{"new", "small"}, settings...), "--description", "a quick check", "-o", path)); code != 0 {
 		t.Fatalf("profile new: exit %d", code)
 	}
 	// The saved paths are relative to the profile's folder.
@@ -36,22 +38,27 @@ func TestProfileRoundTrip(t *testing.T) {
 	if p.Text != "../texts/demo.txt" || p.Ctx != 64 || p.Description != "a quick check" {
 		t.Errorf("saved profile: %+v", p)
 	}
-	var out bytes.Buffer
-	if code := profileShow([]string{path}, &out); code != 0 || !strings.Contains(out.String(), "kv_cache_dtype = \"f32\"") ||
+	// -o - is the command's own stdout.
+	if code, stdout, stderr := runCLI(t, "profile", "new", "small", "--perplexity-ctx", "64", "-o", "-"); code != 0 ||
+		!strings.Contains(stdout, "name = \"small\"\n") || !strings.Contains(stdout, "ctx = 64\n") || stderr != "plexbench: profile small written to -\n" {
+		t.Errorf("profile new -o -: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	out.Reset()
+	if code := c.profileShow([]string{path}); code != 0 || !strings.Contains(out.String(), "kv_cache_dtype = \"f32\"") ||
 		!strings.Contains(out.String(), "# text resolves to "+text) {
 		t.Errorf("profile show: exit %d\n%s", code, out.String())
 	}
 	out.Reset()
-	if code := profileValidate([]string{path}, &out); code != 0 || !strings.Contains(out.String(), "ok") {
+	if code := c.profileValidate([]string{path}); code != 0 || !strings.Contains(out.String(), "ok") {
 		t.Errorf("profile validate: exit %d: %s", code, out.String())
 	}
 
 	withProfile := filepath.Join(dir, "profile.json")
 	withFlags := filepath.Join(dir, "flags.json")
-	if code := runScore([]string{"--quiet", "--profile", path, "--perplexity-output", withProfile}); code != 0 {
+	if code := c.runScore([]string{"--quiet", "--profile", path, "--perplexity-output", withProfile}); code != 0 {
 		t.Fatalf("score --profile: exit %d", code)
 	}
-	if code := runScore(append([]string{"--quiet", "--perplexity-output", withFlags}, settings...)); code != 0 {
+	if code := c.runScore(append([]string{"--quiet", "--perplexity-output", withFlags}, settings...)); code != 0 {
 		t.Fatalf("score with flags: exit %d", code)
 	}
 	a, b := readJSON(t, withProfile), readJSON(t, withFlags)
@@ -74,7 +81,7 @@ func TestProfileRoundTrip(t *testing.T) {
 
 	// A flag beside --profile overrides the profile's field.
 	over := filepath.Join(dir, "over.json")
-	if code := runScore([]string{"--quiet", "--profile", path, "--kv-cache-dtype", "f16", "--perplexity-output", over}); code != 0 {
+	if code := c.runScore([]string{"--quiet", "--profile", path, "--kv-cache-dtype", "f16", "--perplexity-output", over}); code != 0 {
 		t.Fatalf("score --profile with an override: exit %d", code)
 	}
 	if cfg := readJSON(t, over)["config"].(map[string]any); cfg["kv_cache_dtype"] != "f16" {
@@ -83,11 +90,12 @@ func TestProfileRoundTrip(t *testing.T) {
 }
 
 func TestProfileCommandErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("name = \"x\"\nkv_dtype = \"f16\"\n"), 0o644)
-	var out bytes.Buffer
-	if code := profileValidate([]string{bad}, &out); code != 1 {
+	c, out, _ := testCLI(t, nil)
+	if code := c.profileValidate([]string{bad}); code != 1 {
 		t.Errorf("validate of an unknown key: exit %d", code)
 	}
 	missing := filepath.Join(dir, "missing.toml")
@@ -95,33 +103,33 @@ func TestProfileCommandErrors(t *testing.T) {
 	if err := validateProfileFile(missing); err == nil || !strings.Contains(err.Error(), "nowhere.gguf") {
 		t.Errorf("validate of a missing model: %v", err)
 	}
-	if code := runProfile([]string{"new"}); code == 0 {
+	if code := c.runProfile([]string{"new"}); code == 0 {
 		t.Error("profile new without a name succeeded")
 	}
-	if code := runProfile([]string{"new", "x", "--perplexity-ctx", "5000", "--kv-len", "512"}); code == 0 {
+	if code := c.runProfile([]string{"new", "x", "--perplexity-ctx", "5000", "--kv-len", "512"}); code == 0 {
 		t.Error("profile new with ctx > kv_len succeeded")
 	}
 	a, b := filepath.Join(dir, "a.toml"), filepath.Join(dir, "b.toml")
-	runProfile([]string{"new", "a", "-o", a})
-	runProfile([]string{"new", "b", "--kv-cache-dtype", "q8_0", "-o", b})
+	c.runProfile([]string{"new", "a", "-o", a})
+	c.runProfile([]string{"new", "b", "--kv-cache-dtype", "q8_0", "-o", b})
 	out.Reset()
-	if code := profileDiff([]string{a, b}, &out); code != 0 || !strings.Contains(out.String(), "kv_cache_dtype") ||
+	if code := c.profileDiff([]string{a, b}); code != 0 || !strings.Contains(out.String(), "kv_cache_dtype") ||
 		strings.Count(out.String(), "\n") != 2 {
 		t.Errorf("profile diff: exit %d\n%s", code, out.String())
 	}
 }
 
-// TestTUIRefusesNonTerminal: with stdout not a terminal, tui says so and
-// points at score.
+// TestTUIRefusesNonTerminal: with stdout not a terminal (a pipe), tui
+// says so and points at score.
 func TestTUIRefusesNonTerminal(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := os.Stdout
-	os.Stdout = w
-	code := runTUI(nil)
-	os.Stdout = old
+	c, _, _ := testCLI(t, nil)
+	c.stdout = w
+	code := c.runTUI(nil)
 	w.Close()
 	r.Close()
 	if code != 2 {

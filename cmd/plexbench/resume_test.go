@@ -15,6 +15,7 @@ import (
 
 	"plexbench/kernels/shareddata"
 	"plexbench/scoring"
+	"plexbench/scoring/results"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with
@@ -25,12 +26,13 @@ type child struct {
 	done chan struct{}
 }
 
-// startChild starts plexbench with args in a child process.
+// startChild starts plexbench with args in a child process, with a fresh
+// results root of its own.
 func startChild(t *testing.T, args []string) *child {
 	t.Helper()
 	a, _ := json.Marshal(args)
 	c := &child{cmd: exec.Command(os.Args[0], "-test.run=^$"), done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "PLEXBENCH_TEST_ARGS="+string(a))
+	c.cmd.Env = append(os.Environ(), results.EnvRoot+"="+t.TempDir(), "PLEXBENCH_TEST_ARGS="+string(a))
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +121,7 @@ func loadReportFile(t *testing.T, path string) scoring.Report {
 // uninterrupted run's: token hash, every window's nll_sum, every base row,
 // and the files byte for byte, timings aside.
 func TestResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := resumeArgs(t, dir)
 	if code, _, stderr := runCLI(t, args...); code != 0 {
@@ -221,6 +224,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 // journal, and no temporary file; two signals in a row end it at once,
 // with no temporary file either.
 func TestSignalsLeaveNoTemps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		sigs  []syscall.Signal
@@ -232,6 +236,7 @@ func TestSignalsLeaveNoTemps(t *testing.T) {
 		{"SIGTERM twice", []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			child := startChild(t, resumeArgs(t, dir))
 			jp := filepath.Join(dir, "r.json.journal")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,47 +25,47 @@ type scoreFlags struct {
 	quiet                                                        bool
 }
 
-func runScore(args []string) int {
-	j, x, code := parseScore(args)
+func (c *cli) runScore(args []string) int {
+	j, x, code := c.parseScore(args)
 	if code >= 0 {
 		return code
 	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
-	progress, closeProgress, err := progressSink(x, j.Profile)
+	progress, closeProgress, err := c.progressSink(x, j.Profile)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	defer closeProgress()
 	j.Progress = progress
 	if j.Resume {
-		j.Progress = resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
+		j.Progress = c.resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
 	}
 	out, err := workbench.RunCorpora(ctx, j)
 	if err != nil && !errors.Is(err, scoring.ErrStopped) {
-		return fail(err)
+		return c.fail(err)
 	}
-	if werr := writeScoreOutputs(x, &out.Report, err); werr != nil {
-		return fail(werr)
+	if werr := c.writeScoreOutputs(x, &out.Report, err); werr != nil {
+		return c.fail(werr)
 	}
 	if err != nil {
-		stopped(&out, j, err)
+		c.stopped(&out, j, err)
 		return 130
 	}
 	if err := out.Done(); err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	if a := out.Report.CorporaAverage; a != nil && !x.quiet && x.progress == "text" {
-		fmt.Fprintf(os.Stderr, "plexbench: %d corpora: token-weighted PPL %.4f, %.4f bits per byte over %d tokens; macro PPL %.4f, %.4f bits per byte\n",
+		fmt.Fprintf(c.stderr, "plexbench: %d corpora: token-weighted PPL %.4f, %.4f bits per byte over %d tokens; macro PPL %.4f, %.4f bits per byte\n",
 			a.Macro.Corpora, a.TokenWeighted.Perplexity, a.TokenWeighted.BitsPerByte, a.TokenWeighted.Tokens, a.Macro.Perplexity, a.Macro.BitsPerByte)
 	}
-	return stopExit(&out.Report, x.quiet)
+	return c.stopExit(&out.Report, x.quiet)
 }
 
 // parseScore is score's job and output flags from its arguments; code >= 0
 // ends the command there (help asked for, or a bad flag, said on stderr).
-func parseScore(args []string) (j workbench.Job, x scoreFlags, code int) {
-	fs := newFlags("score", "[--profile P.toml] [flags]")
+func (c *cli) parseScore(args []string) (j workbench.Job, x scoreFlags, code int) {
+	fs := c.newFlags("score", "[--profile P.toml] [flags]")
 	p := profiles.Default()
 	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
 	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
@@ -90,10 +91,10 @@ func parseScore(args []string) (j workbench.Job, x scoreFlags, code int) {
 		return j, x, code
 	}
 	if fs.NArg() > 0 {
-		return j, x, fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
+		return j, x, c.fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
 	}
 	if err := scoreJob(fs, p, x, &j); err != nil {
-		return j, x, fail(err)
+		return j, x, c.fail(err)
 	}
 	return j, x, -1
 }
@@ -102,16 +103,16 @@ func parseScore(args []string) (j workbench.Job, x scoreFlags, code int) {
 // exitThreshold when a --stop-when-decided condition fails (decided by its
 // interval, or by the point value when the rule was never met). It says
 // on stderr why the run stopped or that the rule was not met.
-func stopExit(rep *scoring.Report, quiet bool) int {
+func (c *cli) stopExit(rep *scoring.Report, quiet bool) int {
 	s, line := stopStatus(rep)
 	if s == nil {
 		return 0
 	}
 	if !quiet {
-		fmt.Fprintf(os.Stderr, "plexbench: %s\n", line)
+		fmt.Fprintf(c.stderr, "plexbench: %s\n", line)
 	}
 	if stopFails(s) {
-		fmt.Fprintf(os.Stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
+		fmt.Fprintf(c.stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
 		return exitThreshold
 	}
 	return 0
@@ -140,7 +141,7 @@ func stopStatus(rep *scoring.Report) (*scoring.StopReport, string) {
 
 // stopped says on stderr that a stopped run's partial report was written,
 // and what it kept.
-func stopped(out *workbench.Outcome, j workbench.Job, err error) {
+func (c *cli) stopped(out *workbench.Outcome, j workbench.Job, err error) {
 	rep, kept := &out.Report, ""
 	if len(rep.Corpora) > 0 {
 		done := 0
@@ -149,7 +150,7 @@ func stopped(out *workbench.Outcome, j workbench.Job, err error) {
 				done++
 			}
 		}
-		fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d corpora scored; rerun it)\n", err, done, len(j.Profile.Corpora))
+		fmt.Fprintf(c.stderr, "plexbench: %v: partial report written (%d of %d corpora scored; rerun it)\n", err, done, len(j.Profile.Corpora))
 		return
 	}
 	if rep.KLDBaseOut != "" {
@@ -159,13 +160,13 @@ func stopped(out *workbench.Outcome, j workbench.Job, err error) {
 		kept += "; --resume continues it"
 	}
 	done, total, what := rep.WindowsScored, rep.WindowsTotal, "windows"
-	if c := rep.Choice(); c != nil {
-		done, total, what = c.Tasks, c.TasksInFile, "tasks"
-		if n := choiceCount(j, c.Method); n > 0 {
+	if ch := rep.Choice(); ch != nil {
+		done, total, what = ch.Tasks, ch.TasksInFile, "tasks"
+		if n := choiceCount(j, ch.Method); n > 0 {
 			total = min(n, total)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
+	fmt.Fprintf(c.stderr, "plexbench: %v: partial report written (%d of %d %s)%s\n", err, done, total, what, kept)
 }
 
 // choiceCount is the task count j asks of the multiple-choice mode method
@@ -231,10 +232,10 @@ func given(fs *flag.FlagSet, name string) bool {
 // and, when its journal was begun on another backend or device, says so
 // on stderr, --quiet or not, unless the jsonl events already go there
 // (their started event carries it).
-func resumeWarning(progress func(scoring.Event), jsonlOnStderr bool) func(scoring.Event) {
+func (c *cli) resumeWarning(progress func(scoring.Event), jsonlOnStderr bool) func(scoring.Event) {
 	return func(e scoring.Event) {
 		if e.Kind == scoring.EventStarted && e.ResumedFrom != "" && !jsonlOnStderr {
-			fmt.Fprintf(os.Stderr, "plexbench: warning: resuming a run begun on %s on %s: its first %d of %d windows come from its journal\n",
+			fmt.Fprintf(c.stderr, "plexbench: warning: resuming a run begun on %s on %s: its first %d of %d windows come from its journal\n",
 				e.ResumedFrom, e.ResumedOn, e.Resumed, e.WindowsTotal)
 		}
 		if progress != nil {
@@ -245,8 +246,9 @@ func resumeWarning(progress func(scoring.Event), jsonlOnStderr bool) func(scorin
 
 // progressSink is where score's progress goes: a status line or JSON
 // events on stderr or in --progress-out, or nowhere.
-func progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event), func(), error) {
-	pw, closeFn := os.Stderr, func() {}
+func (c *cli) progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event), func(), error) {
+	var pw io.Writer = c.stderr
+	closeFn := func() {}
 	if x.progressOut != "" {
 		f, err := os.Create(x.progressOut)
 		if err != nil {
@@ -267,8 +269,8 @@ func progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event), func()
 
 // writeScoreOutputs writes the report, then a complete run's record and
 // card; runErr is the run's (a stop) error.
-func writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error) error {
-	if err := writeReport(x.output, rep); err != nil {
+func (c *cli) writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error) error {
+	if err := c.writeReport(x.output, rep); err != nil {
 		return err
 	}
 	if rep.Record == nil {
@@ -277,15 +279,15 @@ func writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error) error {
 		}
 		return nil
 	}
-	path, err := results.WriteRecord(results.Root(x.results), rep)
+	path, err := results.WriteRecord(c.resultsRoot(x.results), rep)
 	if err != nil {
 		return err
 	}
 	if !x.quiet && x.progress == "text" {
-		fmt.Fprintf(os.Stderr, "plexbench: record %s\n", path)
+		fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
 	}
 	if x.card != "" {
-		return writeCard(x.card, rep)
+		return c.writeCard(x.card, rep)
 	}
 	return nil
 }
@@ -319,7 +321,7 @@ func tokenHash(ids []int32) string {
 }
 
 // writeReport writes the JSON report to path (see outfile), or to stdout.
-func writeReport(path string, rep *scoring.Report) error {
+func (c *cli) writeReport(path string, rep *scoring.Report) error {
 	data, err := rep.JSON()
 	if err != nil {
 		return err
@@ -327,21 +329,20 @@ func writeReport(path string, rep *scoring.Report) error {
 	if path == "" {
 		path = outfile.Stdout
 	}
-	return outfile.WriteFile(path, data)
+	return outfile.WriteFileTo(path, data, c.stdout)
 }
 
 // progressPrinter renders run events on stderr: one rewritten status line
 // on a terminal, a line every few seconds otherwise.
 type progressPrinter struct {
-	out      *os.File
+	out      io.Writer
 	tty      bool
 	kept     bool // show FlashPrefill's kept fraction of attention blocks
 	lastLine time.Time
 }
 
-func newProgressPrinter(out *os.File) *progressPrinter {
-	fi, err := out.Stat()
-	return &progressPrinter{out: out, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+func newProgressPrinter(out io.Writer) *progressPrinter {
+	return &progressPrinter{out: out, tty: isTerminal(out)}
 }
 
 func (p *progressPrinter) event(e scoring.Event) {

@@ -52,6 +52,7 @@ func scoreReport(t *testing.T, want int, out string, args ...string) (scoring.Re
 // interval holds the full run's mean KLD; without a rule the report
 // carries no stop fields.
 func TestStopAtPrecision(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f32 := shareddata.Path(t, "models", "stories260K-f32.gguf")
 	q4 := shareddata.Path(t, "models", "stories260K-q4_0.gguf")
@@ -63,6 +64,7 @@ func TestStopAtPrecision(t *testing.T) {
 		{"tinystories-val-64k", stopText(t, dir, 64<<10), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			base := filepath.Join(dir, c.name+".kld")
 			scoreReport(t, 0, filepath.Join(dir, c.name+"-f32.json"), "--model", f32, "--perplexity", c.text,
 				"--perplexity-ctx", "64", "--perplexity-kld-base-out", base)
@@ -96,6 +98,7 @@ func TestStopAtPrecision(t *testing.T) {
 // interval settled on; a base recorded by a stopped run is kept partial
 // and compared over its windows only.
 func TestStopWhenDecided(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	text := stopText(t, dir, 32<<10)
 	f32 := shareddata.Path(t, "models", "stories260K-f32.gguf")
@@ -149,6 +152,7 @@ func TestStopWhenDecided(t *testing.T) {
 // stops before the last window and its interval holds the full run's
 // mean KLD.
 func TestStopAtPrecisionHybrids(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	r := rand.New(rand.NewPCG(23, 29))
 	ids := make([]int32, 48*64+1)

@@ -30,8 +30,8 @@ type sweepFlags struct {
 	resume, quiet                                        bool
 }
 
-func runSweep(args []string) int {
-	fs := newFlags("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)")
+func (c *cli) runSweep(args []string) int {
+	fs := c.newFlags("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	var j workbench.Job
@@ -51,30 +51,30 @@ func runSweep(args []string) int {
 	if code >= 0 {
 		return code
 	}
-	sj, err := sweepJob(fs, p, x, j, pos)
+	sj, err := c.sweepJob(fs, p, x, j, pos)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
 	out, err := workbench.Sweep(ctx, sj)
 	if errors.Is(err, scoring.ErrStopped) {
-		fmt.Fprintf(os.Stderr, "plexbench: %v: the finished models' records are kept; --resume continues the sweep\n", err)
+		fmt.Fprintf(c.stderr, "plexbench: %v: the finished models' records are kept; --resume continues the sweep\n", err)
 		return 130
 	}
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	if err := sweepOutputs(x, out); err != nil {
-		return fail(err)
+	if err := c.sweepOutputs(x, out); err != nil {
+		return c.fail(err)
 	}
-	return sweepExit(out)
+	return c.sweepExit(out)
 }
 
 // sweepJob checks the flags and builds the sweep, before any model loads.
 // The base and models come from the flags and arguments, else from the
 // profile's [sweep] table.
-func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Job, pos []string) (workbench.SweepJob, error) {
+func (c *cli) sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Job, pos []string) (workbench.SweepJob, error) {
 	var sj workbench.SweepJob
 	if x.plot != "" {
 		if _, err := plotFormat("", x.plot); err != nil {
@@ -98,14 +98,14 @@ func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Jo
 	if x.base == "" {
 		return sj, errors.New("sweep: --base MODEL.gguf is required (or a profile's [sweep] base): the model whose base the others are compared with")
 	}
-	models, err := sweepModels(x.base, pos, x.quiet)
+	models, err := c.sweepModels(x.base, pos, x.quiet)
 	if err != nil {
 		return sj, err
 	}
 	if x.profile == "" {
 		inheritGeometry(fs, &j) // as `score --perplexity-kld` does
 	}
-	root := results.Root(x.results)
+	root := c.resultsRoot(x.results)
 	base := x.baseOut
 	if base == "" {
 		base = results.SweepBase(root, x.base, cmp.Or(j.Profile.Text, j.Profile.Tokens))
@@ -114,12 +114,12 @@ func sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Jo
 		return sj, fmt.Errorf("sweep: %w", err)
 	}
 	return workbench.SweepJob{Job: j, BaseModel: x.base, Models: models, Base: base, Root: root,
-		Resume: x.resume, Progress: sweepProgress(x.quiet)}, nil
+		Resume: x.resume, Progress: c.sweepProgress(x.quiet)}, nil
 }
 
 // sweepModels are the models the arguments name, globs expanded, in
 // order, without repeats and without the base model (said on stderr).
-func sweepModels(base string, args []string, quiet bool) ([]string, error) {
+func (c *cli) sweepModels(base string, args []string, quiet bool) ([]string, error) {
 	var models []string
 	for _, a := range args {
 		m := []string{a}
@@ -132,7 +132,7 @@ func sweepModels(base string, args []string, quiet bool) ([]string, error) {
 		for _, f := range m {
 			if sameFile(f, base) {
 				if !quiet {
-					fmt.Fprintf(os.Stderr, "plexbench: sweep: %s is the base model: left out of the models\n", f)
+					fmt.Fprintf(c.stderr, "plexbench: sweep: %s is the base model: left out of the models\n", f)
 				}
 				continue
 			}
@@ -160,7 +160,7 @@ func sameFile(a, b string) bool {
 
 // sweepProgress says on stderr what the sweep does: a line per model, its
 // run's progress, its record.
-func sweepProgress(quiet bool) func(workbench.SweepEvent) {
+func (c *cli) sweepProgress(quiet bool) func(workbench.SweepEvent) {
 	if quiet {
 		return nil
 	}
@@ -173,58 +173,58 @@ func sweepProgress(quiet bool) func(workbench.SweepEvent) {
 			if e.Index == 0 {
 				what = "record the base"
 			}
-			fmt.Fprintf(os.Stderr, "%s: %s\n", head, what)
-			pp = newProgressPrinter(os.Stderr)
+			fmt.Fprintf(c.stderr, "%s: %s\n", head, what)
+			pp = newProgressPrinter(c.stderr)
 		case workbench.SweepModelRun:
 			pp.event(*e.Run)
 		case workbench.SweepModelDone:
 			if _, line := stopStatus(e.Report); line != "" {
-				fmt.Fprintf(os.Stderr, "%s: %s\n", head, line)
+				fmt.Fprintf(c.stderr, "%s: %s\n", head, line)
 			}
-			fmt.Fprintf(os.Stderr, "plexbench: record %s\n", e.Record)
+			fmt.Fprintf(c.stderr, "plexbench: record %s\n", e.Record)
 		case workbench.SweepModelSkipped:
-			fmt.Fprintf(os.Stderr, "%s: already recorded (%s): skipped\n", head, e.Record)
+			fmt.Fprintf(c.stderr, "%s: already recorded (%s): skipped\n", head, e.Record)
 		}
 	}
 }
 
 // sweepOutputs prints the compare table of the sweep's records and
 // writes the cards and the chart asked for.
-func sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
+func (c *cli) sweepOutputs(x sweepFlags, out workbench.SweepOutcome) error {
 	if x.cards != "" {
 		if err := os.MkdirAll(x.cards, 0o755); err != nil {
 			return fmt.Errorf("--cards: %w", err)
 		}
 		for i := range out.Reports {
 			r := &out.Reports[i]
-			if err := writeCard(filepath.Join(x.cards, r.Record.Name+".md"), r); err != nil {
+			if err := c.writeCard(filepath.Join(x.cards, r.Record.Name+".md"), r); err != nil {
 				return err
 			}
 		}
 	}
-	recs := append(slices.Clone(out.Reports), results.Measurements(results.Root(x.results), out.Reports[1:])...)
+	recs := append(slices.Clone(out.Reports), results.Measurements(c.resultsRoot(x.results), out.Reports[1:])...)
 	groups := scoring.GroupRecords(recs)
 	if x.plot != "" {
 		ft, _ := plotFormat("", x.plot) // checked before the sweep
 		chart, err := plotChart("kld-bpw", groups, plot.Options{})
 		if err == nil {
-			err = writeChart(x.plot, ft, chart, 960, 600)
+			err = c.writeChart(x.plot, ft, chart, 960, 600)
 		}
 		if err != nil {
 			return fmt.Errorf("--plot %s: %w", x.plot, err)
 		}
 	}
-	return writeCompare(os.Stdout, results.CompareTables(groups), x.format)
+	return writeCompare(c.stdout, results.CompareTables(groups), x.format)
 }
 
 // sweepExit is exitThreshold when a model's --stop-when-decided condition
 // fails (each named on stderr), else 0.
-func sweepExit(out workbench.SweepOutcome) int {
+func (c *cli) sweepExit(out workbench.SweepOutcome) int {
 	code := 0
 	for i := range out.Reports[1:] {
 		r := &out.Reports[1+i]
 		if s, _ := stopStatus(r); stopFails(s) {
-			fmt.Fprintf(os.Stderr, "plexbench: sweep: %s: --stop-when-decided %s fails\n", r.Record.Model.File, s.Rule)
+			fmt.Fprintf(c.stderr, "plexbench: sweep: %s: --stop-when-decided %s fails\n", r.Record.Model.File, s.Rule)
 			code = exitThreshold
 		}
 	}

@@ -73,6 +73,7 @@ func sameRecords(t *testing.T, got, want map[string]scoring.Report) {
 // names, the base byte for byte — prints one compare table, a card per
 // model and the chart.
 func TestSweepMatchesScore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	geo := sweepGeometry(t, "64", "8")
 	base := filepath.Join(dir, "base.kld")
@@ -123,6 +124,7 @@ func TestSweepMatchesScore(t *testing.T) {
 // skipped (its record untouched), the interrupted one resumed from its
 // journal, and every record is an uninterrupted sweep's.
 func TestSweepResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	args := func(root string) []string {
 		return append([]string{"sweep", "--base", stories(t, "f32"), "--perplexity-kld-base-out", filepath.Join(root, "b.kld"),
@@ -189,6 +191,7 @@ func TestSweepResumeAfterSIGKILL(t *testing.T) {
 // TestSweepBadInput: bad sweeps end before any model loads with one line
 // on stderr naming the problem and nothing on stdout or in the root.
 func TestSweepBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	other := filepath.Join(dir, "stories260K-q8_0.gguf")
@@ -223,6 +226,7 @@ func TestSweepBadInput(t *testing.T) {
 // profile, a glob among them) runs the sweep `sweep --base … MODELS`
 // runs with the same settings: the same records, number for number.
 func TestSweepProfile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	models := filepath.Join(dir, "models")
 	if err := os.Mkdir(models, 0o755); err != nil {
@@ -269,13 +273,15 @@ func TestSweepProfile(t *testing.T) {
 // build the sweep `plexbench sweep` builds from the same flags, and bad
 // combinations are one line each, before the terminal check.
 func TestTUISweep(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "root")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
 	args := []string{"--perplexity", text, "--perplexity-ctx", "64", "--results", root}
 	build := func(cmd string, a ...string) workbench.SweepJob {
 		t.Helper()
-		fs := newFlags(cmd, "")
+		c, _, _ := testCLI(t, nil)
+		fs := c.newFlags(cmd, "")
 		p := profiles.Default()
 		p.BindFlags(fs)
 		var x sweepFlags
@@ -288,10 +294,10 @@ func TestTUISweep(t *testing.T) {
 		var sj *workbench.SweepJob
 		var err error
 		if cmd == "tui" {
-			sj, err = tuiSweep(fs, p, nil, pos, x.base, x.results, "", false)
+			sj, err = c.tuiSweep(fs, p, nil, pos, x.base, x.results, "", false)
 		} else {
 			var j workbench.SweepJob
-			j, err = sweepJob(fs, p, sweepFlags{base: x.base, results: x.results, quiet: true, format: "table"}, workbench.Job{}, pos)
+			j, err = c.sweepJob(fs, p, sweepFlags{base: x.base, results: x.results, quiet: true, format: "table"}, workbench.Job{}, pos)
 			sj = &j
 		}
 		if err != nil || sj == nil {
@@ -339,6 +345,7 @@ func TestTUISweep(t *testing.T) {
 // TestSweepProfileElsewhere: score and ab refuse a sweep's profile (it
 // names no one model) in one line, instead of scoring the demo model.
 func TestSweepProfileElsewhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "s.toml")
 	os.WriteFile(prof, []byte("name = \"s\"\n[sweep]\nbase = \""+stories(t, "f32")+"\"\nmodels = [\""+stories(t, "q8_0")+"\"]\n"), 0o644)

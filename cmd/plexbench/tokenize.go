@@ -3,15 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
 	"plexbench/scoring/workbench"
 )
 
-func runTokenize(args []string) int {
-	fs := newFlags("tokenize", "--model MODEL.gguf --file TEXT [--ids] [--json]")
+func (c *cli) runTokenize(args []string) int {
+	fs := c.newFlags("tokenize", "--model MODEL.gguf --file TEXT [--ids] [--json]")
 	model := fs.String("model", "", "GGUF model or vocab-only GGUF file")
 	file := fs.String("file", "", "text file, tokenized as a perplexity run does")
 	withIDs := fs.Bool("ids", false, "print the token ids too")
@@ -25,19 +24,19 @@ func runTokenize(args []string) int {
 	}
 	text, err := workbench.ReadText(*file)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	f, err := gguf.Open(*model)
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	defer f.Close()
 	tok, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		return fail(fmt.Errorf("%s: %w", *model, err))
+		return c.fail(fmt.Errorf("%s: %w", *model, err))
 	}
 	if tok.AddEOS() {
-		return fail(fmt.Errorf("%s: the vocabulary appends EOS, which perplexity scoring does not support", *model))
+		return c.fail(fmt.Errorf("%s: the vocabulary appends EOS, which perplexity scoring does not support", *model))
 	}
 	ids := tok.Encode(text, true, false)
 	sum := tokenHash(ids)
@@ -51,20 +50,20 @@ func runTokenize(args []string) int {
 			out.IDs = ids
 		}
 		data, _ := json.Marshal(out)
-		if err := writeJSON(os.Stdout, data); err != nil {
-			return fail(err)
+		if err := writeJSON(c.stdout, data); err != nil {
+			return c.fail(err)
 		}
 		return 0
 	}
-	fmt.Printf("tokens            %d\ntoken_ids_sha256  %s\n", len(ids), sum)
+	fmt.Fprintf(c.stdout, "tokens            %d\ntoken_ids_sha256  %s\n", len(ids), sum)
 	if *withIDs {
 		for i, id := range ids {
 			if i > 0 {
-				fmt.Print(" ")
+				fmt.Fprint(c.stdout, " ")
 			}
-			fmt.Print(id)
+			fmt.Fprint(c.stdout, id)
 		}
-		fmt.Println()
+		fmt.Fprintln(c.stdout)
 	}
 	return 0
 }

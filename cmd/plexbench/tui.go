@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -16,7 +17,6 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring/outfile"
-	"plexbench/scoring/results"
 	"plexbench/scoring/workbench"
 	"plexbench/tui"
 )
@@ -27,8 +27,8 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func runTUI(args []string) int {
-	cfg, code := parseTUI(args)
+func (c *cli) runTUI(args []string) int {
+	cfg, code := c.parseTUI(args)
 	if code >= 0 {
 		return code
 	}
@@ -37,29 +37,32 @@ func runTUI(args []string) int {
 	m, err := tui.New(cfg)
 	if err != nil {
 		if errors.Is(err, profiles.ErrNotComparable) {
-			return fail(fmt.Errorf("%w\n(an engine A/B must score the same model on the same text; --compare models allows two models)", err))
+			return c.fail(fmt.Errorf("%w\n(an engine A/B must score the same model on the same text; --compare models allows two models)", err))
 		}
-		return fail(err)
+		return c.fail(err)
 	}
-	// Runs still writing when the program ends (a signal, a quit) leave no
-	// temporary files behind.
-	defer outfile.RemoveTemps()
-	defer m.Close()
-	if !isTerminal(os.Stdout) {
-		fmt.Fprintln(os.Stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
+	if !isTerminal(c.stdout) {
+		m.Close()
+		fmt.Fprintln(c.stderr, "plexbench tui: standard output is not a terminal, so there is nothing to draw on.\n"+
 			"For a headless run use `plexbench score --profile P.toml` (same runs, same JSON report);\n"+
 			"for an A/B use `plexbench ab --profile A.toml --profile B.toml` (the same figures and verdict);\n"+
 			"for a task file use `plexbench score --hellaswag FILE` (or --winogrande, --multiple-choice: the same accuracy);\n"+
 			"for a sweep use `plexbench sweep` (the same records and table).")
 		return 2
 	}
+	// Runs still writing when the program ends (a signal, a quit) leave no
+	// temporary files behind. RemoveTemps takes the whole process's, so it
+	// waits for the program: a refusal above has started no run and must
+	// not take another command's (tests run commands side by side).
+	defer outfile.RemoveTemps()
+	defer m.Close()
 	final, err := tea.NewProgram(m).Run()
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	if fm, ok := final.(tui.Model); ok {
 		for _, path := range fm.SavedReports() {
-			fmt.Printf("plexbench: report saved to %s\n", path)
+			fmt.Fprintf(c.stdout, "plexbench: report saved to %s\n", path)
 		}
 	}
 	return 0
@@ -67,8 +70,8 @@ func runTUI(args []string) int {
 
 // parseTUI is the app's configuration from tui's arguments; code >= 0
 // ends the command there (help asked for, or a bad flag, said on stderr).
-func parseTUI(args []string) (cfg tui.Config, code int) {
-	fs := newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]\n"+
+func (c *cli) parseTUI(args []string) (cfg tui.Config, code int) {
+	fs := c.newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]\n"+
 		"       plexbench tui --hellaswag|--winogrande|--multiple-choice FILE [--profile P.toml] [flags]\n"+
 		"       plexbench tui --sweep BASE.gguf [--profile P.toml] [flags] MODEL.gguf|GLOB...\n"+
 		"       plexbench tui --profile SWEEP.toml (its [sweep] table names the base and models)")
@@ -93,22 +96,22 @@ func parseTUI(args []string) (cfg tui.Config, code int) {
 		return cfg, code
 	}
 	if err := checkChoiceFlags(fs, "tui", cfg.Choice); err != nil {
-		return cfg, fail(err)
+		return cfg, c.fail(err)
 	}
-	sweep, err := tuiSweep(fs, scratch, paths, pos, *sweepBase, *resultsDir, *base, *resume)
+	sweep, err := c.tuiSweep(fs, scratch, paths, pos, *sweepBase, *resultsDir, *base, *resume)
 	if err != nil {
-		return cfg, fail(err)
+		return cfg, c.fail(err)
 	}
-	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, results.Root(*resultsDir), os.Getenv("NO_COLOR") != "", *allow
+	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, c.resultsRoot(*resultsDir), c.getenv("NO_COLOR") != "", *allow
 	cfg.Runner = tui.RunnerFunc(workbench.Run)
 	if sweep != nil {
 		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)
 	}
 	if cfg.Compare, err = profiles.ParseComparison(*compare); err != nil {
-		return cfg, fail(fmt.Errorf("tui: %w", err))
+		return cfg, c.fail(fmt.Errorf("tui: %w", err))
 	}
 	if len(paths) > 2 {
-		return cfg, fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
+		return cfg, c.fail(fmt.Errorf("tui: %d profiles; give one, or two for an A/B", len(paths)))
 	}
 	loaded := []profiles.Profile{profiles.Default()}
 	if len(paths) > 0 && sweep == nil {
@@ -116,7 +119,7 @@ func parseTUI(args []string) (cfg tui.Config, code int) {
 		for _, path := range paths {
 			p, err := profiles.Load(path)
 			if err != nil {
-				return cfg, fail(err)
+				return cfg, c.fail(err)
 			}
 			loaded = append(loaded, p)
 		}
@@ -124,7 +127,7 @@ func parseTUI(args []string) (cfg tui.Config, code int) {
 	for _, p := range loaded {
 		p, err := p.Override(fs)
 		if err != nil {
-			return cfg, fail(err)
+			return cfg, c.fail(err)
 		}
 		cfg.Profiles = append(cfg.Profiles, p)
 	}
@@ -134,7 +137,7 @@ func parseTUI(args []string) (cfg tui.Config, code int) {
 // tuiSweep is the sweep the TUI's flags ask for (nil: none): --sweep with
 // the models as arguments, or one profile with a [sweep] table; built as
 // `plexbench sweep` builds it.
-func tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string, base, resultsDir, kldBase string, resume bool) (*workbench.SweepJob, error) {
+func (c *cli) tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string, base, resultsDir, kldBase string, resume bool) (*workbench.SweepJob, error) {
 	isSweep := base != ""
 	for _, path := range paths {
 		loaded, err := profiles.Load(path)
@@ -159,7 +162,7 @@ func tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string, base, r
 	if len(paths) == 1 {
 		x.profile = paths[0]
 	}
-	sj, err := sweepJob(fs, p, x, workbench.Job{}, pos)
+	sj, err := c.sweepJob(fs, p, x, workbench.Job{}, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +170,13 @@ func tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string, base, r
 	return &sj, nil
 }
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
+// isTerminal reports whether w is a terminal: a file that is a character
+// device. Any other writer (a buffer) is not.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -22,7 +22,8 @@ import (
 // runner keeps what it is given instead of scoring.
 func tuiJob(t *testing.T, args ...string) workbench.Job {
 	t.Helper()
-	cfg, code := parseTUI(args)
+	c, _, _ := testCLI(t, nil)
+	cfg, code := c.parseTUI(args)
 	if code >= 0 {
 		t.Fatalf("tui %v: exit %d", args, code)
 	}
@@ -67,6 +68,7 @@ func tuiJob(t *testing.T, args ...string) workbench.Job {
 // beside a task file tui refuses in the same line, before the terminal
 // check; and tui refuses one beside an A/B.
 func TestTUIChoiceFlags(t *testing.T) {
+	t.Parallel()
 	model := stories(t, "f32")
 	hs, wg, mc := choicetest.HellaSwagFile(t, 5), choicetest.WinograndeFile(t, 3), choicetest.MultipleChoiceFile(t, 3)
 	for _, args := range [][]string{
@@ -75,7 +77,8 @@ func TestTUIChoiceFlags(t *testing.T) {
 		{"--model", model, "--winogrande", wg, "--winogrande-tasks", "2", "--threads", "1"},
 		{"--model", model, "--multiple-choice", mc, "--multiple-choice-tasks", "3", "--parallel", "6"},
 	} {
-		sj, _, code := parseScore(args)
+		c, _, _ := testCLI(t, nil)
+		sj, _, code := c.parseScore(args)
 		if code >= 0 {
 			t.Fatalf("score %v: exit %d", args, code)
 		}

@@ -8,14 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"plexbench/scoring"
 	"plexbench/scoring/results"
 )
 
-func runWorst(args []string) int {
-	fs := newFlags("worst", "RECORD.json|RECORD-NAME [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
+func (c *cli) runWorst(args []string) int {
+	fs := c.newFlags("worst", "RECORD.json|RECORD-NAME [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
 	root := fs.String("results", "", resultsUsage("a record given by name is looked up in"))
 	n := fs.Int("n", scoring.WorstN, "how many tokens (and windows) to list")
 	by := fs.String("by", scoring.WorstByKLD, "rank by kld, nll (the NLL's increase over the base; without a base, the NLL) or delta_p (the drop in the true token's probability); without a base: nll")
@@ -26,23 +25,23 @@ func runWorst(args []string) int {
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(errors.New("worst: give one record (its file, or its name in the results root)"))
+		return c.fail(errors.New("worst: give one record (its file, or its name in the results root)"))
 	}
-	path, err := results.RecordPath(results.Root(*root), pos[0])
+	path, err := results.RecordPath(c.resultsRoot(*root), pos[0])
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
-	l, tr, err := worstOf(path, *by, *n, given(fs, "by"))
+	l, tr, err := c.worstOf(path, *by, *n, given(fs, "by"))
 	if err != nil {
-		return fail(err)
+		return c.fail(err)
 	}
 	if *asJSON {
 		data, err := json.MarshalIndent(l, "", "  ")
 		if err == nil {
-			err = writeJSON(os.Stdout, data)
+			err = writeJSON(c.stdout, data)
 		}
 		if err != nil {
-			return fail(err)
+			return c.fail(err)
 		}
 		return 0
 	}
@@ -50,16 +49,16 @@ func runWorst(args []string) int {
 	if *windows {
 		what = "windows"
 	}
-	fmt.Printf("worst %s of %s (%d tokens scored in %d windows)\n", what, path, tr.Scored(), len(tr.Windows))
+	fmt.Fprintf(c.stdout, "worst %s of %s (%d tokens scored in %d windows)\n", what, path, tr.Scored(), len(tr.Windows))
 	for _, line := range scoring.WorstLines(l, *windows) {
-		fmt.Println(line)
+		fmt.Fprintln(c.stdout, line)
 	}
 	return 0
 }
 
 // worstOf lists the record at path. Without a base and without an
 // explicit --by, it ranks by NLL and says so on stderr.
-func worstOf(path, by string, n int, byGiven bool) (scoring.WorstList, *scoring.TokenTrace, error) {
+func (c *cli) worstOf(path, by string, n int, byGiven bool) (scoring.WorstList, *scoring.TokenTrace, error) {
 	rep, _, err := scoring.ReadRecord(path)
 	if err != nil {
 		return scoring.WorstList{}, nil, err
@@ -76,7 +75,7 @@ func worstOf(path, by string, n int, byGiven bool) (scoring.WorstList, *scoring.
 	}
 	if !tr.HasBase && !byGiven {
 		by = scoring.DefaultWorstBy(tr)
-		fmt.Fprintf(os.Stderr, "plexbench: %s compared against no base: ranked by NLL (no KLD, Δp or base top token)\n", path)
+		fmt.Fprintf(c.stderr, "plexbench: %s compared against no base: ranked by NLL (no KLD, Δp or base top token)\n", path)
 	}
 	l, err := scoring.Worst(tr, by, n)
 	if err != nil {

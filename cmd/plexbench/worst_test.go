@@ -27,9 +27,10 @@ func recordOf(t *testing.T, root, model string) string {
 // ranks by NLL and refuses --by kld; a record without its trace is
 // refused in one line.
 func TestWorst(t *testing.T) {
+	t.Parallel()
 	f := newRecordsFixture(t, "8", "q4_0")
 	rec := recordOf(t, f.root, "stories260K-q4-0")
-	code, stdout, stderr := runCLI(t, "worst", rec, "-n", "5", "--json")
+	code, stdout, stderr := runCLIEnv(t, f.env, "worst", rec, "-n", "5", "--json")
 	if code != 0 {
 		t.Fatalf("worst --json: %s", stderr)
 	}
@@ -52,22 +53,22 @@ func TestWorst(t *testing.T) {
 			t.Errorf("token %d's KLD %v above the one before", i, *l.Tokens[i].KLD)
 		}
 	}
-	code, stdout, _ = runCLI(t, "worst", rec, "-n", "5")
+	code, stdout, _ = runCLIEnv(t, f.env, "worst", rec, "-n", "5")
 	if want := strings.Join(scoring.WorstLines(l, false), "\n"); code != 0 || !strings.Contains(stdout, want) {
 		t.Errorf("worst lines:\n%s\nwant\n%s", stdout, want)
 	}
 	// By the record's name (as sweep prints it), looked up in the root.
 	name := strings.TrimSuffix(filepath.Base(rec), ".json")
-	code, byName, stderr := runCLI(t, "worst", name, "--results", f.root, "-n", "5")
+	code, byName, stderr := runCLIEnv(t, f.env, "worst", name, "--results", f.root, "-n", "5")
 	if code != 0 || byName != stdout {
 		t.Errorf("worst %s --results: exit %d, %s\n%s", name, code, stderr, byName)
 	}
-	if code, _, stderr := runCLI(t, "worst", "no-such-record", "--results", f.root); code == 0 || !strings.Contains(stderr, "no record of that name in "+f.root) {
+	if code, _, stderr := runCLIEnv(t, f.env, "worst", "no-such-record", "--results", f.root); code == 0 || !strings.Contains(stderr, "no record of that name in "+f.root) {
 		t.Errorf("worst of an unknown name: exit %d, %s", code, stderr)
 	}
 
 	plain := recordOf(t, f.root, "stories260K-f32")
-	code, stdout, stderr = runCLI(t, "worst", plain, "-n", "3", "--json")
+	code, stdout, stderr = runCLIEnv(t, f.env, "worst", plain, "-n", "3", "--json")
 	if json.Unmarshal([]byte(stdout), &l); code != 0 || len(l.Tokens) != 3 || l.Tokens[0].KLD != nil || !strings.Contains(stderr, "ranked by NLL") {
 		t.Errorf("worst of a run without a base: exit %d, %s\n%s", code, stderr, stdout)
 	}
@@ -83,7 +84,7 @@ func TestWorst(t *testing.T) {
 		{[]string{"worst", old}, "no token trace"},
 		{[]string{"worst", f.base}, "not JSON"},
 	} {
-		code, stdout, stderr := runCLI(t, c.args...)
+		code, stdout, stderr := runCLIEnv(t, f.env, c.args...)
 		if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want one line with %q", c.args, code, stdout, stderr, c.want)
 		}

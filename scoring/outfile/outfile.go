@@ -5,7 +5,8 @@
 // (a character or block device such as /dev/null, a FIFO, a socket) is
 // opened and written in place, never truncated, renamed or replaced; a
 // symlink is followed (also a dangling one) and its target written as
-// above, so the link stays a link; "-" is stdout.
+// above, so the link stays a link; "-" is stdout (for WriteFileTo, the
+// writer given for it).
 //
 // Temporary files are removed on every error path, and RemoveTemps removes
 // the ones still being written, for a signal handler that is about to end
@@ -32,8 +33,12 @@ import (
 const Stdout = "-"
 
 // WriteFile writes data to path as the package describes.
-func WriteFile(path string, data []byte) error {
-	f, err := Create(path)
+func WriteFile(path string, data []byte) error { return WriteFileTo(path, data, os.Stdout) }
+
+// WriteFileTo is WriteFile with stdout as what "-" names: a command run
+// in process with its own output writes there.
+func WriteFileTo(path string, data []byte, stdout io.Writer) error {
+	f, err := createTo(path, stdout, nil)
 	if err != nil {
 		return err
 	}
@@ -61,9 +66,14 @@ type File struct {
 func Create(path string) (*File, error) { return create(path, nil) }
 
 func create(path string, fault func(string) error) (*File, error) {
+	return createTo(path, os.Stdout, fault)
+}
+
+// createTo is create with stdout as what "-" names.
+func createTo(path string, stdout io.Writer, fault func(string) error) (*File, error) {
 	f := &File{path: path, fault: fault}
 	if path == Stdout {
-		f.direct = nopCloser{os.Stdout}
+		f.direct = nopCloser{stdout}
 		return f, nil
 	}
 	if path == "" {

@@ -328,3 +328,30 @@ func TestStdoutAndAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFileTo: "-" goes to the writer given, a write error naming the
+// path; any other path is written as WriteFile writes it, the writer
+// untouched.
+func TestWriteFileTo(t *testing.T) {
+	var out strings.Builder
+	if err := WriteFileTo(Stdout, []byte("report"), &out); err != nil || out.String() != "report" {
+		t.Fatalf("to the writer: %q, %v", out.String(), err)
+	}
+	boom := errors.New("closed")
+	if err := WriteFileTo(Stdout, []byte("report"), failWriter{boom}); !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "write -: ") {
+		t.Errorf("a failing writer: %v", err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.json")
+	out.Reset()
+	if err := WriteFileTo(p, []byte("file"), &out); err != nil || readFile(t, p) != "file" || out.Len() != 0 {
+		t.Errorf("to a file: %v, writer holds %q", err, out.String())
+	}
+	if tt := temps(t, dir); len(tt) > 0 {
+		t.Errorf("left %v", tt)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }

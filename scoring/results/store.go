@@ -27,14 +27,14 @@ const DefaultRoot = "plexbench-results"
 // EnvRoot names the environment variable that sets the results root.
 const EnvRoot = "PLEXBENCH_RESULTS"
 
-// Root is the results root: flagValue when given, else $PLEXBENCH_RESULTS,
-// else DefaultRoot.
-func Root(flagValue string) string {
+// Root is the results root: flagValue when given, else envValue (the
+// caller's $PLEXBENCH_RESULTS), else DefaultRoot.
+func Root(flagValue, envValue string) string {
 	if flagValue != "" {
 		return flagValue
 	}
-	if env := os.Getenv(EnvRoot); env != "" {
-		return env
+	if envValue != "" {
+		return envValue
 	}
 	return DefaultRoot
 }

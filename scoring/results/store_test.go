@@ -125,12 +125,10 @@ func TestKeepRun(t *testing.T) {
 }
 
 func TestRoot(t *testing.T) {
-	t.Setenv(EnvRoot, "")
-	if Root("") != DefaultRoot || Root("x") != "x" {
+	if Root("", "") != DefaultRoot || Root("x", "") != "x" {
 		t.Fatal("flag or default")
 	}
-	t.Setenv(EnvRoot, "env")
-	if Root("") != "env" || Root("x") != "x" {
+	if Root("", "env") != "env" || Root("x", "env") != "x" {
 		t.Fatal("env under the flag")
 	}
 }

@@ -98,6 +98,6 @@ func (b *Bench) ScoreCorpora(ctx context.Context, j Job) (Outcome, error) {
 		sections = append(sections, out.Report)
 	}
 	rep := scoring.CorporaReport(sections)
-	describe(j.Profile.Name, b.model, &rep, started)
+	describe(j.hasher, j.Profile.Name, b.model, &rep, started)
 	return Outcome{Report: rep}, nil
 }

@@ -17,8 +17,8 @@ func inode(fi os.FileInfo) uint64 {
 }
 
 // diskFree is the space an unprivileged writer has in dir's file system
-// (-1 when the OS does not say); a variable so tests can shrink the disk.
-var diskFree = func(dir string) int64 {
+// (-1 when the OS does not say).
+func diskFree(dir string) int64 {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return -1

@@ -13,19 +13,17 @@ import (
 // rewrite (same size, new time) or another file at the path is read again
 // and gives its own hash; a damaged cache only costs a read.
 func TestModelHashRemembered(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache", "model-hashes.json")
-	oldPath, oldHash := hashCachePath, hashFile
 	reads := 0
-	hashCachePath = func() string { return cache }
-	hashFile = func(p string) (string, error) { reads++; return oldHash(p) }
-	defer func() { hashCachePath, hashFile = oldPath, oldHash }()
+	h := &modelHasher{cache: cache, read: func(p string) (string, error) { reads++; return hashFile(p) }}
 
 	model := filepath.Join(dir, "m.gguf")
 	want := func(data []byte) string { s := sha256.Sum256(data); return hex.EncodeToString(s[:]) }
 	check := func(step string, data []byte, wantReads int) {
 		t.Helper()
-		got, err := modelHash(model)
+		got, err := h.hash(model)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,7 +78,7 @@ func Noise(ctx context.Context, j NoiseJob) (*scoring.Report, error) {
 		}
 	}
 	worst.Noise = scoring.NewNoiseReport(done, skipped)
-	describe(p.Name, model, worst, started)
+	describe(nil, p.Name, model, worst, started)
 	return worst, nil
 }
 

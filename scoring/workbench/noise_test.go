@@ -18,6 +18,7 @@ import (
 // change the profile refuses is skipped with its reason; a device
 // backend adds the CPU.
 func TestNoiseChanges(t *testing.T) {
+	t.Parallel()
 	plain := map[string]bool{}
 	for _, v := range kernels.KernelVariantsFor(kernels.CPUFeatures(0)) {
 		if v.Supported {
@@ -88,6 +89,7 @@ func TestNoiseChanges(t *testing.T) {
 // TestThreadCounts: 1 and N and 2N, the first two unlike the default
 // (one on a single CPU, where 1 is N).
 func TestThreadCounts(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ def, cpus int }{{2, 2}, {1, 2}, {8, 8}, {1, 1}, {3, 8}} {
 		got := threadCounts(c.def, c.cpus)
 		if len(got) != min(2, c.cpus) || slices.Contains(got, c.def) || len(got) == 2 && got[0] == got[1] {

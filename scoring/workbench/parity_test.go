@@ -18,6 +18,7 @@ import (
 // differs, and runs when the partner is its own model or the check is
 // waived.
 func TestRunRefusesPartnerTokenizer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	other := filepath.Join(dir, "placeholder.gguf")
 	if err := synth.Write(other, synth.Config{Layers: 1, Types: synth.AllOf(kernels.Q8_0), Vocab: synth.PlaceholderVocab(64)}); err != nil {

@@ -25,9 +25,9 @@ import (
 )
 
 // describe gives a finished run's report its record information, or a
-// warning saying why it cannot be kept as a record.
-func describe(profile, path string, rep *scoring.Report, started time.Time) {
-	if ri, err := recordInfo(profile, path, rep, started, time.Now()); err != nil {
+// warning saying why it cannot be kept as a record; h hashes the model.
+func describe(h *modelHasher, profile, path string, rep *scoring.Report, started time.Time) {
+	if ri, err := recordInfo(h, profile, path, rep, started, time.Now()); err != nil {
 		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
 	} else {
 		rep.Record = &ri
@@ -35,8 +35,8 @@ func describe(profile, path string, rep *scoring.Report, started time.Time) {
 }
 
 // recordInfo describes a finished run for its record.
-func recordInfo(profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
-	model, err := recordModel(path)
+func recordInfo(h *modelHasher, profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
+	model, err := recordModel(h, path)
 	if err != nil {
 		return scoring.RecordInfo{}, err
 	}
@@ -60,9 +60,9 @@ func recordInfo(profile, path string, rep *scoring.Report, started, finished tim
 }
 
 // recordModel hashes the model file (once per file version: see
-// modelHash) and sizes its tensors.
-func recordModel(path string) (scoring.RecordModel, error) {
-	sum, err := modelHash(path)
+// modelHasher.hash) and sizes its tensors.
+func recordModel(h *modelHasher, path string) (scoring.RecordModel, error) {
+	sum, err := h.hash(path)
 	if err != nil {
 		return scoring.RecordModel{}, err
 	}
@@ -121,9 +121,8 @@ func version() string {
 	return v
 }
 
-// hashFile is the SHA-256 of a file, in hex (a variable so tests can count
-// the reads).
-var hashFile = func(path string) (string, error) {
+// hashFile is the SHA-256 of a file, in hex.
+func hashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("model: %w", err)
@@ -136,9 +135,9 @@ var hashFile = func(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// hashCachePath is the file that remembers model hashes (a variable so
-// tests use their own).
-var hashCachePath = func() string {
+// hashCachePath is the file in the user's cache folder that remembers
+// model hashes ("" when there is no such folder).
+func hashCachePath() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return ""
@@ -146,12 +145,27 @@ var hashCachePath = func() string {
 	return filepath.Join(dir, "plexbench", "model-hashes.json")
 }
 
-// modelHash is the SHA-256 of the model file at path. Reading a 20 GB
-// model costs tens of seconds, so the hash is remembered per file
-// version — absolute path, size, modification time and inode — in the
-// user's cache folder, as make and rsync judge a file unchanged. A cache
-// that cannot be read or written only costs the read.
-func modelHash(path string) (string, error) {
+// A modelHasher hashes model files for their records. Its nil value is
+// the one runs use: hashes remembered in the user's cache folder
+// (hashCachePath), files read by hashFile; tests give their own.
+type modelHasher struct {
+	cache string                            // the file remembering hashes; "" remembers none
+	read  func(path string) (string, error) // a file's SHA-256; nil: hashFile
+}
+
+// hash is the SHA-256 of the model file at path. Reading a 20 GB model
+// costs tens of seconds, so the hash is remembered per file version —
+// absolute path, size, modification time and inode — in the cache, as
+// make and rsync judge a file unchanged. A cache that cannot be read or
+// written only costs the read.
+func (h *modelHasher) hash(path string) (string, error) {
+	cachePath, read := hashCachePath(), hashFile
+	if h != nil {
+		cachePath, read = h.cache, h.read
+		if read == nil {
+			read = hashFile
+		}
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("model: %w", err)
@@ -161,7 +175,6 @@ func modelHash(path string) (string, error) {
 		return "", fmt.Errorf("model: %w", err)
 	}
 	key := fmt.Sprintf("%s|%d|%d|%d", abs, fi.Size(), fi.ModTime().UnixNano(), inode(fi))
-	cachePath := hashCachePath()
 	cache := map[string]string{}
 	if cachePath != "" {
 		if data, err := os.ReadFile(cachePath); err == nil {
@@ -171,7 +184,7 @@ func modelHash(path string) (string, error) {
 			return sum, nil
 		}
 	}
-	sum, err := hashFile(path)
+	sum, err := read(path)
 	if err != nil || cachePath == "" {
 		return sum, err
 	}

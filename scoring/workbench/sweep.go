@@ -136,7 +136,7 @@ func (s *sweepRun) baseJob() Job {
 	p := s.j.Job.Profile
 	p.Model, p.StopAtPrecision, p.StopWhenDecided, p.Sweep = s.j.BaseModel, 0, "", nil
 	return Job{Profile: p, Record: s.j.Base, RecordFormat: scoring.BaseFormatPlexbench,
-		TokenIDs: s.j.Job.TokenIDs, Journal: true, Resume: s.j.Resume}
+		TokenIDs: s.j.Job.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: s.j.Job.hasher}
 }
 
 // modelJob compares model with the base.
@@ -145,7 +145,7 @@ func (s *sweepRun) modelJob(model string) Job {
 	p := t.Profile
 	p.Model, p.Sweep = model, nil // each run's profile, as its record keeps it
 	return Job{Profile: p, Compare: s.j.Base, GeometryFromBase: t.GeometryFromBase, GeometryGiven: t.GeometryGiven,
-		TokenIDs: t.TokenIDs, Journal: true, Resume: s.j.Resume,
+		TokenIDs: t.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: t.hasher,
 		JournalAt: s.j.Base + "." + results.SafeName(strings.TrimSuffix(filepath.Base(model), filepath.Ext(model))) + ".journal"}
 }
 
@@ -223,7 +223,7 @@ func (s *sweepRun) finished(job Job) (rep *scoring.Report, path string, err erro
 	if err != nil {
 		return nil, "", err
 	}
-	sum, err := modelHash(job.Profile.Model)
+	sum, err := job.hasher.hash(job.Profile.Model)
 	if err != nil {
 		return nil, "", err
 	}

@@ -15,15 +15,14 @@ import (
 // and its record, the base model first; resumed, it tells each as
 // skipped with the record it found.
 func TestSweepEvents(t *testing.T) {
-	old := hashCachePath
-	hashCachePath = func() string { return "" }
-	defer func() { hashCachePath = old }()
+	t.Parallel()
 	dir := t.TempDir()
 	model := func(q string) string { return shareddata.Path(t, "models", "stories260K-"+q+".gguf") }
 	p := profiles.Default()
 	p.Text, p.Ctx, p.Chunks = shareddata.Path(t, "tinystories", "tinystories-16k.txt"), 64, 4
 	var events []string
-	j := SweepJob{Job: Job{Profile: p}, BaseModel: model("f32"), Models: []string{model("q8_0"), model("q4_0")},
+	// Model hashes are not remembered: every sweep reads the files.
+	j := SweepJob{Job: Job{Profile: p, hasher: &modelHasher{}}, BaseModel: model("f32"), Models: []string{model("q8_0"), model("q4_0")},
 		Base: filepath.Join(dir, "b.kld"), Root: filepath.Join(dir, "results")}
 	j.Progress = func(e SweepEvent) {
 		s := []string{"started", "run", "done", "skipped"}[e.Kind]

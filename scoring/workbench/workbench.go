@@ -81,6 +81,10 @@ type Job struct {
 	// KeepGoing, when set and true once the profile's stopping rule is
 	// met, lets the run go on to its last window (scoring.Request).
 	KeepGoing func() bool
+
+	// hasher hashes the model for the record (nil: as runs do; tests
+	// give their own).
+	hasher *modelHasher
 }
 
 // Outcome is what a run gives back.
@@ -177,7 +181,7 @@ func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
-	describe(j.Profile.Name, b.model, &out.Report, started)
+	describe(j.hasher, j.Profile.Name, b.model, &out.Report, started)
 	return out, nil
 }
 
