@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 FUZZEXECS ?= 1000000x
 FUZZPARALLEL ?= 1
 
-.PHONY: all build demo test test-levels test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build gpu-emu clean
+.PHONY: all build demo test test-levels test-long test-race test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build gpu-emu clean
 
 all: build
 
@@ -16,17 +16,39 @@ build:
 demo: build
 	@./$(BIN) score
 
-# The whole suite on this CPU, then the kernel-dependent packages again, in
-# short mode (the exact-kernel oracle runs do not depend on the level), as
-# each lesser CPU level (PLEXBENCH_CPU=avx2|generic) this machine allows.
-TESTFLAGS ?= -timeout 40m
+# Tests, in tiers (README: Tests):
+#   test            the default tier, under 10 minutes on 2 cores: unit tests
+#                   of kernels, statistics, formats and parsers, and one
+#                   end-to-end test per user-visible property on the fewest
+#                   windows that show it, every package natively; then at
+#                   each lesser CPU level this machine allows (PLEXBENCH_CPU=
+#                   avx2|generic) what depends on the level: the kernels and
+#                   engine packages in short mode and one end-to-end smoke
+#   test-long       the long comparisons, opt-in: the TestLong… tests
+#                   (PLEXBENCH_LONG=1: every file and weight type on each
+#                   emulated backend, the llama.cpp oracles at every context)
+#                   and the golden files at every context on each level
+#   test-race       the packages that use goroutines under the race detector
+#   test-arm64      the arm64 build's kernels and engine under qemu-user
+#   test-avx512-emu the AVX-512 BW kernels under Bochs on a CPU without them
+#   fuzz, fuzz-long every fuzz target, briefly or for a fixed count
+# CI (.ci/run) runs all but the fuzzing; `go test ./...` alone is the
+# default tier's native part.
+TESTFLAGS ?= -timeout 20m
 
 test: vet
 	$(GO) test $(TESTFLAGS) ./...
-	@GO=$(GO) scripts/test-levels.sh -short $(TESTFLAGS)
+	@GO=$(GO) scripts/test-levels.sh $(TESTFLAGS)
 
 test-levels:
-	@GO=$(GO) scripts/test-levels.sh -short $(TESTFLAGS)
+	@GO=$(GO) scripts/test-levels.sh $(TESTFLAGS)
+
+test-long:
+	PLEXBENCH_LONG=1 $(GO) test $(TESTFLAGS) -run '^TestLong' ./...
+	@GO=$(GO) scripts/test-levels.sh --long $(TESTFLAGS)
+
+test-race:
+	$(GO) test -race $(TESTFLAGS) ./scoring/... ./tui ./hip
 
 # The arm64 build's kernels and engine tests, short mode, under qemu-user.
 test-arm64:

@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# Runs the packages whose results depend on the CPU kernels again under each
-# CPU level below this machine's own (PLEXBENCH_CPU masks the features the
-# kernel registry sees): avx2 and generic on an AVX-512 machine, generic on
-# an AVX2 one. Extra arguments go to `go test`.
+# Runs what depends on the CPU kernels again under each CPU level below this
+# machine's own (PLEXBENCH_CPU masks the features the kernel registry sees):
+# avx2 and generic on an AVX-512 machine, generic on an AVX2 one.
+#
+#   test-levels.sh [go test flags]         make test's rerun: the kernels and
+#     engine packages in short mode, and one end-to-end smoke per level (every
+#     stories260K file and the tiny hybrids against llama.cpp's numbers at
+#     ctx 128)
+#   test-levels.sh --long [go test flags]  make test-long's: the smoke at
+#     every context (the llama.cpp golden files × every level)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
+long=false
+if [ "${1:-}" = --long ]; then
+  long=true
+  shift
+fi
 flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
 has() { [[ " $flags " == *" $1 "* ]]; }
 levels=()
@@ -19,7 +30,13 @@ if [ ${#levels[@]} -eq 0 ]; then
   echo "test-levels: this CPU has no level above generic; nothing to mask"
   exit 0
 fi
+smoke='^(TestGoldenPerplexity|TestHybridMatchesLlamaCpp)$'
 for lvl in "${levels[@]}"; do
   echo "== PLEXBENCH_CPU=$lvl"
-  PLEXBENCH_CPU=$lvl "$GO" test -count=1 "$@" ./kernels/... ./engine/... ./scoring/... ./cmd/...
+  if $long; then
+    PLEXBENCH_CPU=$lvl "$GO" test "$@" -run "$smoke" ./cmd/plexbench
+  else
+    PLEXBENCH_CPU=$lvl "$GO" test -short "$@" ./kernels/... ./engine/...
+    PLEXBENCH_CPU=$lvl "$GO" test -short "$@" -run "$smoke" ./cmd/plexbench
+  fi
 done

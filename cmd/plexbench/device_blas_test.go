@@ -10,6 +10,7 @@ import (
 
 	"plexbench/engine/synth"
 	"plexbench/hip/emubuild"
+	"plexbench/internal/testtier"
 	"plexbench/kernels"
 	"plexbench/kernels/shareddata"
 )
@@ -102,38 +103,40 @@ func TestDeviceBLAS(t *testing.T) {
 
 // TestDeviceBLASShapes: on the emulated CUDA device with the emulated
 // cuBLAS summing as matmul.cu does, a one-layer Qwen3-shaped F16 and BF16
-// model and a two-layer qwen35moe F16 one (its experts' few rows stay on
-// our kernel, the rest take the BLAS) score our own kernels' PPL to the
-// bit, and the report names the product of each type. Short mode skips
-// the qwen35moe model.
+// model score our own kernels' PPL to the bit, and the report names the
+// product of each type. TestLongDeviceBLASShapes runs a two-layer
+// qwen35moe F16 one (its experts' few rows stay on our kernel, the rest
+// take the BLAS).
 func TestDeviceBLASShapes(t *testing.T) {
 	dir := t.TempDir()
-	tokFile := hybridTokens(t, dir, 96)
-	for _, c := range []struct {
-		name string
-		typ  kernels.Type
-		path func() string
-	}{
-		{"qwen3 f16", kernels.F16, func() string { return denseModel(t, dir, kernels.F16) }},
-		{"qwen3 bf16", kernels.BF16, func() string { return denseModel(t, dir, kernels.BF16) }},
-		{"qwen35moe f16", kernels.F16, func() string { return hybridModel(t, dir, "qwen35moe", kernels.F16, false) }},
-	} {
-		if testing.Short() && strings.HasPrefix(c.name, "qwen35moe") {
-			continue
-		}
-		args := []string{"--model", c.path(), "--perplexity-tokens", tokFile, "--perplexity-ctx", "32", "--kv-cache-dtype", "f32",
-			"--kernels", cpuTwin, "--backend", "cuda", "--no-cpu-fallback"}
-		emulatedDevice(t, nil)
-		own := deviceScore(t, args...)
-		emulatedBLAS(t, map[string]string{"PLEXBENCH_EMU_BLAS_SUM": "f32"})
-		dev := deviceScore(t, args...)
-		op := kernels.MatMulOp(c.typ) + " (cublas)"
-		if dev.Perplexity != own.Perplexity || dev.Config.DeviceBLAS == "" || !slices.Contains(dev.Config.DeviceOps, op) {
-			t.Errorf("%s: PPL %v with %q (ops %v), %v on our own kernels; want the same to the bit, and %q", c.name, dev.Perplexity,
-				dev.Config.DeviceBLAS, dev.Config.DeviceOps, own.Perplexity, op)
-		}
-		t.Logf("%s: PPL %.8f with %s, %.8f on our own kernels", c.name, dev.Perplexity, dev.Config.DeviceBLAS, own.Perplexity)
+	checkBLASShapes(t, dir, "qwen3 f16", kernels.F16, denseModel(t, dir, kernels.F16))
+	checkBLASShapes(t, dir, "qwen3 bf16", kernels.BF16, denseModel(t, dir, kernels.BF16))
+}
+
+// TestLongDeviceBLASShapes is TestDeviceBLASShapes on a two-layer
+// qwen35moe F16 model.
+func TestLongDeviceBLASShapes(t *testing.T) {
+	testtier.SkipUnlessLong(t)
+	dir := t.TempDir()
+	checkBLASShapes(t, dir, "qwen35moe f16", kernels.F16, hybridModel(t, dir, "qwen35moe", kernels.F16, false))
+}
+
+// checkBLASShapes scores model (typ products) on the emulated CUDA device
+// with our own kernels and with the emulated cuBLAS summing as they do.
+func checkBLASShapes(t *testing.T, dir, name string, typ kernels.Type, model string) {
+	t.Helper()
+	args := []string{"--model", model, "--perplexity-tokens", hybridTokens(t, dir, 96), "--perplexity-ctx", "32", "--kv-cache-dtype", "f32",
+		"--kernels", cpuTwin, "--backend", "cuda", "--no-cpu-fallback"}
+	emulatedDevice(t, nil)
+	own := deviceScore(t, args...)
+	emulatedBLAS(t, map[string]string{"PLEXBENCH_EMU_BLAS_SUM": "f32"})
+	dev := deviceScore(t, args...)
+	op := kernels.MatMulOp(typ) + " (cublas)"
+	if dev.Perplexity != own.Perplexity || dev.Config.DeviceBLAS == "" || !slices.Contains(dev.Config.DeviceOps, op) {
+		t.Errorf("%s: PPL %v with %q (ops %v), %v on our own kernels; want the same to the bit, and %q", name, dev.Perplexity,
+			dev.Config.DeviceBLAS, dev.Config.DeviceOps, own.Perplexity, op)
 	}
+	t.Logf("%s: PPL %.8f with %s, %.8f on our own kernels", name, dev.Perplexity, dev.Config.DeviceBLAS, own.Perplexity)
 }
 
 // denseModel writes a one-layer Qwen3-shaped random model of typ weights.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"plexbench/internal/testtier"
 	"plexbench/kernels"
 	"plexbench/kernels/shareddata"
 )
@@ -12,46 +13,58 @@ import (
 // TestDeviceFlashPrefill: FlashPrefill runs on the emulated device under
 // --no-cpu-fallback and keeps, window by window, exactly the blocks the
 // CPU keeps (the same attention_kept), with the PPL within 1e-4 relative
-// of the CPU's (cpuTwin kernels). stories260K-f32 on CUDA with an f32 KV
-// cache at ctx 4096 in the default blocks of 128 (32 a window), and with
-// an f16 cache at ctx 1024 in blocks of 64 (bf16Spread: the device rounds
-// the probabilities to f16 as the dense product does, the CPU's sparse
-// rows stream them through the flash softmax unrounded; measured 1.8e-4);
-// -short takes only the f32 cache at ctx 1024. Measured: ctx 4096 kept
-// 0.480114 on both, PPL 6.8e-7 relative, 71 s on the emulated device (29 s
-// on the CPU). A tiny qwen35 hybrid (its gated attention layers run
-// FlashPrefill) in blocks of 16 at α 0.99 (its random scores are nearly
-// even) on CUDA, and outside -short on HIP.
+// of the CPU's (cpuTwin kernels): stories260K-f32 on CUDA with an f32 KV
+// cache at ctx 1024 in blocks of 64, and a tiny qwen35 hybrid (its gated
+// attention layers run FlashPrefill) in blocks of 16 at α 0.99 (its
+// random scores are nearly even) on CUDA. TestLongDeviceFlashPrefill
+// runs the long contexts, the f16 cache and HIP.
 func TestDeviceFlashPrefill(t *testing.T) {
 	emulatedDevice(t, nil)
+	checkFlashPrefillStories(t, "f32", "1024", "64")
+	checkFlashPrefillHybrid(t, "cuda")
+}
+
+// TestLongDeviceFlashPrefill is TestDeviceFlashPrefill at ctx 4096 in the
+// default blocks of 128 (32 a window) with an f32 cache, at ctx 1024 in
+// blocks of 64 with an f16 cache (bf16Spread: the device rounds the
+// probabilities to f16 as the dense product does, the CPU's sparse rows
+// stream them through the flash softmax unrounded; measured 1.8e-4), and
+// the hybrid on HIP. Measured: ctx 4096 kept 0.480114 on both, PPL 6.8e-7
+// relative, 71 s on the emulated device (29 s on the CPU).
+func TestLongDeviceFlashPrefill(t *testing.T) {
+	testtier.SkipUnlessLong(t)
+	emulatedDevice(t, nil)
+	checkFlashPrefillStories(t, "f32", "4096", "128")
+	checkFlashPrefillStories(t, "f16", "1024", "64")
+	checkFlashPrefillHybrid(t, "hip")
+}
+
+// checkFlashPrefillStories compares stories260K-f32 with FlashPrefill in
+// blocks of block on the CPU and on CUDA: one window of ctx of the
+// TinyStories validation text over a kv cache.
+func checkFlashPrefillStories(t *testing.T, kv, ctx, block string) {
+	t.Helper()
 	model := shareddata.Path(t, "models/stories260K-f32.gguf")
 	text := shareddata.Path(t, "tinystories/tinystories_val.txt")
-	runs := []struct{ kv, ctx, block string }{{"f32", "4096", "128"}, {"f16", "1024", "64"}}
-	if testing.Short() {
-		runs = []struct{ kv, ctx, block string }{{"f32", "1024", "64"}}
+	args := []string{"--model", model, "--perplexity", text, "--perplexity-ctx", ctx, "--perplexity-chunks", "1",
+		"--kv-cache-dtype", kv, "--kernels", cpuTwin, "--FlashPrefillV2=on", "--flashprefill-block-size", block}
+	tol := 1e-4
+	if kv == "f16" {
+		tol = bf16Spread
 	}
-	for _, r := range runs {
-		args := []string{"--model", model, "--perplexity", text, "--perplexity-ctx", r.ctx, "--perplexity-chunks", "1",
-			"--kv-cache-dtype", r.kv, "--kernels", cpuTwin, "--FlashPrefillV2=on", "--flashprefill-block-size", r.block}
-		tol := 1e-4
-		if r.kv == "f16" {
-			tol = bf16Spread
-		}
-		checkFlashPrefillRuns(t, "stories260K-f32, "+r.kv+" KV, ctx "+r.ctx, args, "cuda", tol)
-	}
+	checkFlashPrefillRuns(t, "stories260K-f32, "+kv+" KV, ctx "+ctx, args, "cuda", tol)
+}
 
+// checkFlashPrefillHybrid compares the tiny qwen35 hybrid with FlashPrefill
+// on the CPU and on backend: two windows of 256 over an f32 cache.
+func checkFlashPrefillHybrid(t *testing.T, backend string) {
+	t.Helper()
 	dir := t.TempDir()
 	hybrid := hybridModel(t, dir, "qwen35", kernels.F32, true)
 	args := []string{"--model", hybrid, "--perplexity-tokens", hybridTokens(t, dir, 512), "--perplexity-ctx", "256",
 		"--kernels", cpuTwin, "--kv-cache-dtype", "f32", "--FlashPrefillV2=on", "--flashprefill-block-size", "16",
 		"--flashprefill-alpha", "0.99", "--flashprefill-sink-blocks", "1", "--flashprefill-window", "2", "--flashprefill-last-n-full", "1"}
-	backends := []string{"cuda", "hip"}
-	if testing.Short() {
-		backends = backends[:1]
-	}
-	for _, backend := range backends {
-		checkFlashPrefillRuns(t, "qwen35 tiny, f32 KV, ctx 256", args, backend, 1e-5)
-	}
+	checkFlashPrefillRuns(t, "qwen35 tiny, f32 KV, ctx 256", args, backend, 1e-5)
 }
 
 // checkFlashPrefillRuns scores args on the CPU and on backend and compares

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"plexbench/engine/synth"
+	"plexbench/internal/testtier"
 	"plexbench/kernels"
 	"plexbench/kernels/shareddata"
 	"plexbench/profiles"
@@ -139,11 +140,31 @@ func TestGoldenPerplexity(t *testing.T) {
 	}
 }
 
-// TestExactKernelsMatchLlamaCpp: with the exact kernel variants every
-// stories260K file reproduces the perplexity llama.cpp's own AVX-512 CPU
+// TestExactKernelsMatchLlamaCpp: with the exact kernel variants the F32
+// stories260K file over an f32 KV cache and the Q4_K_M one over an f16
+// cache reproduce at ctx 128 the perplexity llama.cpp's own AVX-512 CPU
 // backend computes (testdata/oracle), to 1e-6 relative.
+// TestLongExactKernelsMatchLlamaCpp runs every other file, cache and
+// context of the oracle.
 func TestExactKernelsMatchLlamaCpp(t *testing.T) {
 	t.Parallel()
+	checkExactKernels(t, func(key string) bool { return exactDefault[key] })
+}
+
+// TestLongExactKernelsMatchLlamaCpp is TestExactKernelsMatchLlamaCpp for
+// every other stories260K file, KV cache and context.
+func TestLongExactKernelsMatchLlamaCpp(t *testing.T) {
+	testtier.SkipUnlessLong(t)
+	t.Parallel()
+	checkExactKernels(t, func(key string) bool { return !exactDefault[key] })
+}
+
+// exactDefault are the oracle's cases the default tier runs.
+var exactDefault = map[string]bool{"stories260K-f32/ctx128/f32kv": true, "stories260K-q4_k_m/ctx128/f16kv": true}
+
+// checkExactKernels scores the oracle's cases that pick selects with the
+// exact kernels and compares with llama.cpp's perplexities.
+func checkExactKernels(t *testing.T, pick func(key string) bool) {
 	dir := shareddata.Dir(t)
 	data, err := os.ReadFile(filepath.Join("testdata", "oracle", "llamacpp-avx512.json"))
 	if err != nil {
@@ -155,6 +176,11 @@ func TestExactKernelsMatchLlamaCpp(t *testing.T) {
 	if err := json.Unmarshal(data, &oracle); err != nil {
 		t.Fatal(err)
 	}
+	for key := range exactDefault {
+		if _, ok := oracle.PPL[key]; !ok {
+			t.Errorf("%s: not in the oracle", key)
+		}
+	}
 	text := filepath.Join(dir, "tinystories", "tinystories-16k.txt")
 	for key, want := range oracle.PPL {
 		var name, kv string
@@ -162,7 +188,7 @@ func TestExactKernelsMatchLlamaCpp(t *testing.T) {
 		if _, err := fmt.Sscanf(strings.NewReplacer("/", " ").Replace(key), "%s ctx%d %s", &name, &ctx, &kv); err != nil {
 			t.Fatalf("oracle key %q: %v", key, err)
 		}
-		if testing.Short() && ctx != 128 {
+		if !pick(key) {
 			continue
 		}
 		t.Run(key, func(t *testing.T) {

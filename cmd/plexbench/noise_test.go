@@ -147,24 +147,3 @@ func TestNoiseMarks(t *testing.T) {
 		}
 	}
 }
-
-// TestNoiseDevice: noise on the (emulated) device adds the device against
-// the CPU as one more change; on the F32 file it moves the distributions
-// by no more than the device's other summation order does (< 1e-6).
-func TestNoiseDevice(t *testing.T) {
-	emulatedDevice(t, nil)
-	chunks := "4"
-	if testing.Short() {
-		chunks = "2" // each change is a run on the emulated device
-	}
-	n := runNoiseJSON(t, "f32", append(sweepGeometry(t, "64", chunks), "--backend", "cuda", "--results", t.TempDir())...)
-	i := slices.IndexFunc(n.Changes, func(c scoring.NoiseChange) bool { return c.Settings == "backend=cpu" })
-	if i < 0 {
-		t.Fatalf("no device-vs-CPU change in %+v", n.Changes)
-	}
-	c := n.Changes[i]
-	t.Logf("device vs CPU: mean KLD %.3g, max %.3g, same top %g", c.MeanKLD, c.MaxKLD, c.SameTop)
-	if c.MeanKLD > 1e-6 || c.SameTop < 0.99 || n.Floor < c.MeanKLD {
-		t.Errorf("device vs CPU: %+v, floor %g", c, n.Floor)
-	}
-}
