@@ -37,15 +37,15 @@ demo: build
 TESTFLAGS ?= -timeout 20m
 
 test: vet
-	$(GO) test $(TESTFLAGS) ./...
-	@GO=$(GO) scripts/test-levels.sh $(TESTFLAGS)
+	@t0=$$(date +%s); $(GO) test $(TESTFLAGS) ./... && echo "test: native $$(($$(date +%s) - t0))s"
+	@t0=$$(date +%s); GO=$(GO) scripts/test-levels.sh $(TESTFLAGS) && echo "test: levels $$(($$(date +%s) - t0))s"
 
 test-levels:
 	@GO=$(GO) scripts/test-levels.sh $(TESTFLAGS)
 
 test-long:
-	PLEXBENCH_LONG=1 $(GO) test $(TESTFLAGS) -run '^TestLong' ./...
-	@GO=$(GO) scripts/test-levels.sh --long $(TESTFLAGS)
+	@t0=$$(date +%s); PLEXBENCH_LONG=1 $(GO) test $(TESTFLAGS) -run '^TestLong' ./... && echo "test-long: native $$(($$(date +%s) - t0))s"
+	@t0=$$(date +%s); GO=$(GO) scripts/test-levels.sh --long $(TESTFLAGS) && echo "test-long: levels $$(($$(date +%s) - t0))s"
 
 test-race:
 	$(GO) test -race $(TESTFLAGS) ./scoring/... ./tui ./hip

@@ -4,11 +4,12 @@
 # avx2 and generic on an AVX-512 machine, generic on an AVX2 one.
 #
 #   test-levels.sh [go test flags]         make test's rerun: the kernels and
-#     engine packages in short mode, and one end-to-end smoke per level (every
-#     stories260K file and the tiny hybrids against llama.cpp's numbers at
-#     ctx 128)
-#   test-levels.sh --long [go test flags]  make test-long's: the smoke at
-#     every context (the llama.cpp golden files × every level)
+#     engine packages in short mode, and one end-to-end smoke per level: the
+#     F32, Q4_0 and Q4_K_M stories260K files and the tiny F32 qwen35moe
+#     hybrid against llama.cpp's numbers at ctx 128
+#   test-levels.sh --long [go test flags]  make test-long's: every
+#     stories260K file and tiny hybrid against llama.cpp's numbers at ctx 128
+#     (the golden files × every level)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -30,11 +31,12 @@ if [ ${#levels[@]} -eq 0 ]; then
   echo "test-levels: this CPU has no level above generic; nothing to mask"
   exit 0
 fi
-smoke='^(TestGoldenPerplexity|TestHybridMatchesLlamaCpp)$'
+golden='^(TestGoldenPerplexity|TestHybridMatchesLlamaCpp)$'
+smoke="$golden/^(stories260K-(f32|q4_0|q4_k_m)|qwen35moe-f32)$/"
 for lvl in "${levels[@]}"; do
   echo "== PLEXBENCH_CPU=$lvl"
   if $long; then
-    PLEXBENCH_CPU=$lvl "$GO" test "$@" -run "$smoke" ./cmd/plexbench
+    PLEXBENCH_CPU=$lvl "$GO" test -short "$@" -run "$golden" ./cmd/plexbench
   else
     PLEXBENCH_CPU=$lvl "$GO" test -short "$@" ./kernels/... ./engine/...
     PLEXBENCH_CPU=$lvl "$GO" test -short "$@" -run "$smoke" ./cmd/plexbench
