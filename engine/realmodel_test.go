@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 // sharedData returns ../shared/data beside the module root, skipping the

@@ -4,7 +4,7 @@ package hip
 
 // emu_runtime_test.go: the device tests without a GPU, on the emulated
 // CUDA and HIP runtimes of hip/emu (built with the host C++ compiler by
-// hip/emubuild, once per source hash). They are selected only through the
+// internal/emubuild, once per source hash). They are selected only through the
 // override variables and reached through this package's own path: search,
 // binding, nvrtc/hiprtc compile, module load, launch. Every device test runs
 // as a "cuda" and a "hip" subtest (warp 32 and 64 unless
@@ -21,7 +21,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"plexbench/hip/emubuild"
+	"plexbench/internal/emubuild"
 	"plexbench/kernels/gpu"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 func modelFiles(t *testing.T) []string {

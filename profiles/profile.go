@@ -21,7 +21,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 // Profile is one run configuration. The zero value is not useful; start from

@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 type pendingFile struct {

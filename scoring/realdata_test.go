@@ -12,7 +12,7 @@ import (
 
 	"plexbench/engine"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
 )
 

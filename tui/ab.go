@@ -16,7 +16,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // abModel is an A/B comparison in progress or done.

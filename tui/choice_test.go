@@ -14,12 +14,12 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/choicetest"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/choicetest"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // choiceProfile is the default profile on stories260K-f32, on one thread.

@@ -15,7 +15,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // observed wraps the real app model and publishes each view it renders

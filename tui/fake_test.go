@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"plexbench/scoring"
-	"plexbench/scoring/workbench"
+	"plexbench/workbench"
 )
 
 // fakeEngine is a small deterministic scoring.Engine: the hidden row at a

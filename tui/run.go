@@ -19,8 +19,8 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // runStatus is where a run stands.

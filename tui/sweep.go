@@ -17,8 +17,8 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // Sweeper runs a sweep: the command line passes workbench.Sweep, tests a

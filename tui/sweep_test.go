@@ -11,11 +11,11 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // sweepFixture is a sweep of two stories260K files against the f32 one on

@@ -18,8 +18,8 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // -update (defined by charm's golden package, which teatest brings in)

@@ -15,7 +15,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 type worstModel struct {

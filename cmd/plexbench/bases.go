@@ -17,7 +17,7 @@ import (
 	"text/tabwriter"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // baseRow is one base as `bases` lists it and --json prints it.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
-	"plexbench/scoring/results"
+	"plexbench/internal/shareddata"
+	"plexbench/results"
 )
 
 // TestBasesGC: real stories260K runs leave bases in the results root and

@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 func (c *cli) runCard(args []string) int {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"plexbench/scoring"
-	"plexbench/scoring/workbench"
+	"plexbench/workbench"
 )
 
 // bindChoiceFlags binds the multiple-choice flags to c.

@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"plexbench/engine"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/choicetest"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/choicetest"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // scoreChoice runs score with args and returns its report.

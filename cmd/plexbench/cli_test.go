@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with

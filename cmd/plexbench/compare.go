@@ -11,7 +11,7 @@ import (
 	"io"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 func (c *cli) runCompare(args []string) int {

@@ -7,7 +7,7 @@ import (
 
 	"plexbench/engine/synth"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 // TestCompareBitsPerByte: tiny models with Qwen3's and Llama 3's

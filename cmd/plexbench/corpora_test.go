@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // cutText writes the first whole lines of the shared text file within n

@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"plexbench/engine/synth"
-	"plexbench/hip/emubuild"
+	"plexbench/internal/emubuild"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 // emulatedBLAS is emulatedDevice with the emulated vendor BLAS of the same

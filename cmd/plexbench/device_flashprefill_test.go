@@ -7,7 +7,7 @@ import (
 
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 // TestDeviceFlashPrefill: FlashPrefill runs on the emulated device under

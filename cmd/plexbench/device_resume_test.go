@@ -21,7 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
 )
 

@@ -11,10 +11,10 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/engine/synth"
-	"plexbench/hip/emubuild"
+	"plexbench/internal/emubuild"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"plexbench/hip"
-	"plexbench/hip/emubuild"
+	"plexbench/internal/emubuild"
 )
 
 // noGPU points both runtimes' override variables at files that do not

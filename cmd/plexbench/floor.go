@@ -18,8 +18,8 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 func (c *cli) runFloor(args []string) int {

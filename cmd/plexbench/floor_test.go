@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // TestFloor: `plexbench floor` on stories260K f32 (ctx 64, 12 chunks),

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 
 	"plexbench/engine"
-	"plexbench/scoring/workbench/demo"
+	"plexbench/workbench/demo"
 )
 
 // runGenerate decodes greedily through the same engine the scorer uses: a

@@ -15,10 +15,10 @@ import (
 	"plexbench/engine/synth"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/workbench"
+	"plexbench/workbench"
 )
 
 type goldenPPL struct {

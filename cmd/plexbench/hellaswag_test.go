@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"plexbench/engine"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/choicetest"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/choicetest"
+	"plexbench/workbench"
 )
 
 // scoreHellaSwag runs score --hellaswag and returns its report.

@@ -12,7 +12,7 @@ import (
 	"plexbench/engine"
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
-	"plexbench/scoring/workbench"
+	"plexbench/workbench"
 )
 
 // modelSummary is what `plexbench inspect` reports about a GGUF file.

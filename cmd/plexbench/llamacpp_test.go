@@ -31,9 +31,9 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
-	"plexbench/scoring/choicetest"
+	"plexbench/internal/choicetest"
 )
 
 // llamaPerplexity is the llama-perplexity binary $LLAMA_PERPLEXITY names;

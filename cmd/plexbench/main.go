@@ -12,7 +12,7 @@ import (
 	"os"
 
 	"plexbench/kernels"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 const usage = `plexbench — perplexity and KL divergence for LLM inference engines

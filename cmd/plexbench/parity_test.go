@@ -13,9 +13,9 @@ import (
 	"plexbench/engine/gguf"
 	"plexbench/engine/synth"
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/shareddata"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // synthModels writes two one-layer random models with stories260K's

@@ -1,7 +1,7 @@
 package main
 
 // plot.go owns `plexbench plot`: charts of records drawn by plexbench
-// itself (scoring/plot) as SVG or PNG: mean KLD against bits per weight
+// itself (results/plot) as SVG or PNG: mean KLD against bits per weight
 // with the Pareto front, perplexity convergence window by window, and a
 // record's per-token KLD histogram.
 
@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
-	"plexbench/scoring/plot"
-	"plexbench/scoring/results"
+	"plexbench/internal/outfile"
+	"plexbench/results/plot"
+	"plexbench/results"
 )
 
 const plotKinds = "kld-bpw, ppl or kld-hist"

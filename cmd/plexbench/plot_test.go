@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // TestPlotEndToEnd: three stories260K quantizations scored against an

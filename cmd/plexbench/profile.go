@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"plexbench/profiles"
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 const profileUsage = `Usage:

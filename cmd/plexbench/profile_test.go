@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"plexbench/profiles"
-	"plexbench/scoring/workbench/demo"
+	"plexbench/workbench/demo"
 )
 
 // TestProfileRoundTrip: new → show → validate → score --profile gives the

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with

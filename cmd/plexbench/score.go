@@ -13,9 +13,9 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/outfile"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // scoreFlags are the score flags that are not profile settings: where the

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"plexbench/kernels"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
 )
 

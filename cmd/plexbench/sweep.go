@@ -19,9 +19,9 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/plot"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results/plot"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // sweepFlags are sweep's flags beside the profile's settings.

@@ -12,11 +12,11 @@ import (
 	"syscall"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/results"
-	"plexbench/scoring/workbench"
+	"plexbench/results"
+	"plexbench/workbench"
 )
 
 // sweepGeometry is a short protocol over the shared TinyStories text.

@@ -6,7 +6,7 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
-	"plexbench/scoring/workbench"
+	"plexbench/workbench"
 )
 
 func (c *cli) runTokenize(args []string) int {

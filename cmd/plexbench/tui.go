@@ -16,8 +16,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"plexbench/profiles"
-	"plexbench/scoring/outfile"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/outfile"
+	"plexbench/workbench"
 	"plexbench/tui"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"plexbench/scoring/choicetest"
-	"plexbench/scoring/workbench"
+	"plexbench/internal/choicetest"
+	"plexbench/workbench"
 	"plexbench/tui"
 )
 

@@ -10,7 +10,7 @@ import (
 	"fmt"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 func (c *cli) runWorst(args []string) int {

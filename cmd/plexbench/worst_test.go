@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // recordOf is the path of the record the results root holds for the

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 // dataDir is the shared data folder, or "" when absent (fuzz seeds and

@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"plexbench/engine/gguf"
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 )
 
 // dataDir is the shared data folder, or "" when absent (fuzz seeds and

@@ -20,8 +20,8 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
-	"plexbench/scoring/results"
+	"plexbench/internal/outfile"
+	"plexbench/results"
 )
 
 // describe gives a finished run's report its record information, or a

@@ -9,7 +9,7 @@ import (
 	"math"
 
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 // ABObject is an A/B summary's object value.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
 )

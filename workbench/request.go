@@ -12,7 +12,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/workbench/demo"
+	"plexbench/workbench/demo"
 )
 
 // request is the scoring request of j (without its journal).

@@ -20,7 +20,7 @@ import (
 	"plexbench/hip"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 // Job is one run.

@@ -7,7 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 // SignalContext returns a context cancelled by the first SIGINT or SIGTERM:

@@ -15,7 +15,7 @@ import (
 	"plexbench/kernels"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/workbench/demo"
+	"plexbench/workbench/demo"
 )
 
 // modelPath is the model file p names, or the embedded demo's.

@@ -19,7 +19,7 @@ import (
 	"strings"
 
 	"plexbench/scoring"
-	"plexbench/scoring/results"
+	"plexbench/results"
 )
 
 // SweepJob is one sweep.

@@ -18,7 +18,7 @@ import (
 
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 // DefaultRoot is the results root when neither a flag nor EnvRoot names one.

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels/shareddata"
+	"plexbench/internal/shareddata"
 	"plexbench/scoring"
 )
 

@@ -10,7 +10,7 @@ import (
 	"os"
 
 	"plexbench/scoring"
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 // ErrNoTrace marks a report kept without a token trace.

@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"plexbench/scoring/outfile"
+	"plexbench/internal/outfile"
 )
 
 //go:embed stories260K-f32.gguf
