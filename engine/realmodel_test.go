@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"plexbench/kernels"
 	"plexbench/internal/shareddata"
+	"plexbench/kernels"
 )
 
 // sharedData returns ../shared/data beside the module root, skipping the

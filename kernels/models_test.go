@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"plexbench/engine/gguf"
-	"plexbench/kernels"
 	"plexbench/internal/shareddata"
+	"plexbench/kernels"
 )
 
 func modelFiles(t *testing.T) []string {

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"math"
 
-	"plexbench/scoring"
 	"plexbench/internal/outfile"
+	"plexbench/scoring"
 )
 
 // ABObject is an A/B summary's object value.

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"plexbench/internal/outfile"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/internal/outfile"
 )
 
 // DefaultRoot is the results root when neither a flag nor EnvRoot names one.

@@ -9,8 +9,8 @@ import (
 	"io/fs"
 	"os"
 
-	"plexbench/scoring"
 	"plexbench/internal/outfile"
+	"plexbench/scoring"
 )
 
 // ErrNoTrace marks a report kept without a token trace.

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"plexbench/engine"
-	"plexbench/kernels"
 	"plexbench/internal/shareddata"
+	"plexbench/kernels"
 	"plexbench/scoring"
 )
 

@@ -15,8 +15,8 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // abModel is an A/B comparison in progress or done.

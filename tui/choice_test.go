@@ -14,11 +14,11 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"plexbench/internal/choicetest"
 	"plexbench/internal/shareddata"
 	"plexbench/profiles"
-	"plexbench/scoring"
-	"plexbench/internal/choicetest"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // observed wraps the real app model and publishes each view it renders

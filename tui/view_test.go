@@ -17,8 +17,8 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

@@ -10,8 +10,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

@@ -14,8 +14,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 type worstModel struct {

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"plexbench/engine/gguf"
-	"plexbench/scoring"
 	"plexbench/internal/outfile"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // describe gives a finished run's report its record information, or a

@@ -18,8 +18,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // SweepJob is one sweep.

@@ -18,9 +18,9 @@ import (
 
 	"plexbench/engine"
 	"plexbench/hip"
+	"plexbench/internal/outfile"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/internal/outfile"
 )
 
 // Job is one run.

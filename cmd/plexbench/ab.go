@@ -19,8 +19,8 @@ import (
 	"strings"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // baseRow is one base as `bases` lists it and --json prints it.

@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 
-	"plexbench/scoring"
 	"plexbench/internal/outfile"
+	"plexbench/scoring"
 )
 
 func (c *cli) runCard(args []string) int {

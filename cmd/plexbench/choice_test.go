@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"plexbench/engine"
+	"plexbench/internal/choicetest"
 	"plexbench/internal/shareddata"
 	"plexbench/profiles"
-	"plexbench/scoring"
-	"plexbench/internal/choicetest"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"plexbench/internal/shareddata"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with

@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 func (c *cli) runCompare(args []string) int {

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"plexbench/engine/synth"
-	"plexbench/kernels"
 	"plexbench/internal/shareddata"
+	"plexbench/kernels"
 )
 
 // TestCompareBitsPerByte: tiny models with Qwen3's and Llama 3's

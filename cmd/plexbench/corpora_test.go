@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"plexbench/internal/shareddata"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // cutText writes the first whole lines of the shared text file within n

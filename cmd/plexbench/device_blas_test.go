@@ -10,9 +10,9 @@ import (
 
 	"plexbench/engine/synth"
 	"plexbench/internal/emubuild"
+	"plexbench/internal/shareddata"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/internal/shareddata"
 )
 
 // emulatedBLAS is emulatedDevice with the emulated vendor BLAS of the same

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"plexbench/internal/shareddata"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/internal/shareddata"
 )
 
 // TestDeviceFlashPrefill: FlashPrefill runs on the emulated device under

@@ -12,9 +12,9 @@ import (
 	"plexbench/engine/gguf"
 	"plexbench/engine/synth"
 	"plexbench/internal/emubuild"
+	"plexbench/internal/shareddata"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/internal/shareddata"
 	"plexbench/scoring"
 )
 

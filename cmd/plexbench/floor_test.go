@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"plexbench/internal/shareddata"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // TestFloor: `plexbench floor` on stories260K f32 (ctx 64, 12 chunks),

@@ -13,9 +13,9 @@ import (
 	"testing"
 
 	"plexbench/engine/synth"
+	"plexbench/internal/shareddata"
 	"plexbench/internal/testtier"
 	"plexbench/kernels"
-	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/workbench"

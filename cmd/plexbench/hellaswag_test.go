@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"plexbench/engine"
+	"plexbench/internal/choicetest"
 	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/scoring"
-	"plexbench/internal/choicetest"
 	"plexbench/workbench"
 )
 

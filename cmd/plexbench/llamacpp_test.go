@@ -31,9 +31,9 @@ import (
 	"strings"
 	"testing"
 
+	"plexbench/internal/choicetest"
 	"plexbench/internal/shareddata"
 	"plexbench/scoring"
-	"plexbench/internal/choicetest"
 )
 
 // llamaPerplexity is the llama-perplexity binary $LLAMA_PERPLEXITY names;

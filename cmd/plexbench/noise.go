@@ -18,8 +18,8 @@ import (
 	"text/tabwriter"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

@@ -12,8 +12,8 @@ import (
 	"plexbench/engine"
 	"plexbench/engine/gguf"
 	"plexbench/engine/synth"
-	"plexbench/kernels"
 	"plexbench/internal/shareddata"
+	"plexbench/kernels"
 	"plexbench/results"
 	"plexbench/workbench"
 )

@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"plexbench/scoring"
 	"plexbench/internal/outfile"
-	"plexbench/results/plot"
 	"plexbench/results"
+	"plexbench/results/plot"
+	"plexbench/scoring"
 )
 
 const plotKinds = "kld-bpw, ppl or kld-hist"

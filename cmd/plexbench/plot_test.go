@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // TestPlotEndToEnd: three stories260K quantizations scored against an

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"plexbench/profiles"
 	"plexbench/internal/outfile"
+	"plexbench/profiles"
 )
 
 const profileUsage = `Usage:

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"plexbench/internal/shareddata"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/internal/outfile"
+	"plexbench/profiles"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

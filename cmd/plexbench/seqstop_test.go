@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/kernels"
 	"plexbench/internal/shareddata"
+	"plexbench/kernels"
 	"plexbench/scoring"
 )
 

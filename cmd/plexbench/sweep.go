@@ -18,9 +18,9 @@ import (
 	"strings"
 
 	"plexbench/profiles"
-	"plexbench/scoring"
-	"plexbench/results/plot"
 	"plexbench/results"
+	"plexbench/results/plot"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

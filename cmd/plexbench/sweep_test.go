@@ -14,8 +14,8 @@ import (
 
 	"plexbench/internal/shareddata"
 	"plexbench/profiles"
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 	"plexbench/workbench"
 )
 

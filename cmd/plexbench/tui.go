@@ -15,10 +15,10 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"plexbench/profiles"
 	"plexbench/internal/outfile"
-	"plexbench/workbench"
+	"plexbench/profiles"
 	"plexbench/tui"
+	"plexbench/workbench"
 )
 
 // stringList is a repeatable string flag.

@@ -13,8 +13,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"plexbench/internal/choicetest"
-	"plexbench/workbench"
 	"plexbench/tui"
+	"plexbench/workbench"
 )
 
 // tuiJob is the job the TUI's flags hand its runner for the first run:

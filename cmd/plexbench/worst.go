@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 func (c *cli) runWorst(args []string) int {

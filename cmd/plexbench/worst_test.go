@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"plexbench/scoring"
 	"plexbench/results"
+	"plexbench/scoring"
 )
 
 // recordOf is the path of the record the results root holds for the
