@@ -355,3 +355,33 @@ func TestWriteFileTo(t *testing.T) {
 type failWriter struct{ err error }
 
 func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+// TestCheckInput: a regular file (also through a symlink) passes; a
+// directory, a FIFO and a character device are refused at once, naming
+// the path and what it is.
+func TestCheckInput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{file, link} {
+		if err := CheckInput(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	for p, want := range map[string]string{dir: "is a directory", fifo: "is a FIFO", "/dev/zero": "is a character device"} {
+		err := CheckInput(p)
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", p, err, want)
+		}
+	}
+}
