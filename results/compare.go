@@ -44,6 +44,9 @@ type CompareRow struct {
 	FloorRun     bool     `json:"floor_run,omitempty"`     // plexbench floor's self-compare
 	NoiseRun     bool     `json:"noise_run,omitempty"`     // plexbench noise's largest change
 	FloorLimited bool     `json:"floor_limited,omitempty"` // mean KLD within 2× of the group's floor or noise floor
+	// Stopped is "N/M" for a run a stopping rule ended at window N of M
+	// (its figures cover those windows); empty for a complete run.
+	Stopped string `json:"stopped,omitempty"`
 	// Tokenizer, Tokens and TextBytes are a bits-per-byte table's: the
 	// model's tokenizer hash, the tokens it scored and the bytes they cover.
 	Tokenizer string `json:"tokenizer_sha256,omitempty"`
@@ -92,7 +95,7 @@ func CompareTables(groups []scoring.RecordGroup) CompareOutput {
 		for _, r := range g.Records {
 			row := CompareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
 				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
-				PrefillTokS: r.PrefillTokensPerSecond}
+				PrefillTokS: r.PrefillTokensPerSecond, Stopped: stoppedAt(r)}
 			if r.TextBytes > 0 {
 				row.BitsPerByte, row.BPBPM = &r.BitsPerByte, &r.BitsPerByteUncertainty
 			}
@@ -136,11 +139,36 @@ func BytesTables(groups []scoring.RecordGroup) CompareOutput {
 			cg.Rows = append(cg.Rows, CompareRow{Record: r.Record.Name, Model: r.Record.Model.File, KV: r.Config.KVCacheDType,
 				EffectiveBPW: r.Record.Model.EffectiveBPW, PPL: r.Perplexity, PPLPM: r.PerplexityUncertainty,
 				BitsPerByte: &r.BitsPerByte, BPBPM: &r.BitsPerByteUncertainty, PrefillTokS: r.PrefillTokensPerSecond,
-				Tokenizer: r.Record.Model.TokenizerSHA256, Tokens: r.ScoredTokens, TextBytes: r.TextBytes})
+				Tokenizer: r.Record.Model.TokenizerSHA256, Tokens: r.ScoredTokens, TextBytes: r.TextBytes, Stopped: stoppedAt(r)})
 		}
 		out.Groups = append(out.Groups, cg)
 	}
 	return out
+}
+
+// stoppedAt is "N/M" for a record a stopping rule ended at window N of
+// M, else "".
+func stoppedAt(r *scoring.Report) string {
+	if s := r.StoppedEarly; s != nil {
+		return fmt.Sprintf("%d/%d", s.Windows, r.WindowsTotal)
+	}
+	return ""
+}
+
+// modelCell is a row's model with its marks: stopped early, a floor or
+// noise measurement.
+func (r CompareRow) modelCell() string {
+	model := r.Model
+	if r.Stopped != "" {
+		model += " (stopped " + r.Stopped + ")"
+	}
+	if r.FloorRun {
+		model += " (floor)"
+	}
+	if r.NoiseRun {
+		model += " (noise)"
+	}
+	return model
 }
 
 // BytesHeader is the header of a bits-per-byte table.
@@ -193,11 +221,11 @@ func (g CompareGroup) RowCells(i int) []string {
 		if i > 0 {
 			delta = fmt.Sprintf("%+.4f", *r.BitsPerByte-*g.Rows[0].BitsPerByte)
 		}
-		return []string{fmt.Sprint(i + 1), r.Model, tok, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), fmt.Sprint(r.Tokens),
+		return []string{fmt.Sprint(i + 1), r.modelCell(), tok, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), fmt.Sprint(r.Tokens),
 			fmt.Sprint(r.TextBytes), scoring.PM(*r.BitsPerByte, *r.BPBPM), delta, scoring.PM(r.PPL, r.PPLPM), fmt.Sprintf("%.0f", r.PrefillTokS)}
 	}
 	if g.IsChoice() {
-		return []string{fmt.Sprint(i + 1), r.Model, r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), r.Figure,
+		return []string{fmt.Sprint(i + 1), r.modelCell(), r.KV, fmt.Sprintf("%.2f", r.EffectiveBPW), r.Figure,
 			fmt.Sprint(r.Tasks), fmt.Sprintf("%.0f", r.PrefillTokS)}
 	}
 	return r.Cells(i)
@@ -214,13 +242,7 @@ func (r CompareRow) Cells(i int) []string {
 		return f(*p)
 	}
 	g := func(x float64) string { return fmt.Sprintf("%.4g", x) }
-	model, floor := r.Model, ""
-	if r.FloorRun {
-		model += " (floor)"
-	}
-	if r.NoiseRun {
-		model += " (noise)"
-	}
+	model, floor := r.modelCell(), ""
 	if r.FloorLimited {
 		floor = " ~"
 	}
@@ -240,10 +262,13 @@ func (r CompareRow) Cells(i int) []string {
 	return c
 }
 
-// FloorNotes are the lines under a group's table that say what its floor
-// record measured.
+// FloorNotes are the lines under a group's table that say what its rows'
+// marks mean: a stopped run's, what its floor record measured.
 func FloorNotes(g CompareGroup) []string {
 	var notes []string
+	if slices.ContainsFunc(g.Rows, func(r CompareRow) bool { return r.Stopped != "" }) {
+		notes = append(notes, "stopped N/M: a stopping rule (--stop-at-precision, --stop-when-decided) ended the run at window N of M; its figures cover those windows")
+	}
 	if n := g.Noise; n != nil {
 		notes = append(notes, fmt.Sprintf("noise: the base's settings under %d changes that must not change quality: largest mean KLD %.3g (the engine's noise floor); ~ marks results within 2× of it",
 			len(n.Changes), n.Floor))
@@ -266,7 +291,7 @@ func FloorNotes(g CompareGroup) []string {
 // them marks results within their floors. Unreadable records only lose
 // the marks.
 func Measurements(root string, compared []scoring.Report) []scoring.Report {
-	recs, err := Records(root, nil)
+	recs, _, err := Records(root, nil)
 	if err != nil {
 		return nil
 	}

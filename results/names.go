@@ -10,17 +10,21 @@ package results
 //	MODEL_TEXT_DIGEST.ab.json   the A/B summary, beside B's record
 //	MODEL_TEXT_DIGEST_shardIofN.json  a shard's record
 //	MODEL_TEXT_DIGEST_noise.json      a noise measurement's record (plexbench noise)
+//	MODEL_TEXT_DIGEST_early-N.json    a record of a run a stopping rule ended at window N
 //	MODEL_TEXT_stopped-TIME.json      a stopped or failed run the TUI keeps (never a record)
-//	MODEL_TEXT.sweep-base.kld         the base a sweep's base model recorded, its journals beside it
+//	MODEL_TEXT_SETTINGS.sweep-base.kld  the base a sweep's base model recorded, its journals beside it
 //
 // MODEL is the model file's stem, TEXT the text's ("tokens" for a token
-// file, "vs-BASE" when the tokens came from a base, "corpora-A-B" for a
-// run of several texts), DIGEST the record's
-// digest of protocol, engine config and model hash: an identical rerun
+// file, "corpora-A-B" for a run of several texts), or "vs-BASE" for a run
+// compared against a base (its tokens are the base's, whether the text
+// was read again or not: one record either way), DIGEST the record's
+// digest of protocol, engine config, model hash and, for a run stopped
+// early, its rule and windows (scoring.RecordInfo): an identical rerun
 // gets its own name back and replaces its files, anything else gets
 // another. Names starting with '.' are files being written.
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -50,14 +54,19 @@ func RecordName(rep *scoring.Report, ri *scoring.RecordInfo) string {
 	if rep.Noise != nil {
 		name += "_noise" // never replaced by a plain run of the same settings
 	}
+	if s := rep.StoppedEarly; s != nil {
+		name += fmt.Sprintf("_early-%d", s.Windows) // its digest differs too
+	}
 	return name
 }
 
 // SweepBase is where a sweep keeps the base its base model records when
-// it is given no path: MODEL_TEXT.sweep-base.kld in root (TEXT "demo"
-// for the embedded text).
-func SweepBase(root, model, text string) string {
-	return filepath.Join(root, stem(model, "model")+"_"+stem(text, "demo")+".sweep-base"+extBase)
+// it is given no path: MODEL_TEXT_SETTINGS.sweep-base.kld in root (TEXT
+// "demo" for the embedded text), SETTINGS the digest of the settings the
+// base model runs with (profiles.Profile.Digest), so that a sweep of other
+// settings never writes over the base earlier records point to.
+func SweepBase(root, model, text, settings string) string {
+	return filepath.Join(root, stem(model, "model")+"_"+stem(text, "demo")+"_"+settings+".sweep-base"+extBase)
 }
 
 // runStem is the stem of a run that is not a record (stopped, failed, or
@@ -74,8 +83,8 @@ func textStem(rep *scoring.Report) string {
 		}
 		return SafeName("corpora-" + strings.Join(stems, "+"))
 	}
-	if rep.Text == "" && rep.KLD != nil {
-		return "vs-" + stem(rep.KLD.Base, "base") // the tokens came from the base
+	if rep.KLD != nil {
+		return "vs-" + stem(rep.KLD.Base, "base") // the tokens are the base's
 	}
 	return stem(rep.Text, "tokens")
 }

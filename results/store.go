@@ -43,33 +43,101 @@ func Root(flagValue, envValue string) string {
 // about 200 MB and not something to list.
 const maxReport = 256 << 20
 
-// WriteRecord writes rep, which must carry its Record, as root/NAME.json,
-// creating root; an identical rerun replaces its own record and nothing
-// else. It writes through outfile.WriteFile (temp file, sync, rename), the
-// token trace beside it first (TracePath).
+// WriteRecord writes rep, which must carry its Record, as root/NAME.json
+// (Keep with nothing beside it); it returns the record's path.
 func WriteRecord(root string, rep *scoring.Report) (string, error) {
-	if rep.Record == nil || rep.Record.Name == "" {
-		return "", fmt.Errorf("record: the report has no record information")
-	}
-	if rep.Partial {
-		return "", fmt.Errorf("record %s: a partial run is not kept as a record", rep.Record.Name)
+	run, err := Keep(root, rep, Beside{})
+	return run.Report, err
+}
+
+// Beside is what Keep keeps with a run's report.
+type Beside struct {
+	// Unrecorded keeps a run that is no record (stopped, failed part-way,
+	// not describable) under a stopped-run name made from Model and
+	// Started, as the TUI's history keeps them; without it such a run is
+	// refused.
+	Unrecorded bool
+	Model      string
+	Started    time.Time
+	// Profile, when set, is written beside the report (NAME.toml), its
+	// paths relative to the root.
+	Profile *profiles.Profile
+	// PendingBase is a base the run recorded at a pending name
+	// (PendingBase), moved beside the report (NAME.kld); the report is
+	// updated to name the kept file.
+	PendingBase string
+}
+
+// Keep writes rep into root, creating it: a record (rep carries its
+// Record and is complete) as root/NAME.json under its record name, where
+// an identical rerun replaces its own files and nothing else; with
+// x.Unrecorded any other run under an unused stopped-run name. Its
+// token trace goes beside it first (a record is never without its
+// trace), then what x asks for. Files are written through outfile (temp
+// file, sync, rename).
+func Keep(root string, rep *scoring.Report, x Beside) (Run, error) {
+	recorded := rep.Record != nil && rep.Record.Name != "" && !rep.Partial
+	switch {
+	case recorded:
+	case x.Unrecorded:
+	case rep.Partial && rep.Record != nil:
+		return Run{}, fmt.Errorf("record %s: a partial run is not kept as a record", rep.Record.Name)
+	default:
+		return Run{}, fmt.Errorf("record: the report has no record information")
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", fmt.Errorf("results root: %w", err)
+		return Run{}, fmt.Errorf("results root: %w", err)
+	}
+	name := ""
+	if recorded {
+		name = rep.Record.Name
+	} else {
+		var err error
+		if name, err = unusedStem(root, runStem(rep, x.Model, x.Started)); err != nil {
+			return Run{}, err
+		}
+	}
+	run := Run{Report: filepath.Join(root, name+extReport)}
+	if x.PendingBase != "" {
+		if _, err := os.Stat(x.PendingBase); err == nil {
+			run.Base = filepath.Join(root, name+extBase)
+			if err := os.Rename(x.PendingBase, run.Base); err != nil {
+				return Run{}, fmt.Errorf("results root: %w", err)
+			}
+			renameBase(rep, x.PendingBase, run.Base)
+		}
 	}
 	data, err := rep.JSON()
 	if err != nil {
-		return "", err
+		return Run{}, err
 	}
-	path := filepath.Join(root, rep.Record.Name+extReport)
-	if err := writeTrace(path, rep); err != nil { // first: a record is never without its trace
-		return "", err
+	if err := writeTrace(run.Report, rep); err != nil {
+		return Run{}, err
 	}
-	return path, outfile.WriteFile(path, data)
+	if err := outfile.WriteFile(run.Report, data); err != nil {
+		return Run{}, err
+	}
+	if x.Profile != nil {
+		run.Profile = filepath.Join(root, name+extProfile)
+		return run, profiles.Save(run.Profile, x.Profile.RelativeTo(root))
+	}
+	return run, nil
+}
+
+// renameBase makes a report that recorded its base at from name it at
+// to, in its record's protocol too: a pending name never reaches a record.
+func renameBase(rep *scoring.Report, from, to string) {
+	if rep.KLDBaseOut != from {
+		return
+	}
+	rep.KLDBaseOut = to
+	if ri := rep.Record; ri != nil && ri.Protocol.BaseName == filepath.Base(from) {
+		ri.Protocol.BaseName = filepath.Base(to)
+	}
 }
 
 // PendingBase is where a run that keeps its KLD base beside its report
-// records it while it runs (a dot name: not listed); KeepRun moves it
+// records it while it runs (a dot name: not listed); Keep moves it
 // beside the report.
 func PendingBase(root string, started time.Time) (string, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -87,55 +155,8 @@ func PendingBase(root string, started time.Time) (string, error) {
 // Run is one run kept in the results folder.
 type Run struct {
 	Report  string // .json
-	Profile string // .toml
+	Profile string // .toml; empty when none was written
 	Base    string // .kld; empty when the run kept none
-}
-
-// runName is the stem a TUI run is kept under: its record name, or an
-// unused stopped-run name.
-func runName(root string, rep *scoring.Report, model string, started time.Time) (string, error) {
-	if rep.Record != nil && !rep.Partial {
-		return rep.Record.Name, nil
-	}
-	return unusedStem(root, runStem(rep, model, started))
-}
-
-// KeepRun keeps a TUI run in root: a record under its record name
-// (replacing an identical earlier run's files), anything else under a
-// stopped-run name; its profile beside it, paths relative to root, and
-// the base it recorded at pendingBase ("" for none) moved beside it. A
-// report naming the pending base is updated to the kept path.
-func KeepRun(root string, rep *scoring.Report, p profiles.Profile, started time.Time, pendingBase string) (Run, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return Run{}, fmt.Errorf("results folder: %w", err)
-	}
-	name, err := runName(root, rep, p.Model, started)
-	if err != nil {
-		return Run{}, err
-	}
-	run := Run{Report: filepath.Join(root, name+extReport), Profile: filepath.Join(root, name+extProfile)}
-	if pendingBase != "" {
-		if _, err := os.Stat(pendingBase); err == nil {
-			run.Base = filepath.Join(root, name+extBase)
-			if err := os.Rename(pendingBase, run.Base); err != nil {
-				return Run{}, fmt.Errorf("results folder: %w", err)
-			}
-			if rep.KLDBaseOut == pendingBase {
-				rep.KLDBaseOut = run.Base
-			}
-		}
-	}
-	data, err := rep.JSON()
-	if err != nil {
-		return Run{}, err
-	}
-	if err := writeTrace(run.Report, rep); err != nil {
-		return Run{}, err
-	}
-	if err := outfile.WriteFile(run.Report, data); err != nil {
-		return Run{}, err
-	}
-	return run, profiles.Save(run.Profile, p.RelativeTo(root))
 }
 
 // unusedStem is stem, or stem-2, stem-3, … when a report of that name is
@@ -263,10 +284,14 @@ func RecordPath(root, arg string) (string, error) {
 }
 
 // Records reads the records that patterns (globs in root, or paths; *.json
-// when none) match, a record of several corpora as its corpora's records, skipping files being written (a leading dot), runs'
-// sidecars and JSON that is not a complete report; a file that should be a
-// record and is not is an error. No match at all is an error too.
-func Records(root string, patterns []string) ([]scoring.Report, error) {
+// when none) match, a record of several corpora as its corpora's records,
+// skipping files being written (a leading dot), runs' sidecars and JSON
+// that is not a complete report. A file that should be a record and is
+// not (scoring.ErrBadRecord: not JSON, a report without record
+// information, a newer schema) is left out too, and said in skipped, for
+// the caller to mention: one stray file never hides the others. No match
+// at all is an error.
+func Records(root string, patterns []string) (recs []scoring.Report, skipped []error, err error) {
 	if len(patterns) == 0 {
 		patterns = []string{"*" + extReport}
 	}
@@ -278,27 +303,30 @@ func Records(root string, patterns []string) ([]scoring.Report, error) {
 		}
 		m, err := filepath.Glob(glob)
 		if err != nil {
-			return nil, fmt.Errorf("--pattern %q: %v", p, err)
+			return nil, nil, fmt.Errorf("--pattern %q: %v", p, err)
 		}
 		files = append(files, m...)
 	}
 	slices.Sort(files)
 	files = slices.Compact(files)
-	var recs []scoring.Report
 	for _, f := range files {
 		if strings.HasPrefix(filepath.Base(f), ".") || isSidecar(f) {
 			continue // a write in progress, or a run's profile, base or trace
 		}
 		r, ok, err := scoring.ReadRecord(f)
+		if errors.Is(err, scoring.ErrBadRecord) {
+			skipped = append(skipped, err)
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, skipped, err
 		}
 		if ok {
 			recs = append(recs, r)
 		}
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("no records match %s in %s", strings.Join(patterns, ", "), root)
+		return nil, skipped, fmt.Errorf("no records match %s in %s", strings.Join(patterns, ", "), root)
 	}
-	return scoring.ExpandCorpora(recs), nil
+	return scoring.ExpandCorpora(recs), skipped, nil
 }

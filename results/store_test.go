@@ -54,7 +54,7 @@ func TestRecordNamesAndWrite(t *testing.T) {
 	if ents, _ := os.ReadDir(root); len(ents) != 2 {
 		t.Fatalf("%d files after a rerun and one other run, want 2", len(ents))
 	}
-	recs, err := Records(root, nil)
+	recs, _, err := Records(root, nil)
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("Records: %d, %v", len(recs), err)
 	}
@@ -66,9 +66,10 @@ func TestRecordNamesAndWrite(t *testing.T) {
 }
 
 // TestKeepRun: a TUI run is kept under its record name with its profile
-// and the base it recorded moved beside it; a rerun replaces those files;
-// a stopped run gets a stopped-run name; History lists both, not the A/B
-// summary, newest first.
+// and the base it recorded moved beside it (the record naming the kept
+// file, never the pending one); a rerun replaces those files; a stopped
+// run gets a stopped-run name; History lists both, not the A/B summary,
+// newest first.
 func TestKeepRun(t *testing.T) {
 	root := t.TempDir()
 	p := profiles.Default()
@@ -84,12 +85,20 @@ func TestKeepRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep.KLDBaseOut = pending
-		run, err := KeepRun(root, &rep, p, started, pending)
+		if rep.Record != nil {
+			ri := *rep.Record
+			ri.Protocol.BaseName = filepath.Base(pending)
+			rep.Record = &ri
+		}
+		run, err := Keep(root, &rep, Beside{Unrecorded: true, Model: p.Model, Started: started, Profile: &p, PendingBase: pending})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rep.KLDBaseOut != run.Base || filepath.Ext(run.Base) != ".kld" {
 			t.Fatalf("report names base %q, kept at %q", rep.KLDBaseOut, run.Base)
+		}
+		if rep.Record != nil && rep.Record.Protocol.BaseName != filepath.Base(run.Base) {
+			t.Fatalf("record names base %q, kept at %q", rep.Record.Protocol.BaseName, run.Base)
 		}
 		return run
 	}

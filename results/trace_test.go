@@ -43,7 +43,7 @@ func TestRecordTrace(t *testing.T) {
 		t.Fatalf("trace path %s", TracePath(path))
 	}
 	// A glob that matches the trace too lists the record alone.
-	if recs, err := Records(root, []string{"m-aaaa*"}); err != nil || len(recs) != 1 {
+	if recs, _, err := Records(root, []string{"m-aaaa*"}); err != nil || len(recs) != 1 {
 		t.Errorf("Records over a record and its trace: %d, %v", len(recs), err)
 	}
 	got, err := ReadTrace(path, &rep)

@@ -43,6 +43,11 @@ type RecordInfo struct {
 	Machine        Machine     `json:"machine"`
 	Version        string      `json:"plexbench_version"`
 	Profile        string      `json:"profile,omitempty"` // the profile's name
+	// ProfileDigest is the digest of the settings the run ran
+	// (profiles.Profile.Digest: every setting, paths resolved, the name
+	// aside), so that a resumed sweep knows a record of other settings
+	// is not its own. Not in Digest: paths are not identity.
+	ProfileDigest string `json:"profile_digest,omitempty"`
 	Started        time.Time   `json:"started"`
 	Finished       time.Time   `json:"finished"`
 	WallSeconds    float64     `json:"wall_seconds"`
@@ -210,17 +215,26 @@ func MergedRecordInfo(shards []Report, merged *Report) RecordInfo {
 	return ri
 }
 
-// seal sets the digests from the protocol, rep's engine config and the
-// model. The name is the results folder's (results.RecordName).
+// seal sets the digests from the protocol, rep's engine config, the
+// model and, for a run a stopping rule ended before its last window, the
+// rule and the windows it scored: a stopped run never shares its digest,
+// nor so its name, with the complete run or a run stopped elsewhere (it
+// stays in the complete run's protocol group, marked).
+// The name is the results folder's (results.RecordName).
 func (ri *RecordInfo) seal(rep *Report) {
 	ri.ProtocolDigest = ri.Protocol.Digest()
 	cfg := rep.Config
 	cfg.Model = ModelInfo{}
+	var stopped string
+	if s := rep.StoppedEarly; s != nil {
+		stopped = fmt.Sprintf("%s at window %d", s.Rule, s.Windows)
+	}
 	ri.Digest = digestOf(struct {
 		Protocol string
 		Engine   EngineConfig
 		Model    string
-	}{ri.ProtocolDigest, cfg, ri.Model.SHA256Prefix})
+		Stopped  string `json:",omitempty"` // absent for a complete run: its digest is as it always was
+	}{ri.ProtocolDigest, cfg, ri.Model.SHA256Prefix, stopped})
 }
 
 // maxRecord bounds what ReadRecord reads; a report of a million windows is

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -25,6 +26,9 @@ type abModel struct {
 	a, b      runModel
 	diff      []profiles.Change
 	givenBase string // --base: both runs compare against it
+	// scratch is the temporary folder A records its base in when the
+	// app keeps no bases (Config.KeepBases); removed on Close.
+	scratch string
 
 	// allow: a tokenizer mismatch found before A scores compares the two
 	// by bits per byte only (mismatch says how they differ), each run on
@@ -58,6 +62,9 @@ func (m abModel) init() (abModel, tea.Cmd) {
 	var cmd tea.Cmd
 	spec := m.env.spec(m.a.profile)
 	spec.partner = &m.b.profile
+	if m.scratch != "" {
+		spec.baseOut = filepath.Join(m.scratch, "A.kld")
+	}
 	m.a, cmd = m.a.start(m.env.runner, m.env.newJob(), spec)
 	m.b.status = runWaiting
 	return m, cmd

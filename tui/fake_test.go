@@ -171,12 +171,18 @@ type fakeRunner struct {
 	otherTokenizers bool
 }
 
+// Run scores j on the fake engine and keeps it as workbench.Run would
+// (workbench.Kept).
 func (r fakeRunner) Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
+	return workbench.Kept(j, func(j workbench.Job) (workbench.Outcome, error) { return r.run(ctx, j) })
+}
+
+func (r fakeRunner) run(ctx context.Context, j workbench.Job) (workbench.Outcome, error) {
 	p := j.Profile
 	if r.otherTokenizers && j.Partner != nil && !j.AllowTokenizerMismatch {
 		return workbench.Outcome{}, fmt.Errorf("%w: %s and %s tokenize the text differently at token 0", scoring.ErrTokenizerMismatch, p.Name, j.Partner.Name)
 	}
-	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.Record, KLDTopK: p.KLDTopK, Progress: j.Progress, KeepGoing: j.KeepGoing}
+	req := scoring.Request{KLDBase: j.Compare, KLDBaseOut: j.BaseOut, KLDTopK: p.KLDTopK, Progress: j.Progress, KeepGoing: j.KeepGoing}
 	stop, err := workbench.StopRule(p)
 	if err != nil {
 		return workbench.Outcome{}, err

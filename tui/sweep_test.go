@@ -104,7 +104,7 @@ func TestSweepView(t *testing.T) {
 	obs.waitScreen(t, "the sweep done", func(s string) bool { return strings.Contains(s, "done: 3 records") })
 	s = obs.screen
 
-	recs, err := results.Records(root, nil)
+	recs, _, err := results.Records(root, nil)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("records: %d, %v", len(recs), err)
 	}
@@ -180,11 +180,11 @@ func TestSweepViewStopResume(t *testing.T) {
 	if _, err := workbench.Sweep(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
-	got, err := results.Records(root, nil)
+	got, _, err := results.Records(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := results.Records(other, nil)
+	want, _, err := results.Records(other, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,11 +44,14 @@ type Config struct {
 	AllowTokenizerMismatch bool
 	// ResultsDir is where runs are saved (default results.DefaultRoot).
 	ResultsDir string
-	Runner     Runner
+	// KeepBases makes every perplexity run record its KLD base and keep
+	// it beside its record (NAME.kld: tens of MB each), for the history's
+	// b key. Without it no run records one, but an A/B's A, whose base B
+	// needs: that one lives in a temporary folder removed on Close.
+	KeepBases bool
+	Runner    Runner
 	// NoColor draws without colors (NO_COLOR).
 	NoColor bool
-	// Now names saved runs; nil is time.Now. Tests fix it.
-	Now func() time.Time
 	// Context is the app's parent context; nil is Background.
 	Context context.Context
 	// Sweep, when set, opens the sweep view instead: Sweeper runs it (the
@@ -79,7 +82,7 @@ type env struct {
 	ctx        context.Context // the app's: cancelled on quit
 	ids        *int            // run ID source, shared by every child
 	resultsDir string
-	now        func() time.Time
+	keepBases  bool // every run keeps its base beside its record (Config.KeepBases)
 }
 
 func (e env) newJob() *job {
@@ -88,7 +91,7 @@ func (e env) newJob() *job {
 }
 
 func (e env) spec(p profiles.Profile) runSpec {
-	return runSpec{profile: p, recordBase: true, resultsDir: e.resultsDir, now: e.now}
+	return runSpec{profile: p, recordBase: e.keepBases, resultsDir: e.resultsDir}
 }
 
 // Model is the root model.
@@ -166,7 +169,7 @@ func New(cfg Config) (Model, error) {
 	ctx, cancel := context.WithCancel(parent)
 	m := Model{
 		cfg: cfg, cancel: cancel, styles: DefaultStyles(cfg.NoColor), keys: defaultKeys(), help: help.New(),
-		env:  env{runner: cfg.Runner, ctx: ctx, ids: new(int), resultsDir: cfg.ResultsDir, now: cfg.Now},
+		env:  env{runner: cfg.Runner, ctx: ctx, ids: new(int), resultsDir: cfg.ResultsDir, keepBases: cfg.KeepBases},
 		hist: historyModel{dir: cfg.ResultsDir},
 	}
 	m.help.Styles = m.styles.Help
@@ -177,6 +180,15 @@ func New(cfg Config) (Model, error) {
 	case len(cfg.Profiles) == 2:
 		m.view = viewAB
 		m.ab = newABModel(m.env, cfg.Profiles[0], cfg.Profiles[1], cfg.Base, cfg.AllowTokenizerMismatch)
+		if cfg.Base == "" && !cfg.KeepBases {
+			// A's base is B's and no one else's: a temporary file.
+			dir, err := os.MkdirTemp("", "plexbench-ab-")
+			if err != nil {
+				cancel()
+				return Model{}, fmt.Errorf("tui: %w", err)
+			}
+			m.ab.scratch = dir
+		}
 	default:
 		m.view = viewRun
 		m.run = newRunModel("", cfg.Profiles[0], cfg.Base)
@@ -202,8 +214,14 @@ func checkChoice(cfg Config) error {
 	return workbench.CheckChoice(workbench.Job{Profile: cfg.Profiles[0], Compare: cfg.Base, Choice: cfg.Choice})
 }
 
-// Close abandons any run in flight; the app calls it on quit.
-func (m Model) Close() { m.cancel() }
+// Close abandons any run in flight and removes an A/B's temporary base;
+// the app calls it on quit.
+func (m Model) Close() {
+	m.cancel()
+	if m.ab.scratch != "" {
+		os.RemoveAll(m.ab.scratch)
+	}
+}
 
 // Init starts the first run.
 func (m Model) Init() tea.Cmd {
@@ -423,7 +441,7 @@ func (m Model) onHistoryKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			return m, nil
 		}
 		if e.Base == "" {
-			m.flash = "that run kept no base"
+			m.flash = "that run kept no base (runs keep theirs with plexbench tui --keep-base)"
 			return m, nil
 		}
 		// A new run of the first profile against the chosen run's base; a
@@ -577,14 +595,20 @@ func (m Model) helpPage() string {
 			"      its percentiles, how often both rank the same token first, and Δp,",
 			"      the change in the correct token's probability.",
 			s.Value.Render("A/B   ")+"A runs first and records a base; B is scored against it.",
-			"      ΔPPL's ± comes from the paired per-window differences.",
-			"")
+			"      ΔPPL's ± comes from the paired per-window differences.")
+		if m.cfg.KeepBases {
+			lines = append(lines, s.Value.Render("bases ")+"each run keeps its KLD base beside its record (--keep-base).")
+		} else {
+			lines = append(lines, s.Value.Render("bases ")+"a run keeps no KLD base unless the TUI starts with --keep-base",
+				"      (an A/B's A records one for B, removed on quit).")
+		}
+		lines = append(lines, "")
 	}
 	if m.view == viewHistory {
 		lines = append(lines,
 			s.Value.Render("↑/↓   ")+"choose a past run",
 			s.Value.Render("enter ")+"open it in the run view",
-			s.Value.Render("b     ")+"start a new run of "+m.cfg.Profiles[0].Name+" against its base",
+			s.Value.Render("b     ")+"start a new run of "+m.cfg.Profiles[0].Name+" against its kept base",
 			s.Value.Render("esc   ")+"back")
 	} else {
 		lines = append(lines,

@@ -97,7 +97,7 @@ func recordings(t *testing.T) (a, b recording) {
 		pa, pb := abProfiles()
 		dir := t.TempDir()
 		baseA := filepath.Join(dir, "a.kld")
-		a = recordRun(t, workbench.Job{Profile: pa, Record: baseA}, func(i int) float64 { return 0.30 + 0.02*float64(i*7%5) })
+		a = recordRun(t, workbench.Job{Profile: pa, BaseOut: baseA}, func(i int) float64 { return 0.30 + 0.02*float64(i*7%5) })
 		b = recordRun(t, workbench.Job{Profile: pb, Compare: baseA}, func(i int) float64 { return 0.17 + 0.01*float64(i*3%4) })
 		// Paths as the app writes them, not this run's temp folder.
 		a.Report.KLDBaseOut = "plexbench-results/f32kv_fake_a.kld"

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -26,10 +25,11 @@ import (
 // Runner scores a job: the command line passes workbench.Run, tests a
 // fake. The TUI never loads a model itself.
 type Runner interface {
-	// Run loads what j.Profile names and scores it; progress events flow
-	// to j.Progress. The TUI decides the job's progress callback and the
-	// KLD base to record (Record) or compare against (Compare). On
-	// cancellation it returns the partial report with an error wrapping
+	// Run loads what j.Profile names, scores it and keeps it as j.Keep
+	// says (workbench.Kept); progress events flow to j.Progress. The TUI
+	// decides the job's progress callback, the KLD base to record (BaseOut,
+	// or Keep.Base) or compare against (Compare) and where the run is kept.
+	// On cancellation it returns the partial report with an error wrapping
 	// scoring.ErrStopped, as scoring.Run does.
 	Run(ctx context.Context, j workbench.Job) (workbench.Outcome, error)
 }
@@ -49,7 +49,7 @@ type eventMsg struct {
 }
 
 // doneMsg ends run id: its report (partial or not), the run's error, and
-// where it was saved.
+// where it was saved (files.Report), or why it could not be.
 type doneMsg struct {
 	id      int
 	rep     scoring.Report
@@ -64,6 +64,7 @@ type runSpec struct {
 	profile    profiles.Profile
 	base       string // compare against this KLD base; empty: none
 	recordBase bool   // keep a base of this run beside its report
+	baseOut    string // record a base here (an A/B's temporary one); empty: none
 	// partner is the other side when this run is an A/B's A: the pair is
 	// refused before A scores when their tokenizers differ.
 	partner *profiles.Profile
@@ -71,7 +72,6 @@ type runSpec struct {
 	// such a run records no base.
 	choice     workbench.Choice
 	resultsDir string
-	now        func() time.Time
 }
 
 // job is a run in flight, shared between the view that shows it and the
@@ -103,19 +103,11 @@ func (j *job) start(r Runner, spec runSpec) tea.Cmd {
 func (j *job) run(r Runner, spec runSpec) tea.Cmd {
 	return func() tea.Msg {
 		defer close(j.msgs)
-		start := time.Now()
-		if spec.now != nil {
-			start = spec.now()
-		}
-		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, Partner: spec.partner, Choice: spec.choice, KeepGoing: j.keep.Load}
-		if _, choice := spec.choice.Mode(); spec.recordBase && !choice {
-			pending, err := results.PendingBase(spec.resultsDir, start)
-			if err != nil {
-				j.send(doneMsg{id: j.id, err: err})
-				return nil
-			}
-			jb.Record = pending
-		}
+		// Every run is kept, a stopped one too (the history lists it), with
+		// the profile it ran.
+		jb := workbench.Job{Profile: spec.profile, Compare: spec.base, BaseOut: spec.baseOut, Partner: spec.partner,
+			Choice: spec.choice, KeepGoing: j.keep.Load,
+			Keep: workbench.Keep{Root: spec.resultsDir, Unrecorded: true, Profile: true, Base: spec.recordBase}}
 		jb.Progress = func(ev scoring.Event) {
 			j.send(eventMsg{id: j.id, ev: ev})
 			if ev.Kind == scoring.EventWindowDone {
@@ -123,16 +115,16 @@ func (j *job) run(r Runner, spec runSpec) tea.Cmd {
 			}
 		}
 		out, err := r.Run(j.ctx, jb)
-		rep := out.Report
-		done := doneMsg{id: j.id, err: err}
-		if rep.Object != "" {
-			if files, serr := results.KeepRun(spec.resultsDir, &rep, spec.profile, start, jb.Record); serr != nil {
-				done.saveErr = serr
-			} else {
-				done.files, done.saved = files, true
+		done := doneMsg{id: j.id, rep: out.Report, err: err}
+		switch {
+		case out.KeepErr != nil:
+			done.saveErr = out.KeepErr
+			if errors.Is(err, workbench.ErrNotKept) {
+				done.err = nil // the run itself finished
 			}
+		case out.Record != "":
+			done.files, done.saved = results.Run{Report: out.Record}, true
 		}
-		done.rep = rep
 		j.send(done)
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -23,19 +22,15 @@ func worstFixture(t *testing.T) (b profiles.Profile, base string, rep scoring.Re
 	dir := t.TempDir()
 	base = filepath.Join(dir, "a.kld")
 	run := fakeRunner{text: fakeText(64 * 24)}
-	if _, err := run.Run(context.Background(), workbench.Job{Profile: pa, Record: base}); err != nil {
+	if _, err := run.Run(context.Background(), workbench.Job{Profile: pa, BaseOut: base}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := run.Run(context.Background(), workbench.Job{Profile: pb, Compare: base})
-	if err != nil || out.Report.Trace == nil {
-		t.Fatalf("B: %v, trace %v", err, out.Report.Trace != nil)
+	out, err := run.Run(context.Background(), workbench.Job{Profile: pb, Compare: base,
+		Keep: workbench.Keep{Root: filepath.Join(dir, "results"), Unrecorded: true, Profile: true}})
+	if err != nil || out.Report.Trace == nil || out.Record == "" {
+		t.Fatalf("B: %v, trace %v, kept %q", err, out.Report.Trace != nil, out.Record)
 	}
-	rep = out.Report
-	kept, err := results.KeepRun(filepath.Join(dir, "results"), &rep, pb, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pb, base, rep, kept.Report
+	return pb, base, out.Report, out.Record
 }
 
 // cliLines is what `plexbench worst` prints for the report kept at path

@@ -74,7 +74,7 @@ func choiceConflicts(j Job, c ChoiceMode) error {
 	switch {
 	case len(j.choices()) > 1:
 		return fmt.Errorf("%s and %s: score one task file at a time", j.choices()[0].Flag, j.choices()[1].Flag)
-	case j.Compare != "" || j.Record != "" || j.CoarsenTopK > 0:
+	case j.Compare != "" || j.BaseOut != "" || j.CoarsenTopK > 0:
 		bad = "KLD base"
 	case j.Shard.N > 1:
 		bad = "shard"

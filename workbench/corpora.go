@@ -38,7 +38,7 @@ func RunCorpora(ctx context.Context, j Job) (Outcome, error) {
 func checkCorpora(j Job) error {
 	bad := ""
 	switch {
-	case j.Record != "":
+	case j.BaseOut != "":
 		bad = "--perplexity-kld-base-out: a KLD base holds one text's tokens"
 	case j.Compare != "":
 		bad = "--perplexity-kld: a KLD base holds one text's tokens"
@@ -63,20 +63,26 @@ func checkCorpora(j Job) error {
 
 // ScoreCorpora scores each of j.Profile's corpora as its own job on the
 // loaded model, as Score would alone (no journal: a stopped run of
-// several corpora is rerun), and returns the report of them all. Each
-// event of a corpus's run carries which corpus it is. A stopped run
-// returns the corpora scored so far and the stopped one's partial report.
+// several corpora is rerun), and returns the report of them all, kept as
+// j.Keep says (one record). Each event of a corpus's run carries which
+// corpus it is. A stopped run returns the corpora scored so far and the
+// stopped one's partial report.
 func (b *Bench) ScoreCorpora(ctx context.Context, j Job) (Outcome, error) {
 	if err := checkCorpora(j); err != nil {
 		return Outcome{}, err
 	}
+	return Kept(j, func(j Job) (Outcome, error) { return b.scoreCorpora(ctx, j) })
+}
+
+// scoreCorpora is ScoreCorpora without keeping.
+func (b *Bench) scoreCorpora(ctx context.Context, j Job) (Outcome, error) {
 	started := time.Now()
 	texts := j.Profile.Corpora
 	sections := make([]scoring.Report, 0, len(texts))
 	for i, text := range texts {
 		cj := j
 		cj.Profile.Text, cj.Profile.Corpora = text, nil
-		cj.Journal, cj.JournalAt, cj.Report = false, "", ""
+		cj.Journal, cj.JournalAt, cj.Report, cj.Keep = false, "", "", Keep{}
 		if j.Progress != nil {
 			step := &scoring.CorpusStep{Index: i + 1, Of: len(texts), Text: text}
 			cj.Progress = func(e scoring.Event) {
@@ -84,7 +90,7 @@ func (b *Bench) ScoreCorpora(ctx context.Context, j Job) (Outcome, error) {
 				j.Progress(e)
 			}
 		}
-		out, err := b.Score(ctx, cj)
+		out, err := b.score(ctx, cj)
 		if err != nil {
 			if out.Report.Partial {
 				sections = append(sections, out.Report)
@@ -98,6 +104,6 @@ func (b *Bench) ScoreCorpora(ctx context.Context, j Job) (Outcome, error) {
 		sections = append(sections, out.Report)
 	}
 	rep := scoring.CorporaReport(sections)
-	describe(j.hasher, j.Profile.Name, b.model, &rep, started)
+	describe(j.hasher, j.Profile, b.model, &rep, started)
 	return Outcome{Report: rep}, nil
 }

@@ -30,13 +30,18 @@ import (
 // FloorJob is one floor measurement.
 type FloorJob struct {
 	Profile profiles.Profile
-	// TopBase and FullBase are where the two bases are recorded.
+	// TopBase and FullBase are where the two bases are recorded;
+	// TopBaseTemporary says TopBase is removed after the measurement, so
+	// that the report names it by its file name only.
 	TopBase, FullBase string
+	TopBaseTemporary  bool
 	// Against is a second model compared with the full base ("" none).
 	Against string
 	// Pass, when set, is told of each pass as it starts and returns where
 	// that pass's progress goes (nil: nowhere).
 	Pass func(pass, passes int, what string) func(scoring.Event)
+	// Keep is where the self-compare's record goes (keep.go).
+	Keep Keep
 
 	// diskFree, when set, is the space free in a folder in place of what
 	// the file system says (tests shrink the disk).
@@ -44,8 +49,20 @@ type FloorJob struct {
 }
 
 // Floor runs the passes of j and returns the self-compare against the
-// top-k base carrying the floor object and its record information.
-func Floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
+// top-k base carrying the floor object and its record information, kept
+// as j.Keep says.
+func Floor(ctx context.Context, j FloorJob) (Outcome, error) {
+	return Kept(Job{Profile: j.Profile, Keep: j.Keep}, func(Job) (Outcome, error) {
+		rep, err := floor(ctx, j)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Report: *rep}, nil
+	})
+}
+
+// floor is Floor without keeping.
+func floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
 	started := time.Now()
 	b, err := Open(j.Profile)
 	if err != nil {
@@ -60,7 +77,10 @@ func Floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	describe(nil, j.Profile.Name, b.model, rep, started)
+	describe(nil, j.Profile, b.model, rep, started)
+	if j.TopBaseTemporary {
+		rep.KLD.Base = filepath.Base(j.TopBase)
+	}
 	return rep, nil
 }
 
@@ -79,7 +99,7 @@ func (f *floorRun) measure() (*scoring.Report, error) {
 		k = scoring.DefaultTopK
 	}
 	full, top := f.j.FullBase, f.j.TopBase
-	ref, err := f.run(f.b, fmt.Sprintf("record the top-%d base", k), Job{Record: top, RecordFormat: scoring.BaseFormatPlexbench})
+	ref, err := f.run(f.b, fmt.Sprintf("record the top-%d base", k), Job{BaseOut: top, BaseFormat: scoring.BaseFormatPlexbench})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +115,7 @@ func (f *floorRun) measure() (*scoring.Report, error) {
 			HumanBytes(need), filepath.Dir(full), HumanBytes(free))
 	}
 	rep, err := f.run(f.b, fmt.Sprintf("compare with the top-%d base, record the full-vocabulary base (%s)", k, HumanBytes(need)),
-		Job{Compare: top, Record: full, RecordFormat: scoring.BaseFormatLlama})
+		Job{Compare: top, BaseOut: full, BaseFormat: scoring.BaseFormatLlama})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -33,17 +34,33 @@ import (
 // NoiseJob is one noise measurement.
 type NoiseJob struct {
 	Profile profiles.Profile
-	// Base is where the default run's base is recorded.
-	Base string
+	// Base is where the default run's base is recorded; BaseTemporary
+	// says it is removed after the measurement, so that the report names
+	// it by its file name only.
+	Base          string
+	BaseTemporary bool
 	// Pass, when set, is told of each pass as it starts and returns where
 	// that pass's progress goes (nil: nowhere).
 	Pass func(pass, passes int, what string) func(scoring.Event)
+	// Keep is where the measurement's record goes (keep.go).
+	Keep Keep
 }
 
 // Noise runs the passes of j and returns the report of the change with
 // the largest mean KLD, carrying the noise object and its record
-// information.
-func Noise(ctx context.Context, j NoiseJob) (*scoring.Report, error) {
+// information, kept as j.Keep says.
+func Noise(ctx context.Context, j NoiseJob) (Outcome, error) {
+	return Kept(Job{Profile: j.Profile, Keep: j.Keep}, func(Job) (Outcome, error) {
+		rep, err := noise(ctx, j)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return Outcome{Report: *rep}, nil
+	})
+}
+
+// noise is Noise without keeping.
+func noise(ctx context.Context, j NoiseJob) (*scoring.Report, error) {
 	started := time.Now()
 	p := j.Profile
 	p.StopAtPrecision, p.StopWhenDecided = 0, ""
@@ -58,7 +75,7 @@ func Noise(ctx context.Context, j NoiseJob) (*scoring.Report, error) {
 		return nil, fmt.Errorf("noise: no change applies to these settings (%v)", skipped)
 	}
 	ps := &passes{ctx: ctx, name: "noise", of: 1 + len(changes), tell: j.Pass}
-	_, err = ps.run(b, "record the default run's base", Job{Record: j.Base, RecordFormat: scoring.BaseFormatPlexbench})
+	_, err = ps.run(b, "record the default run's base", Job{BaseOut: j.Base, BaseFormat: scoring.BaseFormatPlexbench})
 	b.Close()
 	if err != nil {
 		return nil, err
@@ -78,7 +95,10 @@ func Noise(ctx context.Context, j NoiseJob) (*scoring.Report, error) {
 		}
 	}
 	worst.Noise = scoring.NewNoiseReport(done, skipped)
-	describe(nil, p.Name, model, worst, started)
+	describe(nil, p, model, worst, started)
+	if j.BaseTemporary {
+		worst.KLD.Base = filepath.Base(worst.KLD.Base)
+	}
 	return worst, nil
 }
 

@@ -20,13 +20,15 @@ import (
 
 	"plexbench/engine/gguf"
 	"plexbench/internal/outfile"
+	"plexbench/profiles"
 	"plexbench/results"
 	"plexbench/scoring"
 )
 
 // describe gives a finished run's report its record information, or a
-// warning saying why it cannot be kept as a record; h hashes the model.
-func describe(h *modelHasher, profile, path string, rep *scoring.Report, started time.Time) {
+// warning saying why it cannot be kept as a record; h hashes the model,
+// profile is the settings the run ran.
+func describe(h *modelHasher, profile profiles.Profile, path string, rep *scoring.Report, started time.Time) {
 	if ri, err := recordInfo(h, profile, path, rep, started, time.Now()); err != nil {
 		rep.Warnings = append(rep.Warnings, "not kept as a record: "+err.Error())
 	} else {
@@ -35,7 +37,7 @@ func describe(h *modelHasher, profile, path string, rep *scoring.Report, started
 }
 
 // recordInfo describes a finished run for its record.
-func recordInfo(h *modelHasher, profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
+func recordInfo(h *modelHasher, profile profiles.Profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
 	model, err := recordModel(h, path)
 	if err != nil {
 		return scoring.RecordInfo{}, err
@@ -54,7 +56,7 @@ func recordInfo(h *modelHasher, profile, path string, rep *scoring.Report, start
 	m := scoring.Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUModel: cpuModel(), CPUs: runtime.NumCPU(),
 		CPUFeatures: rep.Config.CPUFeatures, CPULevel: rep.Config.CPULevel}
 	ri := scoring.NewRecordInfo(rep, base, model, m, version(), started, finished)
-	ri.Profile = profile
+	ri.Profile, ri.ProfileDigest = profile.Name, profile.Digest()
 	ri.Name = results.RecordName(rep, &ri)
 	return ri, nil
 }

@@ -20,7 +20,7 @@ func request(j Job) (scoring.Request, error) {
 	p := j.Profile
 	req := scoring.Request{
 		Method: p.Method, Ctx: p.Ctx, Stride: p.Stride, Chunks: p.Chunks,
-		KLDBaseOut: j.Record, KLDBaseFormat: j.RecordFormat, KLDTopK: p.KLDTopK, KLDBase: j.Compare,
+		KLDBaseOut: j.BaseOut, KLDBaseFormat: j.BaseFormat, KLDTopK: p.KLDTopK, KLDBase: j.Compare,
 		IncludeTokenIDs: j.TokenIDs, CoarsenTopK: j.CoarsenTopK,
 		CoarsenTopKs: j.CoarsenTopKs, Shard: j.Shard, Resume: j.Resume,
 		AllowTokenizerMismatch: j.AllowTokenizerMismatch, Progress: j.Progress, KeepGoing: j.KeepGoing,

@@ -4,10 +4,12 @@ package workbench
 // other model is scored against it, one model in memory at a time, each
 // kept as a record the moment it finishes. A stopped or killed sweep
 // continues with Resume: a model whose record is there (this base, this
-// model file's hash) and whose journal is not is skipped, the
-// interrupted one resumes from its journal, the rest run. The base run
-// takes no stopping rule (every model's rule needs every window of the
-// base); the models take the profile's.
+// model file's hash, these settings) and whose journal is not is
+// skipped, the interrupted one resumes from its journal, the rest run. A
+// base that records in the root point to is never written over: a sweep
+// that would is refused. The base run takes no stopping rule (every
+// model's rule needs every window of the base); the models take the
+// profile's.
 
 import (
 	"context"
@@ -18,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"plexbench/profiles"
 	"plexbench/results"
 	"plexbench/scoring"
 )
@@ -133,10 +136,23 @@ type sweepRun struct {
 
 // baseJob records the base with the base model.
 func (s *sweepRun) baseJob() Job {
-	p := s.j.Job.Profile
-	p.Model, p.StopAtPrecision, p.StopWhenDecided, p.Sweep = s.j.BaseModel, 0, "", nil
-	return Job{Profile: p, Record: s.j.Base, RecordFormat: scoring.BaseFormatPlexbench,
-		TokenIDs: s.j.Job.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: s.j.Job.hasher}
+	return Job{Profile: baseProfile(s.j.Job.Profile, s.j.BaseModel), BaseOut: s.j.Base, BaseFormat: scoring.BaseFormatPlexbench,
+		TokenIDs: s.j.Job.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: s.j.Job.hasher, Keep: Keep{Root: s.j.Root}}
+}
+
+// baseProfile is the settings p's sweep records its base with on model:
+// no stopping rule.
+func baseProfile(p profiles.Profile, model string) profiles.Profile {
+	p.Model, p.StopAtPrecision, p.StopWhenDecided, p.Sweep = model, 0, "", nil
+	return p
+}
+
+// SweepBaseSettings is the digest of the settings a sweep of p records
+// its base with on model (profiles.Profile.Digest), which names the
+// sweep's default base (results.SweepBase): a sweep of other settings
+// records another file.
+func SweepBaseSettings(p profiles.Profile, model string) string {
+	return baseProfile(p, model).Digest()
 }
 
 // modelJob compares model with the base.
@@ -145,7 +161,7 @@ func (s *sweepRun) modelJob(model string) Job {
 	p := t.Profile
 	p.Model, p.Sweep = model, nil // each run's profile, as its record keeps it
 	return Job{Profile: p, Compare: s.j.Base, GeometryFromBase: t.GeometryFromBase, GeometryGiven: t.GeometryGiven,
-		TokenIDs: t.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: t.hasher,
+		TokenIDs: t.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: t.hasher, Keep: Keep{Root: s.j.Root},
 		JournalAt: s.j.Base + "." + results.SafeName(strings.TrimSuffix(filepath.Base(model), filepath.Ext(model))) + ".journal"}
 }
 
@@ -168,6 +184,11 @@ func (s *sweepRun) step(i int, job Job) error {
 		}
 		return err
 	}
+	if i == 0 {
+		if err := s.baseFree(job); err != nil {
+			return err
+		}
+	}
 	s.emit(SweepEvent{Kind: SweepModelStarted, Index: i, Model: model})
 	job.Progress = func(e scoring.Event) { s.emit(SweepEvent{Kind: SweepModelRun, Index: i, Model: model, Run: &e}) }
 	b, err := Open(job.Profile)
@@ -183,17 +204,49 @@ func (s *sweepRun) step(i int, job Job) error {
 	if rep.Record == nil {
 		return fmt.Errorf("sweep %s: %s", name, strings.Join(rep.Warnings, "; "))
 	}
-	path, err := results.WriteRecord(s.j.Root, rep)
-	if err == nil {
-		err = out.Done()
-	}
-	if err != nil {
+	if err := out.Done(); err != nil {
 		return fmt.Errorf("sweep %s: %w", name, err)
 	}
 	s.recs = nil // the base may be new: read the root again
-	s.keep(rep, path)
-	s.emit(SweepEvent{Kind: SweepModelDone, Index: i, Model: model, Report: rep, Record: path})
+	s.keep(rep, out.Record)
+	s.emit(SweepEvent{Kind: SweepModelDone, Index: i, Model: model, Report: rep, Record: out.Record})
 	return nil
+}
+
+// baseFree refuses to record the base (job) over a base file that records
+// in the root point to (their protocol names its identity): they would be
+// left naming a base that is gone. A base whose recording was interrupted
+// (its journal is there) is the run's to continue.
+func (s *sweepRun) baseFree(job Job) error {
+	if _, err := os.Stat(s.j.Base); err != nil {
+		return nil
+	}
+	if jp, err := journalPath(job); err != nil || jp == "" {
+		return err
+	} else if _, err := os.Stat(jp); err == nil {
+		return nil
+	}
+	base, err := scoring.IdentifyBase(s.j.Base)
+	if err != nil {
+		return nil // not a base: nothing can point to it
+	}
+	recs, err := rootRecords(s.j.Root)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, e := range recs {
+		if e.Run.Record.Protocol.Base == base.Identity {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return nil
+	case s.j.Resume:
+		return fmt.Errorf("sweep --resume: %s is the base of %d records in %s made with other settings than these: give this sweep another --perplexity-kld-base-out, or remove the file", s.j.Base, n, s.j.Root)
+	}
+	return fmt.Errorf("sweep: %s is already the base of %d records in %s: --resume continues the sweep that recorded it; to start another, give --perplexity-kld-base-out another file, or remove it", s.j.Base, n, s.j.Root)
 }
 
 func (s *sweepRun) keep(rep *scoring.Report, path string) {
@@ -203,8 +256,9 @@ func (s *sweepRun) keep(rep *scoring.Report, path string) {
 
 // finished is, when resuming, the record of a run of job that is done:
 // its journal is gone, the base is there, and a record in the root was
-// made with this model file against (or, for the base model, recording)
-// that base. path is "" when there is none.
+// made with this model file and these settings (job's profile: its
+// geometry, chunk limit, engine settings, stopping rule) against (or, for
+// the base model, recording) that base. path is "" when there is none.
 func (s *sweepRun) finished(job Job) (rep *scoring.Report, path string, err error) {
 	if !s.j.Resume {
 		return nil, "", nil
@@ -227,6 +281,7 @@ func (s *sweepRun) finished(job Job) (rep *scoring.Report, path string, err erro
 	if err != nil {
 		return nil, "", err
 	}
+	settings := job.Profile.Digest()
 	if s.recs == nil {
 		if s.recs, err = rootRecords(s.j.Root); err != nil {
 			return nil, "", err
@@ -235,7 +290,8 @@ func (s *sweepRun) finished(job Job) (rep *scoring.Report, path string, err erro
 	for i := range s.recs {
 		r := &s.recs[i].Run
 		ri := r.Record
-		if ri.Protocol.Base == base.Identity && ri.Model.SHA256Prefix == sum[:16] && (r.KLD != nil) == (job.Compare != "") {
+		if ri.Protocol.Base == base.Identity && ri.Model.SHA256Prefix == sum[:16] && (r.KLD != nil) == (job.Compare != "") &&
+			ri.ProfileDigest == settings {
 			return r, s.recs[i].Report, nil
 		}
 	}

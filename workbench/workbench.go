@@ -1,10 +1,12 @@
 // Package workbench is the one way from a profile to a report: it turns a
 // Job — a profile, the base to compare against, the base to record, where
-// progress goes — into a scored report and the record that describes it.
-// It owns the engine options a profile stands for, the scoring request,
-// the record information, the run journal's whole life (named beside the
-// outputs, opened and resumed by scoring, removed once a complete run's
-// outputs are written) and the signal handling of headless runs.
+// progress goes, where the run is kept — into a scored report and the
+// record that describes it, kept in the results root (keep.go: the one
+// record keeper). It owns the engine options a profile stands for, the
+// scoring request, the record information, the run journal's whole life
+// (named beside the outputs, opened and resumed by scoring, removed once a
+// complete run's outputs are written) and the signal handling of headless
+// runs.
 //
 // Every command that scores goes through it: `score`, `ab`, `floor`, the
 // TUI's runner. The commands turn flags into a Job and write what comes
@@ -41,17 +43,21 @@ type Job struct {
 	// CoarsenTopKs are more such k (kld.top_k_coarsened_by_k).
 	CoarsenTopKs []int
 
-	// Record is where to record a KLD base ("" for none), in RecordFormat
+	// BaseOut is where to record a KLD base ("" for none), in BaseFormat
 	// (scoring.BaseFormatPlexbench when empty, or BaseFormatLlama).
-	Record       string
-	RecordFormat string
+	BaseOut    string
+	BaseFormat string
+
+	// Keep says where the run's record goes (the results root) and what
+	// is kept beside it; its zero value keeps nothing (keep.go).
+	Keep Keep
 
 	// Shard scores only the windows of one shard i/n.
 	Shard scoring.ShardSpec
 	// TokenIDs puts the scored token ids in the report.
 	TokenIDs bool
 
-	// Journal keeps a run journal beside Report (else beside Record) so
+	// Journal keeps a run journal beside Report (else beside BaseOut) so
 	// that a stopped or killed run continues with Resume. Report is where
 	// the caller will write the report ("" or "-": stdout).
 	Journal bool
@@ -92,6 +98,12 @@ type Outcome struct {
 	Report scoring.Report
 	// Journal is the run journal's path ("" when the run kept none).
 	Journal string
+	// Record is where the run was kept: its record, or with
+	// Keep.Unrecorded the report of a run that is no record ("" when
+	// nothing was kept). KeepErr says why it could not be (also the run's
+	// error when the run itself succeeded).
+	Record  string
+	KeepErr error
 }
 
 // Done ends a run once its outputs are written: a complete run's journal
@@ -168,10 +180,16 @@ func (b *Bench) Close() error {
 }
 
 // Score runs j on the loaded model (j.Profile's engine settings must be
-// the bench's; its text, windows and base may differ). A complete run's
-// report carries its record information; a run whose record cannot be
-// described still returns its report, with a warning saying why.
+// the bench's; its text, windows and base may differ) and keeps it as
+// j.Keep says. A complete run's report carries its record information; a
+// run whose record cannot be described still returns its report, with a
+// warning saying why.
 func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
+	return Kept(j, func(j Job) (Outcome, error) { return b.score(ctx, j) })
+}
+
+// score is Score without keeping.
+func (b *Bench) score(ctx context.Context, j Job) (Outcome, error) {
 	started := time.Now()
 	run := b.run
 	if len(j.choices()) > 0 {
@@ -181,7 +199,7 @@ func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
-	describe(j.hasher, j.Profile.Name, b.model, &out.Report, started)
+	describe(j.hasher, j.Profile, b.model, &out.Report, started)
 	return out, nil
 }
 
@@ -230,7 +248,7 @@ func journalPath(j Job) (string, error) {
 	if j.JournalAt != "" {
 		return j.JournalAt, nil
 	}
-	for _, out := range []string{j.Report, j.Record} {
+	for _, out := range []string{j.Report, j.BaseOut} {
 		if outfile.Atomic(out) {
 			p, err := outfile.Resolve(out)
 			if err != nil {

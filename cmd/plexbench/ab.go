@@ -135,10 +135,10 @@ func (x abRun) profiles(pathA, pathB string) (a, b profiles.Profile, err error) 
 	return a, b, profiles.CheckComparable(a, b, ck)
 }
 
-// score runs p (recording a base at record, comparing against against)
-// and keeps its record under the results root.
-func (x abRun) score(ctx context.Context, p profiles.Profile, record, against string) (scoring.Report, string, error) {
-	j := workbench.Job{Profile: p, Record: record, Compare: against}
+// score runs p (recording a base at baseOut, comparing against against),
+// its record kept under the results root.
+func (x abRun) score(ctx context.Context, p profiles.Profile, baseOut, against string) (scoring.Report, string, error) {
+	j := workbench.Job{Profile: p, BaseOut: baseOut, Compare: against, Keep: workbench.Keep{Root: x.root}}
 	if !x.quiet {
 		j.Progress = newProgressPrinter(x.cli.stderr).event
 	}
@@ -146,14 +146,13 @@ func (x abRun) score(ctx context.Context, p profiles.Profile, record, against st
 	if err != nil {
 		return out.Report, "", fmt.Errorf("ab: %s (%s): %w", p.Name, p.Source, err)
 	}
-	path, err := results.WriteRecord(x.root, &out.Report)
-	if err != nil {
-		return out.Report, "", err
+	if out.Record == "" {
+		return out.Report, "", fmt.Errorf("ab: %s (%s): not kept as a record: %s", p.Name, p.Source, strings.Join(out.Report.Warnings, "; "))
 	}
 	if !x.quiet {
-		fmt.Fprintf(x.cli.stderr, "plexbench: record %s\n", path)
+		fmt.Fprintf(x.cli.stderr, "plexbench: record %s\n", out.Record)
 	}
-	return out.Report, path, nil
+	return out.Report, out.Record, nil
 }
 
 // run scores A (recording a base in a temporary folder unless given one)
@@ -182,11 +181,11 @@ func (x abRun) run(pathA, pathB string) (results.ABSummary, error) {
 		defer os.RemoveAll(dir)
 		against = filepath.Join(dir, "A.kld")
 	}
-	record := ""
+	baseOut := ""
 	if x.base == "" {
-		record = against
+		baseOut = against
 	}
-	repA, pathA, err := x.score(ctx, a, record, x.base)
+	repA, pathA, err := x.score(ctx, a, baseOut, x.base)
 	if err != nil {
 		return results.ABSummary{}, err
 	}
@@ -298,7 +297,7 @@ func withNoise(res *results.ABSummary, b *scoring.Report, root string) {
 	if b.Record == nil || b.KLD == nil {
 		return
 	}
-	recs, err := results.Records(root, nil)
+	recs, _, err := results.Records(root, nil)
 	if err != nil {
 		return
 	}

@@ -33,7 +33,8 @@ func (c *cli) runCompare(args []string) int {
 		return c.fail(err)
 	}
 	root := c.resultsRoot(*resultsDir)
-	recs, err := results.Records(root, patterns)
+	recs, skipped, err := results.Records(root, patterns)
+	c.skippedFiles("compare", skipped)
 	if err != nil {
 		return c.fail(fmt.Errorf("compare: %w", err))
 	}
@@ -52,6 +53,18 @@ func (c *cli) runCompare(args []string) int {
 		return c.fail(err)
 	}
 	return 0
+}
+
+// skippedFiles says once on stderr which files under the results root were
+// left out of cmd's listing as not records (results.Records).
+func (c *cli) skippedFiles(cmd string, skipped []error) {
+	switch len(skipped) {
+	case 0:
+	case 1:
+		fmt.Fprintf(c.stderr, "plexbench: %s: skipped a file that is not a record: %v\n", cmd, skipped[0])
+	default:
+		fmt.Fprintf(c.stderr, "plexbench: %s: skipped %d files that are not records, the first: %v\n", cmd, len(skipped), skipped[0])
+	}
 }
 
 // writeCompare writes the tables in format: table, md, csv or json.

@@ -17,7 +17,6 @@ import (
 	"strings"
 
 	"plexbench/profiles"
-	"plexbench/results"
 	"plexbench/scoring"
 	"plexbench/workbench"
 )
@@ -74,11 +73,12 @@ func (c *cli) runFloor(args []string) int {
 
 	ctx, stop := workbench.SignalContext()
 	defer stop()
-	job := workbench.FloorJob{Profile: p, TopBase: top, FullBase: full, Against: *against}
+	job := workbench.FloorJob{Profile: p, TopBase: top, FullBase: full, Against: *against, TopBaseTemporary: *topOut == "",
+		Keep: workbench.Keep{Root: c.resultsRoot(*resultsDir)}}
 	if !*quiet {
 		job.Pass = c.passProgress("floor")
 	}
-	rep, err := workbench.Floor(ctx, job)
+	out, err := workbench.Floor(ctx, job)
 	if err != nil {
 		if errors.Is(err, scoring.ErrStopped) {
 			fmt.Fprintf(c.stderr, "plexbench: floor: %v: nothing kept\n", err)
@@ -86,17 +86,9 @@ func (c *cli) runFloor(args []string) int {
 		}
 		return c.fail(err)
 	}
-	if rep.Record != nil {
-		if *topOut == "" {
-			rep.KLD.Base = filepath.Base(top) // a temporary base: its name only
-		}
-		path, err := results.WriteRecord(c.resultsRoot(*resultsDir), rep)
-		if err != nil {
-			return c.fail(err)
-		}
-		if !*quiet {
-			fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
-		}
+	rep := &out.Report
+	if out.Record != "" && !*quiet {
+		fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
 	}
 	if !*quiet {
 		printFloor(c.stderr, rep)

@@ -18,7 +18,6 @@ import (
 	"text/tabwriter"
 
 	"plexbench/profiles"
-	"plexbench/results"
 	"plexbench/scoring"
 	"plexbench/workbench"
 )
@@ -56,11 +55,12 @@ func (c *cli) runNoise(args []string) int {
 	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
-	job := workbench.NoiseJob{Profile: p, Base: base}
+	job := workbench.NoiseJob{Profile: p, Base: base, BaseTemporary: *baseOut == "",
+		Keep: workbench.Keep{Root: c.resultsRoot(*resultsDir)}}
 	if !*quiet {
 		job.Pass = c.passProgress("noise")
 	}
-	rep, err := workbench.Noise(ctx, job)
+	out, err := workbench.Noise(ctx, job)
 	if err != nil {
 		if errors.Is(err, scoring.ErrStopped) {
 			fmt.Fprintf(c.stderr, "plexbench: noise: %v: nothing kept\n", err)
@@ -68,28 +68,17 @@ func (c *cli) runNoise(args []string) int {
 		}
 		return c.fail(err)
 	}
-	if err := c.noiseOutputs(rep, *baseOut == "", c.resultsRoot(*resultsDir), *asJSON, *quiet); err != nil {
+	if out.Record != "" && !*quiet {
+		fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
+	}
+	if err := c.noiseOutputs(&out.Report, *asJSON); err != nil {
 		return c.fail(err)
 	}
 	return 0
 }
 
-// noiseOutputs keeps the measurement's record under root (its base named
-// by its file name when it was temporary) and prints the noise object as
-// JSON or the table.
-func (c *cli) noiseOutputs(rep *scoring.Report, tempBase bool, root string, asJSON, quiet bool) error {
-	if rep.Record != nil {
-		if tempBase {
-			rep.KLD.Base = filepath.Base(rep.KLD.Base) // a temporary base: its name only
-		}
-		path, err := results.WriteRecord(root, rep)
-		if err != nil {
-			return err
-		}
-		if !quiet {
-			fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
-		}
-	}
+// noiseOutputs prints the noise object as JSON or the table.
+func (c *cli) noiseOutputs(rep *scoring.Report, asJSON bool) error {
 	if !asJSON {
 		return writeNoiseTable(c.stdout, rep)
 	}

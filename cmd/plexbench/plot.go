@@ -81,7 +81,8 @@ func (c *cli) runPlot(args []string) int {
 		}
 	}
 	if len(patterns) > 0 || len(files) == 0 {
-		more, err := results.Records(c.resultsRoot(*resultsDir), patterns)
+		more, skipped, err := results.Records(c.resultsRoot(*resultsDir), patterns)
+		c.skippedFiles("plot", skipped)
 		if err != nil {
 			return bad("%v", err)
 		}

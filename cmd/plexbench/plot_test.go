@@ -25,7 +25,7 @@ func TestPlotEndToEnd(t *testing.T) {
 	quants := []string{"q8_0", "q5_0", "q4_0"}
 	f := newRecordsFixture(t, "8", quants...)
 	root, dir := f.root, t.TempDir()
-	recs, err := results.Records(root, nil)
+	recs, _, err := results.Records(root, nil)
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("%d records: %v", len(recs), err)
 	}

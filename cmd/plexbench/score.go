@@ -42,11 +42,14 @@ func (c *cli) runScore(args []string) int {
 		j.Progress = c.resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
 	}
 	out, err := workbench.RunCorpora(ctx, j)
-	if err != nil && !errors.Is(err, scoring.ErrStopped) {
+	if err != nil && !errors.Is(err, scoring.ErrStopped) && !errors.Is(err, workbench.ErrNotKept) {
 		return c.fail(err)
 	}
-	if werr := c.writeScoreOutputs(x, &out.Report, err); werr != nil {
+	if werr := c.writeScoreOutputs(x, &out, err); werr != nil {
 		return c.fail(werr)
+	}
+	if errors.Is(err, workbench.ErrNotKept) {
+		return c.fail(err) // the report is written; the journal stays
 	}
 	if err != nil {
 		c.stopped(&out, j, err)
@@ -70,8 +73,8 @@ func (c *cli) parseScore(args []string) (j workbench.Job, x scoreFlags, code int
 	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
 	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
 	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
-	fs.StringVar(&j.Record, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
-	fs.StringVar(&j.RecordFormat, "kld-format", scoring.BaseFormatPlexbench,
+	fs.StringVar(&j.BaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
+	fs.StringVar(&j.BaseFormat, "kld-format", scoring.BaseFormatPlexbench,
 		"format of --perplexity-kld-base-out: plexbench (compact top-k) or llama (llama-perplexity's --kl-divergence-base file)")
 	fs.StringVar(&j.Compare, "perplexity-kld", "", "compare against this recorded base (plexbench's or llama.cpp's, detected from the file)")
 	fs.BoolVar(&j.AllowTokenizerMismatch, "allow-tokenizer-mismatch", false, "when the base's tokenizer or token stream differs from this model's, score the text without it (compare by bits per byte only) instead of refusing")
@@ -96,6 +99,7 @@ func (c *cli) parseScore(args []string) (j workbench.Job, x scoreFlags, code int
 	if err := scoreJob(fs, p, x, &j); err != nil {
 		return j, x, c.fail(err)
 	}
+	j.Keep = workbench.Keep{Root: c.resultsRoot(x.results)}
 	return j, x, -1
 }
 
@@ -267,9 +271,11 @@ func (c *cli) progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event
 	return nil, closeFn, nil
 }
 
-// writeScoreOutputs writes the report, then a complete run's record and
-// card; runErr is the run's (a stop) error.
-func (c *cli) writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error) error {
+// writeScoreOutputs writes the report and a complete run's card, and says
+// where its record was kept (the run path keeps it); runErr is the run's
+// (a stop) error.
+func (c *cli) writeScoreOutputs(x scoreFlags, out *workbench.Outcome, runErr error) error {
+	rep := &out.Report
 	if err := c.writeReport(x.output, rep); err != nil {
 		return err
 	}
@@ -279,12 +285,8 @@ func (c *cli) writeScoreOutputs(x scoreFlags, rep *scoring.Report, runErr error)
 		}
 		return nil
 	}
-	path, err := results.WriteRecord(c.resultsRoot(x.results), rep)
-	if err != nil {
-		return err
-	}
-	if !x.quiet && x.progress == "text" {
-		fmt.Fprintf(c.stderr, "plexbench: record %s\n", path)
+	if out.Record != "" && !x.quiet && x.progress == "text" {
+		fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
 	}
 	if x.card != "" {
 		return c.writeCard(x.card, rep)

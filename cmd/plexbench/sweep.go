@@ -38,10 +38,11 @@ func (c *cli) runSweep(args []string) int {
 	var x sweepFlags
 	fs.StringVar(&x.base, "base", "", "the base model: it records the base every other model is compared with")
 	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
-	fs.StringVar(&x.baseOut, "perplexity-kld-base-out", "", "keep the base here (default: MODEL_TEXT.sweep-base.kld in the results root); the journals go beside it")
+	fs.StringVar(&x.baseOut, "perplexity-kld-base-out", "", "keep the base here (default: MODEL_TEXT_SETTINGS.sweep-base.kld in the results root,\n"+
+		"SETTINGS a digest of the base model's settings); the journals go beside it")
 	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the records")
-	fs.BoolVar(&x.resume, "resume", false, "continue a stopped or killed sweep (same flags): models whose records are there are skipped,\n"+
-		"the interrupted one resumes from its journal")
+	fs.BoolVar(&x.resume, "resume", false, "continue a stopped or killed sweep (same flags): models whose records of these settings are there\n"+
+		"are skipped, the interrupted one resumes from its journal")
 	fs.StringVar(&x.results, "results", "", resultsUsage("the sweep's records are written under"))
 	fs.StringVar(&x.plot, "plot", "", "also write the KLD-vs-bits-per-weight chart here (.svg or .png)")
 	fs.StringVar(&x.cards, "cards", "", "also write a Markdown card per model into this folder (RECORD.md)")
@@ -108,7 +109,7 @@ func (c *cli) sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j wor
 	root := c.resultsRoot(x.results)
 	base := x.baseOut
 	if base == "" {
-		base = results.SweepBase(root, x.base, cmp.Or(j.Profile.Text, j.Profile.Tokens))
+		base = results.SweepBase(root, x.base, cmp.Or(j.Profile.Text, j.Profile.Tokens), workbench.SweepBaseSettings(j.Profile, x.base))
 	}
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return sj, fmt.Errorf("sweep: %w", err)

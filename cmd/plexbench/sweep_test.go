@@ -28,7 +28,7 @@ func sweepGeometry(t *testing.T, ctx, chunks string) []string {
 // rootRecords reads every record under root by name.
 func rootRecords(t *testing.T, root string) map[string]scoring.Report {
 	t.Helper()
-	recs, err := results.Records(root, nil)
+	recs, _, err := results.Records(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,8 @@ func (c *cli) parseTUI(args []string) (cfg tui.Config, code int) {
 	fs.Var(&paths, "profile", "TOML profile to run; give two for an A/B (A first)")
 	base := fs.String("base", "", "compare every run against this saved KLD base")
 	resultsDir := fs.String("results", "", resultsUsage("where runs are saved as records and listed"))
+	keepBase := fs.Bool("keep-base", false, "every run records its KLD base and keeps it beside its record (NAME.kld, tens of MB each),\n"+
+		"for the history's b key; without it a run keeps none (an A/B's A records one for B in a temporary folder)")
 	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
 	allow := fs.Bool("allow-tokenizer-mismatch", false, "an A/B of models whose tokenizers or token streams differ: compare them by bits per byte only\n"+
 		"(no KLD, no paired statistics) instead of refusing, as ab does")
@@ -103,6 +105,7 @@ func (c *cli) parseTUI(args []string) (cfg tui.Config, code int) {
 		return cfg, c.fail(err)
 	}
 	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, c.resultsRoot(*resultsDir), c.getenv("NO_COLOR") != "", *allow
+	cfg.KeepBases = *keepBase
 	cfg.Runner = tui.RunnerFunc(workbench.Run)
 	if sweep != nil {
 		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)

@@ -83,9 +83,9 @@ func TestTUIChoiceFlags(t *testing.T) {
 			t.Fatalf("score %v: exit %d", args, code)
 		}
 		tj := tuiJob(t, args...)
-		if tj.Choice != sj.Choice || !reflect.DeepEqual(tj.Profile, sj.Profile) || tj.Compare != sj.Compare || tj.Record != "" || sj.Record != "" {
-			t.Errorf("%v:\ntui's job   %+v %+v, compare %q, record %q\nscore's job %+v %+v, compare %q, record %q",
-				args, tj.Choice, tj.Profile, tj.Compare, tj.Record, sj.Choice, sj.Profile, sj.Compare, sj.Record)
+		if tj.Choice != sj.Choice || !reflect.DeepEqual(tj.Profile, sj.Profile) || tj.Compare != sj.Compare || tj.BaseOut != "" || sj.BaseOut != "" {
+			t.Errorf("%v:\ntui's job   %+v %+v, compare %q, base out %q\nscore's job %+v %+v, compare %q, base out %q",
+				args, tj.Choice, tj.Profile, tj.Compare, tj.BaseOut, sj.Choice, sj.Profile, sj.Compare, sj.BaseOut)
 		}
 		if _, ok := tj.Choice.Mode(); !ok {
 			t.Errorf("%v: the TUI's job names no task file", args)
