@@ -47,10 +47,10 @@ type RecordInfo struct {
 	// (profiles.Profile.Digest: every setting, paths resolved, the name
 	// aside), so that a resumed sweep knows a record of other settings
 	// is not its own. Not in Digest: paths are not identity.
-	ProfileDigest string `json:"profile_digest,omitempty"`
-	Started        time.Time   `json:"started"`
-	Finished       time.Time   `json:"finished"`
-	WallSeconds    float64     `json:"wall_seconds"`
+	ProfileDigest string    `json:"profile_digest,omitempty"`
+	Started       time.Time `json:"started"`
+	Finished      time.Time `json:"finished"`
+	WallSeconds   float64   `json:"wall_seconds"`
 }
 
 // Protocol is what makes two runs' numbers comparable: the same windows of
