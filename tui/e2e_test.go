@@ -73,7 +73,8 @@ func press(r rune) tea.KeyPressMsg { return tea.KeyPressMsg{Code: r, Text: strin
 
 // TestEndToEndStop drives the real app in a bubbletea program: progress
 // arrives, q stops the run after the window in flight, and the partial
-// report saved in the results folder says partial with the windows done.
+// report saved in the results folder says partial with the windows done;
+// asked to keep bases (--keep-base), it keeps its partial base beside it.
 func TestEndToEndStop(t *testing.T) {
 	dir := t.TempDir()
 	steps := make(chan struct{})
@@ -82,6 +83,7 @@ func TestEndToEndStop(t *testing.T) {
 	app, err := New(Config{
 		Profiles:   []profiles.Profile{p},
 		ResultsDir: dir,
+		KeepBases:  true,
 		Runner:     fakeRunner{text: fakeText(64 * 20), step: steps},
 		NoColor:    true,
 	})
@@ -159,8 +161,9 @@ func TestEndToEndStop(t *testing.T) {
 	}
 }
 
-// TestEndToEndAB runs a whole A/B in a program: A records a base, B is
-// scored against it, and the A/B summary lands beside the reports.
+// TestEndToEndAB runs a whole A/B in a program: A records a base (a
+// temporary one: the app keeps no bases unless asked), B is scored
+// against it, and the A/B summary lands beside the reports.
 func TestEndToEndAB(t *testing.T) {
 	dir := t.TempDir()
 	a, b := abProfiles()
@@ -187,7 +190,8 @@ func TestEndToEndAB(t *testing.T) {
 	if pf.Object != results.ABObject || pf.Comparison.Windows != 12 || pf.Comparison.KLD == nil || pf.Verdict == "" {
 		t.Errorf("A/B summary: %+v", pf)
 	}
-	// B's report compares against A's base, which is kept.
+	// B's report compares against A's base, which lives in a temporary
+	// folder until the app closes: the results folder keeps no base.
 	var rb scoring.Report
 	data, _ := os.ReadFile(pf.B.Report)
 	if err := json.Unmarshal(data, &rb); err != nil || rb.KLD == nil {
@@ -195,6 +199,13 @@ func TestEndToEndAB(t *testing.T) {
 	}
 	if _, err := os.Stat(rb.KLD.Base); err != nil {
 		t.Errorf("A's base: %v", err)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(dir, "*.kld")); len(kept) != 0 || strings.HasPrefix(rb.KLD.Base, dir) {
+		t.Errorf("bases kept in the results folder: %v; B compared against %s", kept, rb.KLD.Base)
+	}
+	app.Close()
+	if _, err := os.Stat(rb.KLD.Base); !os.IsNotExist(err) {
+		t.Errorf("A's temporary base after Close: %v", err)
 	}
 	// The summary's ΔPPL agrees with the two reports' perplexities: chunks
 	// windows all score the same count, so the paired mean is exact.
