@@ -436,7 +436,10 @@ func GroupRecords(recs []Report) []RecordGroup {
 		if g.Protocol.Text == "" {
 			g.Protocol.Text = r.Record.Protocol.Text
 		}
-		if g.Protocol.BaseName == "" {
+		if n := g.Protocol.BaseName; n == "" || strings.HasPrefix(n, ".") {
+			// A dot name is a file being written: records kept before the
+			// keeper renamed it name the base so; any other record's name
+			// is better.
 			g.Protocol.BaseName = r.Record.Protocol.BaseName
 		}
 		g.Records = append(g.Records, r)
