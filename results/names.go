@@ -5,7 +5,7 @@ package results
 //
 //	MODEL_TEXT_DIGEST.json      a record (a complete run): the report with its record object
 //	MODEL_TEXT_DIGEST.toml      the profile it ran (TUI runs), paths relative to the root
-//	MODEL_TEXT_DIGEST.kld       the KLD base it recorded (TUI runs)
+//	MODEL_TEXT_DIGEST.kld       the KLD base it recorded (TUI runs with --keep-base)
 //	MODEL_TEXT_DIGEST.trace     its per-token trace, for `plexbench worst` (scoring/trace.go)
 //	MODEL_TEXT_DIGEST.ab.json   the A/B summary, beside B's record
 //	MODEL_TEXT_DIGEST_shardIofN.json  a shard's record

@@ -244,7 +244,7 @@ func (s *sweepRun) baseFree(job Job) error {
 	case n == 0:
 		return nil
 	case s.j.Resume:
-		return fmt.Errorf("sweep --resume: %s is the base of %d records in %s made with other settings than these: give this sweep another --perplexity-kld-base-out, or remove the file", s.j.Base, n, s.j.Root)
+		return fmt.Errorf("sweep --resume: %s is the base of %d records in %s made with other settings than these (or by an older plexbench): give this sweep another --perplexity-kld-base-out, or remove the file", s.j.Base, n, s.j.Root)
 	}
 	return fmt.Errorf("sweep: %s is already the base of %d records in %s: --resume continues the sweep that recorded it; to start another, give --perplexity-kld-base-out another file, or remove it", s.j.Base, n, s.j.Root)
 }
