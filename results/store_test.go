@@ -65,12 +65,12 @@ func TestRecordNamesAndWrite(t *testing.T) {
 	}
 }
 
-// TestKeepRun: a TUI run is kept under its record name with its profile
+// TestKeepTUIRun: a TUI run is kept under its record name with its profile
 // and the base it recorded moved beside it (the record naming the kept
 // file, never the pending one); a rerun replaces those files; a stopped
 // run gets a stopped-run name; History lists both, not the A/B summary,
 // newest first.
-func TestKeepRun(t *testing.T) {
+func TestKeepTUIRun(t *testing.T) {
 	root := t.TempDir()
 	p := profiles.Default()
 	p.Name = "f16kv"

@@ -36,9 +36,9 @@ type Keep struct {
 var ErrNotKept = errors.New("not kept")
 
 // Kept runs run on j and keeps what it returns as j.Keep says: the one
-// record keeper. Bench.Score goes through it; a Runner that scores
-// another way (a test's fake engine) wraps its run in it to keep runs as
-// Score does. The outcome names where the run was kept (Record); a
+// record keeper. Bench.Score, ScoreCorpora, Floor and Noise go through
+// it (so Run, RunCorpora and Sweep do); a Runner that scores another way
+// (a test's fake engine) wraps its run in it to keep runs as Score does. The outcome names where the run was kept (Record); a
 // failure to keep is its KeepErr, and the error when the run itself
 // succeeded.
 func Kept(j Job, run func(Job) (Outcome, error)) (Outcome, error) {
