@@ -162,8 +162,8 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		m.layers = loadQwen35(ld, hp)
 		m.rs = newRecurrentState(hp)
 	}
-	if ld.err != nil {
-		return nil, ld.err
+	if err := ld.finish(hp); err != nil {
+		return nil, err
 	}
 	if m.tokEmbd != nil && !kernels.CanDequantize(m.tokEmbd.Type) {
 		return nil, fmt.Errorf("%w: token_embd.weight type %v", ErrUnsupported, m.tokEmbd.Type)
