@@ -14,6 +14,7 @@ import (
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
 	"plexbench/hip"
+	"plexbench/internal/sysmem"
 	"plexbench/kernels"
 )
 
@@ -181,6 +182,9 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		BOS:          m.tok.BOS(),
 
 		TokenizerSHA256: m.tok.Hash(),
+	}
+	if err := checkMemory(hp, opt, m.ub, sysmem.Available()); err != nil {
+		return nil, err
 	}
 	if m.kv, err = newKVCache(hp, opt.KVType, opt.KVLen); err != nil {
 		return nil, err
