@@ -189,19 +189,20 @@ func max64(a, b int64) int64 {
 	return b
 }
 
-// Ask is one allocation a run would make: its bytes, what it is, and the
-// flag that sizes it.
+// Ask is one allocation a run would make: its bytes, what it is, the
+// flag that sizes it and what to do instead.
 type Ask struct {
 	What  string // "a KV cache of 4194304 positions"
-	Flag  string // "--kv-len"
+	Flag  string // "--kv-len" ("" when no flag sizes it)
+	Fix   string // what to do instead ("": "lower " + Flag)
 	Bytes int64
 }
 
-// Check refuses asks whose total exceeds a, in one line: what they need
-// in all, what is available and what bounds it, the largest ask and its
-// flag. An unknown a passes.
+// Check refuses asks whose total exceeds a, in one line: the largest ask,
+// its bytes and flag, what they need in all, what is available and what
+// bounds it, and what to do. An unknown a passes.
 func Check(a Avail, asks ...Ask) error {
-	if !a.Known {
+	if !a.Known || len(asks) == 0 {
 		return nil
 	}
 	var total int64
@@ -212,12 +213,22 @@ func Check(a Avail, asks ...Ask) error {
 			big = i
 		}
 	}
-	if len(asks) == 0 || total <= a.Bytes {
+	if total <= a.Bytes {
 		return nil
 	}
 	k := asks[big]
-	return fmt.Errorf("%w: %s (%s) takes %s, %s in all; %s is available (%s): lower %s",
-		ErrTooLarge, k.What, k.Flag, Size(k.Bytes), Size(total), Size(a.Bytes), a.From, k.Flag)
+	flag, all, fix := "", "", k.Fix
+	if k.Flag != "" {
+		flag = " (" + k.Flag + ")"
+	}
+	if len(asks) > 1 {
+		all = ", " + Size(total) + " in all"
+	}
+	if fix == "" {
+		fix = "lower " + k.Flag
+	}
+	return fmt.Errorf("%w: %s%s takes %s%s; %s is available (%s): %s",
+		ErrTooLarge, k.What, flag, Size(k.Bytes), all, Size(a.Bytes), a.From, fix)
 }
 
 // Size formats a byte count for a message: "512 B", "3.2 MiB", "64.0 GiB".

@@ -3,7 +3,6 @@ package sysmem
 import (
 	"errors"
 	"io/fs"
-	"strings"
 	"testing"
 )
 
@@ -92,8 +91,10 @@ func TestCheck(t *testing.T) {
 	if !errors.Is(err, ErrTooLarge) || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
-	if err := Check(Avail{Bytes: 1 << 20, Known: true, From: "x"}, Ask{What: "w", Flag: "--f", Bytes: 1<<20 + 1}); err == nil || strings.Contains(err.Error(), "\n") {
-		t.Errorf("one byte over: %v", err)
+	err = Check(Avail{Bytes: 1 << 20, Known: true, From: "x"}, Ask{What: "reading a text of 1.0 MiB", Fix: "give a shorter text", Bytes: 1<<20 + 1})
+	want = "not enough memory: reading a text of 1.0 MiB takes 1.0 MiB; 1.0 MiB is available (x): give a shorter text"
+	if err == nil || err.Error() != want {
+		t.Errorf("one byte over:\n got %v\nwant %s", err, want)
 	}
 }
 
