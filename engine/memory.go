@@ -8,6 +8,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
 	"plexbench/internal/sysmem"
 )
@@ -17,7 +18,7 @@ import (
 // it is sized by the window, not by kv-len.
 func memoryAsks(hp *hparams, opt Options, ub int) []sysmem.Ask {
 	kv := sysmem.Ask{
-		What:  fmt.Sprintf("a %v KV cache of %d positions", opt.KVType, opt.KVLen),
+		What:  fmt.Sprintf("a KV cache of %d positions in %s", opt.KVLen, strings.ToLower(opt.KVType.String())),
 		Flag:  "--kv-len",
 		Bytes: kvBytes(hp, opt),
 	}

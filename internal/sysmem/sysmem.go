@@ -199,8 +199,9 @@ type Ask struct {
 }
 
 // Check refuses asks whose total exceeds a, in one line: the largest ask,
-// its bytes and flag, what they need in all, what is available and what
-// bounds it, and what to do. An unknown a passes.
+// its bytes and flag, what they need in all (when that reads differently),
+// what is available and what bounds it, and what to do. An unknown a
+// passes.
 func Check(a Avail, asks ...Ask) error {
 	if !a.Known || len(asks) == 0 {
 		return nil
@@ -221,7 +222,7 @@ func Check(a Avail, asks ...Ask) error {
 	if k.Flag != "" {
 		flag = " (" + k.Flag + ")"
 	}
-	if len(asks) > 1 {
+	if Size(total) != Size(k.Bytes) {
 		all = ", " + Size(total) + " in all"
 	}
 	if fix == "" {
