@@ -92,6 +92,8 @@ func TestInputsRefused(t *testing.T) {
 			[]string{"--perplexity-tokens: " + fifo + ": is a FIFO, not a regular file"}},
 		{"FIFO as a task file", []string{"--hellaswag", fifo}, []string{fifo},
 			[]string{"--hellaswag: " + fifo + ": is a FIFO, not a regular file"}},
+		{"FIFO as --profile", []string{"--profile", fifo}, []string{fifo},
+			[]string{"profile " + fifo + ": is a FIFO, not a regular file"}},
 		{"/dev/zero as the text", []string{"--perplexity", "/dev/zero"}, nil,
 			[]string{"--perplexity: /dev/zero: is a character device, not a regular file"}},
 		{"a directory as --model", []string{"--model", dir, "--perplexity", text}, []string{text},
