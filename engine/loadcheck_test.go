@@ -112,7 +112,7 @@ func TestMemoryCheck(t *testing.T) {
 	long := opt
 	long.KVLen = 1 << 22
 	err = checkMemory(hp, long, m.ub, sysmem.Avail{Bytes: 512 << 20, Known: true, From: "MemAvailable"})
-	want := "invalid input: not enough memory: a KV cache of 4194304 positions in f16 (--kv-len) takes 1.0 GiB; 512.0 MiB is available (MemAvailable): lower --kv-len"
+	want := "invalid input: not enough memory: a KV cache of 4194304 positions in f16 (--kv-len) takes 1.0 GiB; 512.0 MiB is available (MemAvailable): lower --kv-len (or the ctx, which sizes the cache when --kv-len is not given)"
 	if err == nil || err.Error() != want {
 		t.Errorf("kv-len 4194304:\n got %v\nwant %s", err, want)
 	}

@@ -20,6 +20,7 @@ func memoryAsks(hp *hparams, opt Options, ub int) []sysmem.Ask {
 	kv := sysmem.Ask{
 		What:  fmt.Sprintf("a KV cache of %d positions in %s", opt.KVLen, strings.ToLower(opt.KVType.String())),
 		Flag:  "--kv-len",
+		Fix:   "lower --kv-len (or the ctx, which sizes the cache when --kv-len is not given)",
 		Bytes: kvBytes(hp, opt),
 	}
 	pass := sysmem.Ask{
