@@ -255,7 +255,7 @@ func (ld *loader) blocksNote(hp *hparams) string {
 	if blocks == hp.nLayerAll {
 		return ""
 	}
-	return fmt.Sprintf(" (%sblock_count is %d, the file has tensors for %d blocks)", hp.arch+".", hp.nLayerAll, blocks)
+	return fmt.Sprintf(" (%s.block_count is %d, the file has tensors for %d blocks)", hp.arch, hp.nLayerAll, blocks)
 }
 
 // tensorBlock is the block index of a "blk.N." tensor name.
