@@ -37,6 +37,7 @@ func loadGDN(ld *loader, hp *hparams, pre string) *gdnLayer {
 				ErrUnsupported, pre+"ssm_in.weight"))
 			return nil
 		}
+		ld.skip(pre + "ssm_in.weight") // superseded by attn_qkv + attn_gate, which are loaded
 	}
 	g := &gdnLayer{
 		qkv:  ld.matrix(pre+"attn_qkv.weight", e, s.convDim()),

@@ -40,7 +40,7 @@ func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
 		}
 		total += 2 * hp.nHeadKV[l] * c.cap * c.rb
 		if total > maxKVBytes {
-			return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB", ErrInput, kvLen, maxKVBytes>>30)
+			return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB: lower --kv-len", ErrInput, kvLen, maxKVBytes>>30)
 		}
 	}
 	c.k, c.v = make([][]byte, hp.nLayer), make([][]byte, hp.nLayer)

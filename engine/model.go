@@ -14,6 +14,7 @@ import (
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
 	"plexbench/hip"
+	"plexbench/internal/sysmem"
 	"plexbench/kernels"
 )
 
@@ -162,8 +163,8 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		m.layers = loadQwen35(ld, hp)
 		m.rs = newRecurrentState(hp)
 	}
-	if ld.err != nil {
-		return nil, ld.err
+	if err := ld.finish(hp); err != nil {
+		return nil, err
 	}
 	if m.tokEmbd != nil && !kernels.CanDequantize(m.tokEmbd.Type) {
 		return nil, fmt.Errorf("%w: token_embd.weight type %v", ErrUnsupported, m.tokEmbd.Type)
@@ -181,6 +182,9 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 		BOS:          m.tok.BOS(),
 
 		TokenizerSHA256: m.tok.Hash(),
+	}
+	if err := checkMemory(hp, opt, m.ub, sysmem.Available()); err != nil {
+		return nil, err
 	}
 	if m.kv, err = newKVCache(hp, opt.KVType, opt.KVLen); err != nil {
 		return nil, err

@@ -45,6 +45,10 @@ func loadQwen3(ld *loader, hp *hparams) *qwen3 {
 		L.up = ld.matrix(pre+"ffn_up.weight", e, ff)
 		L.down = ld.matrix(pre+"ffn_down.weight", ff, e)
 	}
+	// A reranker's classification head, which llama.cpp loads when present
+	// and language modelling does not use.
+	ld.skip("cls_out.weight")
+	ld.skip("cls_out.bias")
 	return m
 }
 

@@ -59,6 +59,7 @@ type hybridScratch struct {
 func loadQwen35(ld *loader, hp *hparams) *qwen35 {
 	m := &qwen35{hp: hp, layers: make([]qwen35Layer, hp.nLayer)}
 	e, hd := hp.nEmbd, hp.headDim
+	ld.skipBlocks(hp.nLayer, hp.nLayerAll) // the MTP blocks: known, never run
 	for l := range m.layers {
 		L, pre := &m.layers[l], fmt.Sprintf("blk.%d.", l)
 		L.attnNorm = ld.vector(pre+"attn_norm.weight", e)

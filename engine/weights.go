@@ -6,19 +6,29 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"plexbench/engine/gguf"
 	"plexbench/kernels"
 )
 
 // loader looks tensors up and keeps the first error, so architecture
-// loaders read as a list of weights.
+// loaders read as a list of weights. It accounts for every tensor of the
+// file, as llama.cpp's loader does: the required ones it did not find
+// (missing) and, once the architecture has loaded, those it never used
+// (finish).
 type loader struct {
-	f   *gguf.File
-	err error
+	f    *gguf.File
+	err  error
+	used map[string]bool // tensors found, or accounted for without loading (skip)
+	// missing is every required tensor not found, in lookup order;
+	// missingFirst, that err is the first of them.
+	missing      []string
+	missingFirst bool
 }
 
-func newLoader(f *gguf.File) *loader { return &loader{f: f} }
+func newLoader(f *gguf.File) *loader { return &loader{f: f, used: map[string]bool{}} }
 
 func (ld *loader) fail(err error) {
 	if ld.err == nil {
@@ -32,10 +42,13 @@ func (ld *loader) tensor(name string, required bool, want ...int) *gguf.TensorIn
 	t, ok := ld.f.Tensor(name)
 	if !ok {
 		if required {
+			ld.missingFirst = ld.missingFirst || ld.err == nil
+			ld.missing = append(ld.missing, name)
 			ld.fail(fmt.Errorf("%w: tensor %q is missing", ErrModel, name))
 		}
 		return nil
 	}
+	ld.used[name] = true
 	dims := t.Dims
 	for len(dims) > len(want) && dims[len(dims)-1] == 1 {
 		dims = dims[:len(dims)-1]
@@ -180,6 +193,92 @@ func (ld *loader) qkv(l, nEmbd, nq, nk int) (q, k, v *kernels.Matrix, bq, bk, bv
 	bk = ld.optVector(pre+"attn_k.bias", nk)
 	bv = ld.optVector(pre+"attn_v.bias", nk)
 	return
+}
+
+// skip accounts for a tensor the engine knows and does not run (when the
+// file has it).
+func (ld *loader) skip(name string) {
+	if _, ok := ld.f.Tensor(name); ok {
+		ld.used[name] = true
+	}
+}
+
+// skipBlocks accounts for every tensor of blocks [from, to): the hybrids'
+// MTP blocks, which never run.
+func (ld *loader) skipBlocks(from, to int) {
+	for i := range ld.f.Tensors {
+		if b, ok := tensorBlock(ld.f.Tensors[i].Name); ok && b >= from && b < to {
+			ld.used[ld.f.Tensors[i].Name] = true
+		}
+	}
+}
+
+// finish is the load's outcome once the architecture has looked up its
+// tensors: the first failure, a missing tensor counted with every other
+// one missing; else, as llama.cpp's "wrong number of tensors", the
+// tensors the architecture did not use (blocks past block_count, a
+// tensor of another architecture), named.
+func (ld *loader) finish(hp *hparams) error {
+	if ld.missingFirst {
+		more := ""
+		if n := len(ld.missing) - 1; n > 0 {
+			more = fmt.Sprintf(", and %d more (%s)", n, someNames(ld.missing[1:]))
+		}
+		return fmt.Errorf("%w: tensor %q is missing%s%s", ErrModel, ld.missing[0], more, ld.blocksNote(hp))
+	}
+	if ld.err != nil {
+		return ld.err
+	}
+	var unused []string
+	for i := range ld.f.Tensors {
+		if name := ld.f.Tensors[i].Name; !ld.used[name] {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) == 0 {
+		return nil
+	}
+	n := len(ld.f.Tensors)
+	return fmt.Errorf("%w: wrong number of tensors; expected %d, got %d: %d not used by %s%s: %s",
+		ErrModel, n-len(unused), n, len(unused), hp.arch, ld.blocksNote(hp), someNames(unused))
+}
+
+// blocksNote says, when the file's blocks disagree with block_count, how
+// many each says ("" when they agree).
+func (ld *loader) blocksNote(hp *hparams) string {
+	blocks := 0
+	for i := range ld.f.Tensors {
+		if b, ok := tensorBlock(ld.f.Tensors[i].Name); ok {
+			blocks = max(blocks, b+1)
+		}
+	}
+	if blocks == hp.nLayerAll {
+		return ""
+	}
+	return fmt.Sprintf(" (%s.block_count is %d, the file has tensors for %d blocks)", hp.arch, hp.nLayerAll, blocks)
+}
+
+// tensorBlock is the block index of a "blk.N." tensor name.
+func tensorBlock(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0, false
+	}
+	b, err := strconv.Atoi(num)
+	return b, err == nil && b >= 0
+}
+
+// someNames lists the first few of names, for a one-line error.
+func someNames(names []string) string {
+	const show = 4
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:show], ", ") + ", …"
 }
 
 // typeCounts is the file's tensor type histogram (type name → tensors).

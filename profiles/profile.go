@@ -170,6 +170,9 @@ func (e *Error) Error() string {
 // the wrong type are errors naming the file and line. Settings the file
 // leaves out keep their Default values. Load does not Validate.
 func Load(path string) (Profile, error) {
+	if err := outfile.CheckInput(path); err != nil && !os.IsNotExist(err) {
+		return Profile{}, fmt.Errorf("profile %w", err) // a FIFO would block the open
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", path, err)

@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 
 	"plexbench/scoring"
 )
@@ -105,7 +104,7 @@ type choiceFile struct {
 
 // loadChoice reads, hashes and parses c's task file.
 func loadChoice(c ChoiceMode) (choiceFile, error) {
-	data, err := os.ReadFile(c.Path)
+	data, err := readInput(c.Path, "parsing")
 	if err == nil && len(data) == 0 {
 		err = fmt.Errorf("%s: the file is empty", c.Path)
 	}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 
 	"plexbench/profiles"
 	"plexbench/scoring"
@@ -99,7 +98,7 @@ func PerplexityText(data []byte) string {
 
 // ReadText reads a text file for scoring, refusing empty files.
 func ReadText(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := readInput(path, "tokenizing")
 	if err != nil {
 		return "", err
 	}
@@ -111,7 +110,7 @@ func ReadText(path string) (string, error) {
 
 // readTokenFile reads a JSON array of token ids.
 func readTokenFile(path string) ([]int32, error) {
-	data, err := os.ReadFile(path)
+	data, err := readInput(path, "parsing")
 	if err != nil {
 		return nil, err
 	}

@@ -154,8 +154,11 @@ type Bench struct {
 }
 
 // Open loads the model p names (the embedded demo when none) with p's
-// engine settings.
+// engine settings, once p's input files are known to be readable.
 func Open(p profiles.Profile) (*Bench, error) {
+	if err := checkInputs(p); err != nil {
+		return nil, err
+	}
 	path, err := modelPath(p)
 	if err != nil {
 		return nil, err

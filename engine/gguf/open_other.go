@@ -11,6 +11,9 @@ import (
 
 // Open reads path into memory and parses its header, metadata and tensor index.
 func Open(path string) (*File, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf %s: %w", path, err)

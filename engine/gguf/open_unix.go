@@ -13,6 +13,9 @@ import (
 // Open memory-maps path read-only and parses its header, metadata and
 // tensor index. Tensor data is not touched until TensorData slices are read.
 func Open(path string) (*File, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf %s: %w", path, err)
