@@ -231,13 +231,13 @@ func TestRealLlamaCppBaseWritten(t *testing.T) {
 // bytes between the decoded text before its first target and the decoded
 // text through its last, and the decoded text is the text.
 func TestRealBitsPerByte(t *testing.T) {
-	m, err := engine.Load(filepath.Join("workbench", "demo", "stories260K-f32.gguf"),
+	m, err := engine.Load(filepath.Join("..", "workbench", "demo", "stories260K-f32.gguf"),
 		engine.Options{Threads: 2, BatchSize: 128, UBatchSize: 128, KVLen: 512, KVType: kernels.F32})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	text := readText(t, filepath.Join("workbench", "demo", "tinystories-100k.txt"))
+	text := readText(t, filepath.Join("..", "workbench", "demo", "tinystories-100k.txt"))
 	rep, err := scoring.Run(context.Background(), m, scoring.Request{Text: text})
 	if err != nil {
 		t.Fatal(err)
