@@ -84,15 +84,15 @@ func (c *recordCheck) bad(what string, i int, format string, args ...any) error 
 // topK checks plexbench record i: its NLL and its ids with their
 // log-probabilities.
 func (c *recordCheck) topK(i int, nll float64, ids []int32, lp []float32) error {
-	if !(nll >= -baseLogProbSlack) || math.IsInf(nll, 1) {
+	// The comparisons are false for NaN; ±MaxFloat bound the finite.
+	if !(nll >= -baseLogProbSlack && nll <= math.MaxFloat64) {
 		return c.bad("record", i, "NLL %g (want a finite value >= 0)", nll)
 	}
 	for j, id := range ids {
-		l := float64(lp[j])
-		switch {
+		switch l := lp[j]; {
 		case id < 0 || (c.vocab > 0 && int(id) >= c.vocab):
 			return c.bad("record", i, "id %d outside the vocabulary (%d)", id, c.vocab)
-		case !(l <= baseLogProbSlack) || math.IsInf(l, -1):
+		case !(l <= baseLogProbSlack && l >= -math.MaxFloat32):
 			return c.bad("record", i, "log-probability %g of id %d (want a finite value <= 0)", lp[j], id)
 		case j > 0 && lp[j] > lp[j-1]:
 			return c.bad("record", i, "log-probabilities out of order at rank %d (%g after %g)", j, lp[j], lp[j-1])
