@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -292,4 +293,55 @@ func BenchmarkOpenBase(b *testing.B) {
 			f.Close()
 		}
 	})
+}
+
+// nanEngine is a fake whose hidden row at one position of one window
+// (its n-th prefill, 1-based) is NaN, as a model overflowing there gives.
+type nanEngine struct {
+	*fakeEngine
+	window, pos int
+}
+
+func (e *nanEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(int, []float32, int) error) error {
+	nan := e.prefills+1 == e.window
+	return e.fakeEngine.Prefill(ctx, tokens, from, func(pos int, hidden []float32, n int) error {
+		if nan && e.pos >= pos && e.pos < pos+n {
+			for j := range e.h {
+				hidden[(e.pos-pos)*e.h+j] = float32(math.NaN())
+			}
+		}
+		return emit(pos, hidden, n)
+	})
+}
+
+// TestRunRefusesNonFiniteLogits: a model whose logits turn NaN in a window
+// fails there, comparing and recording, with one line naming the window
+// and the row; the report of the windows before holds no non-finite
+// figure, so it encodes, and the base being recorded is not kept whole.
+func TestRunRefusesNonFiniteLogits(t *testing.T) {
+	dir := t.TempDir()
+	a := newFake(64, 8, 3, 0)
+	tokens := randomTokens(2, 1000, 64)
+	base := filepath.Join(dir, "ref.kld")
+	if _, err := Run(context.Background(), a, Request{Tokens: tokens, Ctx: 100, KLDBaseOut: base}); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []Request{
+		{Tokens: tokens, Ctx: 100},
+		{KLDBase: base, Journal: filepath.Join(dir, "run.journal")},
+		{Tokens: tokens, Ctx: 100, KLDBaseOut: filepath.Join(dir, "out.kld"), KLDBaseFormat: BaseFormatLlama},
+	} {
+		e := &nanEngine{fakeEngine: newFake(64, 8, 3, 0.01), window: 3, pos: 60}
+		rep, err := Run(context.Background(), e, req)
+		want := "window 2 (tokens 200..300): row 60 (target token " + strconv.Itoa(int(tokens[261])) + "): the model's logits are not finite: NLL NaN"
+		if err == nil || errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: %v, want %q", req, err, want)
+		}
+		if _, jerr := rep.JSON(); jerr != nil || !rep.Partial || rep.WindowsScored != 2 {
+			t.Errorf("%+v: partial %v, %d windows, JSON %v", req, rep.Partial, rep.WindowsScored, jerr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.kld")); err == nil {
+		t.Error("a llama.cpp base of a failed run was kept")
+	}
 }
