@@ -164,7 +164,7 @@ func TestResumeRefusesDamagedBase(t *testing.T) {
 	dir := t.TempDir()
 	base, out := filepath.Join(dir, "b.kld"), filepath.Join(dir, "r.json")
 	geom := []string{"--perplexity", shareddata.Path(t, "tinystories", "tinystories-16k.txt"),
-		"--perplexity-ctx", "256", "--perplexity-chunks", "20", "--threads", "1", "--quiet"}
+		"--perplexity-ctx", "256", "--perplexity-chunks", "30", "--threads", "1", "--quiet"}
 	if code, _, stderr := runCLI(t, append([]string{"score", "--model", stories(t, "f32"), "--perplexity-kld-base-out", base,
 		"--kld-format", "llama", "--perplexity-output", filepath.Join(dir, "rec.json")}, geom...)...); code != 0 {
 		t.Fatalf("recording the base: %s", stderr)
@@ -176,17 +176,17 @@ func TestResumeRefusesDamagedBase(t *testing.T) {
 		t.Fatal("the child ended before its first window")
 	}
 	child.signal(syscall.SIGKILL)
-	if n, err := scoring.JournalWindows(journal); err != nil || n >= 20 {
+	if n, err := scoring.JournalWindows(journal); err != nil || n >= 30 {
 		t.Fatalf("journal after the kill: %d windows, %v", n, err)
 	}
-	const row = 19*127 + 100 // window 19, position 128 + 100
+	const row = 29*127 + 100 // window 29, position 128 + 100
 	nanLlamaRow(t, base, row)
 	was, _ := os.ReadFile(base)
 	kept, _ := os.ReadFile(journal)
 	root := t.TempDir()
 	code, stdout, stderr := runCLIEnv(t, map[string]string{results.EnvRoot: root}, append(args, "--resume")...)
 	if code == 0 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
-		!strings.Contains(stderr, base+": row 2513 (window 19, position 228): scale NaN, min log-probability NaN") {
+		!strings.Contains(stderr, base+": row 3783 (window 29, position 228): scale NaN, min log-probability NaN") {
 		t.Errorf("resume: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	if now, _ := os.ReadFile(journal); !bytes.Equal(now, kept) {
