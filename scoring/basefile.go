@@ -375,10 +375,15 @@ func OpenBase(path string) (*BaseReader, error) {
 }
 
 // ReadBase verifies a base held by r (size bytes; name for messages),
-// plexbench's or llama.cpp's as its magic says. A plexbench base: the
-// header's fields and sizes before anything is allocated, then the
-// checksum over the whole file, then the token hash; records are then
-// read in order with Next. A llama.cpp base: see readLlamaBase.
+// plexbench's or llama.cpp's as its magic says, and checks every record
+// (basecheck.go) before returning: a damaged base is refused here, before
+// a run scores anything. A plexbench base: the header's fields and sizes
+// before anything is allocated, then one pass over the file that hashes
+// it, reads its token ids and checks its records; what the pass found
+// counts only once the checksum holds, then the token hash, the window
+// counts, the records. A llama.cpp base: see readLlamaBase, then each
+// row's scale and minimum. Records are then read in order with Next or
+// NextLlama.
 func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s: %s", ErrBadBase, name, fmt.Sprintf(format, args...))
@@ -386,7 +391,14 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	var magic [8]byte
 	if size >= int64(len(magic)) {
 		if _, err := r.ReadAt(magic[:], 0); err == nil && string(magic[:]) == llamaMagic {
-			return readLlamaBase(r, size, name)
+			b, err := readLlamaBase(r, size, name)
+			if err == nil {
+				err = checkLlamaRows(r, b)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
 		}
 	}
 	h, mlen, err := parseBaseHeader(r, size, name)
@@ -395,34 +407,55 @@ func ReadBase(r io.ReaderAt, size int64, name string) (*BaseReader, error) {
 	}
 
 	// The size now matches the header, so what follows is bounded by the
-	// file itself. Verify the checksum before trusting any of it.
+	// file itself; nothing read is trusted before the checksum holds.
+	metaErr := readBaseMeta(r, mlen, name, &h)
+	var windows []Window
+	countsErr := metaErr
+	if countsErr == nil {
+		windows, countsErr = baseWindows(&h, name)
+	}
 	body := size - sha256.Size
+	off := int64(baseFixedHeader) + int64(mlen)
 	sum := sha256.New()
-	if _, err := io.Copy(sum, io.NewSectionReader(r, 0, body)); err != nil {
+	br := bufio.NewReaderSize(io.TeeReader(io.NewSectionReader(r, 0, body), sum), 1<<20)
+	if _, err := br.Discard(int(off)); err != nil {
 		return nil, bad("reading: %v", err)
 	}
-	var want [sha256.Size]byte
-	if _, err := r.ReadAt(want[:], body); err != nil {
-		return nil, bad("reading checksum: %v", err)
-	}
-	if !bytes.Equal(sum.Sum(nil), want[:]) {
-		return nil, bad("checksum mismatch: the file is corrupt or was modified")
-	}
-
-	if err := readBaseMeta(r, mlen, name, &h); err != nil {
-		return nil, err
-	}
-	off := int64(baseFixedHeader) + int64(mlen)
-	br := bufio.NewReaderSize(io.NewSectionReader(r, off, body-off), 1<<20)
 	tokens := make([]int32, h.Tokens)
 	if err := readTokenIDs(br, tokens); err != nil {
 		return nil, bad("reading token ids: %v", err)
 	}
-	if TokenIDsSHA256(tokens) != h.TokenIDsSHA256 {
-		return nil, bad("token ids do not hash to the header's token_ids_sha256")
+	b := &BaseReader{Name: name, Format: BaseFormatPlexbench, Header: h, Tokens: tokens, r: br,
+		rec: make([]byte, BaseRecordBytes(h.TopK)), size: size}
+	var badRecord error
+	if metaErr == nil {
+		if badRecord, err = checkTopKRecords(b, windows); err != nil {
+			return nil, err
+		}
 	}
-	return &BaseReader{Name: name, Format: BaseFormatPlexbench, Header: h, Tokens: tokens, r: br,
-		rec: make([]byte, BaseRecordBytes(h.TopK)), size: size, checksum: want}, nil
+	if _, err := io.Copy(io.Discard, br); err != nil { // hashes what the check left unread
+		return nil, bad("reading: %v", err)
+	}
+	if _, err := r.ReadAt(b.checksum[:], body); err != nil {
+		return nil, bad("reading checksum: %v", err)
+	}
+	switch {
+	case !bytes.Equal(sum.Sum(nil), b.checksum[:]):
+		return nil, bad("checksum mismatch: the file is corrupt or was modified")
+	case metaErr != nil:
+		return nil, metaErr
+	case TokenIDsSHA256(tokens) != h.TokenIDsSHA256:
+		return nil, bad("token ids do not hash to the header's token_ids_sha256")
+	case countsErr != nil:
+		return nil, countsErr
+	case badRecord != nil:
+		return nil, badRecord
+	}
+	// The run reads the records again from the first, in the same buffer.
+	rec := off + 4*int64(h.Tokens)
+	br.Reset(io.NewSectionReader(r, rec, body-rec))
+	b.read = 0
+	return b, nil
 }
 
 // parseBaseHeader reads and checks a plexbench base's fixed header held

@@ -8,12 +8,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// writeTestBase writes a base with random records and returns its path and
-// the records.
+// writeTestBase writes a base with random records (distinct ids, ranked by
+// descending log-probability, as a run writes them) and returns its path
+// and the records. nTok tokens at ctx 16 must give two windows (scored:
+// 14).
 func writeTestBase(t testing.TB, dir string, k, nTok, scored int) (string, []float64, [][]int32, [][]float32) {
 	t.Helper()
 	path := filepath.Join(dir, "b.kld")
@@ -32,10 +35,11 @@ func writeTestBase(t testing.TB, dir string, k, nTok, scored int) (string, []flo
 		nll := r.Float64() * 5
 		id := make([]int32, k)
 		lp := make([]float32, k)
-		for j := range k {
-			id[j] = int32(r.IntN(1000))
+		for j, v := range r.Perm(1000)[:k] {
+			id[j] = int32(v)
 			lp[j] = float32(-r.Float64() * 10)
 		}
+		slices.SortFunc(lp, func(a, b float32) int { return cmpFloat(float64(b), float64(a)) })
 		if err := w.Append(nll, id, lp); err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +56,7 @@ func writeTestBase(t testing.TB, dir string, k, nTok, scored int) (string, []flo
 
 func TestBaseFileRoundTripAndSize(t *testing.T) {
 	dir := t.TempDir()
-	path, nlls, ids, lps := writeTestBase(t, dir, 32, 40, 13)
+	path, nlls, ids, lps := writeTestBase(t, dir, 32, 40, 14)
 	b, err := OpenBase(path)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +64,7 @@ func TestBaseFileRoundTripAndSize(t *testing.T) {
 	defer b.Close()
 	h := b.Header
 	if h.Method != MethodChunks || h.Ctx != 16 || h.Stride != 16 || h.TopK != 32 || h.Tokens != 40 ||
-		h.Scored != 13 || h.Windows != 2 || h.ModelSize != 42 || h.Meta.ModelFile != "m.gguf" || h.Meta.VocabSize != 1000 {
+		h.Scored != 14 || h.Windows != 2 || h.ModelSize != 42 || h.Meta.ModelFile != "m.gguf" || h.Meta.VocabSize != 1000 {
 		t.Fatalf("header %+v", h)
 	}
 	want := randomTokens(3, 40, 1000)
@@ -88,8 +92,8 @@ func TestBaseFileRoundTripAndSize(t *testing.T) {
 	raw, _ := os.ReadFile(path)
 	meta := int64(binary.LittleEndian.Uint32(raw[96:]))
 	header := int64(100) + meta + 4*40 + 32 // fixed header, metadata, token ids, checksum
-	if st.Size() != header+264*13 {
-		t.Fatalf("size %d, want header %d + 264 × 13", st.Size(), header)
+	if st.Size() != header+264*14 {
+		t.Fatalf("size %d, want header %d + 264 × 14", st.Size(), header)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("temporary files left: %v", ents)
@@ -98,7 +102,7 @@ func TestBaseFileRoundTripAndSize(t *testing.T) {
 
 func TestBaseFileDetectsDamage(t *testing.T) {
 	dir := t.TempDir()
-	path, _, _, _ := writeTestBase(t, dir, 4, 40, 13)
+	path, _, _, _ := writeTestBase(t, dir, 4, 40, 14)
 	raw, _ := os.ReadFile(path)
 	cases := map[string]struct {
 		data []byte
@@ -171,7 +175,7 @@ func TestBaseWriterIncompleteIsDiscarded(t *testing.T) {
 
 func FuzzBaseFile(f *testing.F) {
 	dir := f.TempDir()
-	path, _, _, _ := writeTestBase(f, dir, 3, 20, 5)
+	path, _, _, _ := writeTestBase(f, dir, 3, 32, 14)
 	raw, _ := os.ReadFile(path)
 	f.Add(raw)
 	f.Add(raw[:len(raw)/2])

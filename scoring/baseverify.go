@@ -2,12 +2,12 @@ package scoring
 
 // baseverify.go owns what `plexbench bases` reads of a base file: its
 // header and identity cheaply (ReadBaseInfo, for listings), or the whole
-// file checked record by record (VerifyBase), for both formats.
+// file checked record by record as a run opening it checks it
+// (VerifyBase), for both formats.
 
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 )
 
@@ -86,13 +86,11 @@ func ReadBaseInfo(path string) (BaseInfo, error) {
 	return bi, err
 }
 
-// VerifyBase checks the whole base file at path: the header against the
-// file size, the checksum (plexbench), the token ids against their hash
-// and the vocabulary, the window and token counts against the header's
-// geometry, and every record: ids inside the vocabulary and log-
-// probabilities finite, at most 0 and in descending order (plexbench), or
-// each row's scale and offset finite (llama.cpp). The first problem is
-// the error, naming the file.
+// VerifyBase checks the whole base file at path as every run opening it
+// does (ReadBase): the header against the file size, the checksum
+// (plexbench), the token ids against their hash and the vocabulary, the
+// window and token counts against the header's geometry, and every
+// record (basecheck.go). The first problem is the error, naming the file.
 func VerifyBase(path string) (BaseInfo, error) {
 	b, err := OpenBase(path)
 	if err != nil {
@@ -103,80 +101,26 @@ func VerifyBase(path string) (BaseInfo, error) {
 	if b.Format == BaseFormatLlama {
 		bi.Size = LlamaBaseSize(b.Header.Ctx, b.Header.Meta.VocabSize, b.Header.Windows)
 	}
-	if err := checkBaseCounts(&b.Header, path); err != nil {
-		return bi, err
-	}
-	if b.Format == BaseFormatLlama {
-		err = verifyLlamaRows(b)
-	} else {
-		err = verifyTopKRecords(b)
-	}
-	if err != nil {
-		return bi, err
-	}
 	bi.ID, err = IdentifyBase(path)
 	return bi, err
 }
 
-// checkBaseCounts checks the header's windows and scored tokens against
-// the windows its geometry cuts from its tokens: all of them, or for a
-// partial base its first ones.
-func checkBaseCounts(h *BaseHeader, path string) error {
+// baseWindows checks a plexbench header's windows and scored tokens
+// against the windows its geometry cuts from its tokens (all of them, or
+// for a partial base its first ones) and returns those windows. A
+// llama.cpp base's counts are its header's, so need no check.
+func baseWindows(h *BaseHeader, path string) ([]Window, error) {
 	g := Geometry{Method: h.Method, Ctx: h.Ctx, Stride: h.Stride, Chunks: h.ChunkLimit}
 	if h.Partial() {
 		g.Chunks = h.Windows
 	}
 	plan, err := PlanWindows(h.Tokens, g)
 	if err != nil {
-		return fmt.Errorf("%w %s: its geometry does not plan: %v", ErrBadBase, path, err)
+		return nil, fmt.Errorf("%w %s: its geometry does not plan: %v", ErrBadBase, path, err)
 	}
 	if len(plan.Windows) != h.Windows || plan.Scored != h.Scored {
-		return fmt.Errorf("%w %s: the header counts %d windows / %d scored tokens, its geometry (%s, ctx %d, stride %d) over %d tokens gives %d / %d",
+		return nil, fmt.Errorf("%w %s: the header counts %d windows / %d scored tokens, its geometry (%s, ctx %d, stride %d) over %d tokens gives %d / %d",
 			ErrBadBase, path, h.Windows, h.Scored, h.Method, h.Ctx, h.Stride, h.Tokens, len(plan.Windows), plan.Scored)
 	}
-	return nil
-}
-
-// verifyTopKRecords reads every record of a plexbench base.
-func verifyTopKRecords(b *BaseReader) error {
-	k, vocab := b.Header.TopK, b.Header.Meta.VocabSize
-	ids, lp := make([]int32, k), make([]float32, k)
-	for i := range b.Header.Scored {
-		nll, err := b.Next(ids, lp)
-		if err != nil {
-			return err
-		}
-		bad := func(format string, args ...any) error {
-			return fmt.Errorf("%w %s: record %d: %s", ErrBadBase, b.Name, i, fmt.Sprintf(format, args...))
-		}
-		if math.IsNaN(nll) || nll < 0 {
-			return bad("NLL %g", nll)
-		}
-		for j := range k {
-			switch {
-			case ids[j] < 0 || (vocab > 0 && int(ids[j]) >= vocab):
-				return bad("id %d outside the vocabulary (%d)", ids[j], vocab)
-			case math.IsNaN(float64(lp[j])) || lp[j] > 0:
-				return bad("log-probability %g of id %d", lp[j], ids[j])
-			case j > 0 && lp[j] > lp[j-1]:
-				return bad("log-probabilities out of order at rank %d (%g after %g)", j, lp[j], lp[j-1])
-			}
-		}
-	}
-	return nil
-}
-
-// verifyLlamaRows reads every row of a llama.cpp base.
-func verifyLlamaRows(b *BaseReader) error {
-	var row LlamaRow
-	for i := range b.Header.Scored {
-		if err := b.NextLlama(&row); err != nil {
-			return err
-		}
-		s, m := float64(row.Scale), float64(row.MinLP)
-		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || math.IsNaN(m) || math.IsInf(m, 0) || m > 0 {
-			return fmt.Errorf("%w %s: row %d: scale %g, min log-probability %g", ErrBadBase, b.Name, i, s, m)
-		}
-	}
-	return nil
+	return plan.Windows, nil
 }

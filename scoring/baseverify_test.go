@@ -16,7 +16,7 @@ import (
 // writeVerifyBase writes a consistent base (chunks of 16 over 64 tokens: 4
 // windows of 7 scored tokens) with random records, sorted as a run writes
 // them; damage, when set, changes record i before it is written.
-func writeVerifyBase(t *testing.T, path string, damage func(i int, ids []int32, lp []float32)) {
+func writeVerifyBase(t *testing.T, path string, damage func(i int, nll *float64, ids []int32, lp []float32)) {
 	t.Helper()
 	const k, vocab = 8, 300
 	h := BaseHeader{Method: MethodChunks, Ctx: 16, Stride: 16, TopK: k, Windows: 4, Scored: 28,
@@ -35,7 +35,7 @@ func writeVerifyBase(t *testing.T, path string, damage func(i int, ids []int32, 
 		slices.SortFunc(lp, func(a, b float32) int { return cmpFloat(float64(b), float64(a)) })
 		nll := -float64(lp[r.IntN(k)])
 		if damage != nil {
-			damage(i, ids, lp)
+			damage(i, &nll, ids, lp)
 		}
 		if err := w.Append(nll, ids, lp); err != nil {
 			t.Fatal(err)
@@ -83,19 +83,19 @@ func TestVerifyBase(t *testing.T) {
 	}
 	for _, rec := range []struct {
 		name, want string
-		damage     func(i int, ids []int32, lp []float32)
+		damage     func(i int, nll *float64, ids []int32, lp []float32)
 	}{
-		{"id.kld", "id.kld: record 5: id 300 outside the vocabulary (300)", func(i int, ids []int32, _ []float32) {
+		{"id.kld", "id.kld: record 5 (window 0, position 13): id 300 outside the vocabulary (300)", func(i int, _ *float64, ids []int32, _ []float32) {
 			if i == 5 {
 				ids[2] = 300
 			}
 		}},
-		{"order.kld", "id.kld: record 0: log-probabilities out of order at rank 1", func(i int, _ []int32, lp []float32) {
+		{"order.kld", "id.kld: record 0 (window 0, position 8): log-probabilities out of order at rank 1", func(i int, _ *float64, _ []int32, lp []float32) {
 			if i == 0 {
 				lp[0], lp[1] = lp[1]-1, lp[0]
 			}
 		}},
-		{"positive.kld", "positive.kld: record 27: log-probability 0.5", func(i int, _ []int32, lp []float32) {
+		{"positive.kld", "positive.kld: record 27 (window 3, position 14): log-probability 0.5", func(i int, _ *float64, _ []int32, lp []float32) {
 			if i == 27 {
 				lp[0] = 0.5
 			}
@@ -174,7 +174,7 @@ func TestVerifyLlamaBase(t *testing.T) {
 	if bi, err := VerifyBase(write("ok.kld", -1)); err != nil || bi.Format != BaseFormatLlama || bi.Header.Windows != 2 {
 		t.Fatalf("verify: %+v %v", bi, err)
 	}
-	if _, err := VerifyBase(write("inf.kld", 4)); err == nil || !strings.Contains(err.Error(), "inf.kld: row 4: scale") {
+	if _, err := VerifyBase(write("inf.kld", 4)); err == nil || !strings.Contains(err.Error(), "inf.kld: row 4 (window 1, position 5): scale") {
 		t.Fatalf("verify a row with an infinite logit: %v", err)
 	}
 }

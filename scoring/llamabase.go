@@ -130,13 +130,19 @@ func (b *BaseReader) NextLlama(row *LlamaRow) error {
 	b.read++
 	le := binary.LittleEndian
 	v := b.Header.Meta.VocabSize
-	row.Scale = math.Float32frombits(le.Uint32(b.rec[0:]))
-	row.MinLP = math.Float32frombits(le.Uint32(b.rec[4:]))
+	row.Scale, row.MinLP = llamaRowHead(b.rec)
 	row.Q = kernels.Grow(row.Q, v)
 	for j := range row.Q {
 		row.Q[j] = le.Uint16(b.rec[8+2*j:])
 	}
 	return nil
+}
+
+// llamaRowHead is a stored row's scale and minimum log-probability, its
+// first 8 bytes.
+func llamaRowHead(rec []byte) (scale, minLP float32) {
+	le := binary.LittleEndian
+	return math.Float32frombits(le.Uint32(rec[0:])), math.Float32frombits(le.Uint32(rec[4:]))
 }
 
 // expf is C's expf to within an ulp.

@@ -326,8 +326,8 @@ func (r *runner) score(i, pos, baseTopK int) error {
 	}
 	nll := NLL(res.Picked[0], res.Max, res.SumExp)
 	if math.IsNaN(nll) || math.IsInf(nll, 0) {
-		return fmt.Errorf("row %d (target token %d): non-finite NLL (max %v, sum exp %v, target logit %v)",
-			pos, q.IDs[0], res.Max, res.SumExp, res.Picked[0])
+		return fmt.Errorf("row %d (target token %d): the model's logits are not finite: NLL %v (max %v, sum exp %v, target logit %v)",
+			pos, q.IDs[0], nll, res.Max, res.SumExp, res.Picked[0])
 	}
 	r.wNLL.Add(nll)
 	var jw *journalWindow

@@ -259,7 +259,9 @@ func (s *KLDStats) Add(w int, c TokenComparison) {
 	if c.Top5 {
 		s.nTop5++
 	}
-	if math.IsInf(c.KLD, 0) || math.IsNaN(c.KLD) {
+	// A KLD the f32 percentiles cannot hold counts as non-finite too, so
+	// that none reaches the report.
+	if !(math.Abs(c.KLD) <= math.MaxFloat32) {
 		s.nonFinite++
 	} else {
 		s.nKLD++
