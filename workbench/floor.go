@@ -47,6 +47,11 @@ type FloorJob struct {
 // top-k base carrying the floor object and its record information.
 func Floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
 	started := time.Now()
+	ls, err := begin(ctx, "--perplexity-kld-base-out", j.TopBase, "--full-base-out", j.FullBase)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.release()
 	b, err := Open(j.Profile)
 	if err != nil {
 		return nil, err

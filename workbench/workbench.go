@@ -105,6 +105,11 @@ func (o *Outcome) Done() error {
 
 // Run loads what j's profile names, scores j on it and releases it.
 func Run(ctx context.Context, j Job) (Outcome, error) {
+	ls, err := j.begin(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer ls.release()
 	if _, err := journalPath(j); err != nil {
 		return Outcome{}, err // before the model loads
 	}
@@ -173,6 +178,7 @@ func (b *Bench) Close() error {
 // described still returns its report, with a warning saying why.
 func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
 	started := time.Now()
+	j.Progress = watch(ctx, j.Progress)
 	run := b.run
 	if len(j.choices()) > 0 {
 		run = b.runChoice
