@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -46,8 +47,18 @@ func acquire(path string, mode Mode) (*Lock, error) {
 
 // open opens (making it when missing) the lock file name. A shared lock
 // falls back to a lock file it can only read, and to none (nil, nil) where
-// none can be made.
+// none can be made. It makes none in a folder whose mode lets no one write
+// (shared read-only data, even to root): nothing there is written or
+// removed without changing that first, and no lock file is left there.
 func open(name string, mode Mode) (*os.File, error) {
+	if mode == Shared {
+		if fi, err := os.Stat(filepath.Dir(name)); err == nil && fi.Mode().Perm()&0o222 == 0 {
+			if f, err := os.Open(name); err == nil {
+				return f, nil
+			}
+			return nil, nil
+		}
+	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err == nil || mode == Exclusive {
 		if err != nil {
