@@ -190,7 +190,9 @@ func TestOtherCommandsOutputCollisions(t *testing.T) {
 	os.Symlink("m.gguf", f.at("m.svg"))
 	os.Symlink("t.txt", f.at("t.svg"))
 	geom := []string{"--perplexity", f.text, "--perplexity-ctx", "64", "--perplexity-chunks", "1"}
-	on := func(cmd string, args ...string) []string { return append(append([]string{cmd, "--model", f.model}, geom...), args...) }
+	on := func(cmd string, args ...string) []string {
+		return append(append([]string{cmd, "--model", f.model}, geom...), args...)
+	}
 	for _, c := range []struct {
 		args []string
 		want []string
