@@ -34,8 +34,7 @@ func (ps *passes) run(b *Bench, what string, job Job) (scoring.Report, error) {
 	if ps.tell != nil {
 		job.Progress = ps.tell(ps.pass, ps.of, what)
 	}
-	job.Progress = watch(ps.ctx, job.Progress)
-	out, err := b.run(ps.ctx, job)
+	out, err := watched(ps.ctx, job, b.run)
 	if err == nil && out.Report.Partial {
 		err = errors.New(out.Report.PartialReason)
 	}

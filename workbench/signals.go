@@ -129,6 +129,18 @@ func watch(ctx context.Context, progress func(scoring.Event)) func(scoring.Event
 	}
 }
 
+// watched runs j with its events watched (watch). Watching is no caller's
+// progress: a run given none reports no time held by it.
+func watched(ctx context.Context, j Job, run func(context.Context, Job) (Outcome, error)) (Outcome, error) {
+	caller := j.Progress
+	j.Progress = watch(ctx, caller)
+	out, err := run(ctx, j)
+	if caller == nil {
+		out.Report.ProgressHeldSeconds = 0
+	}
+	return out, err
+}
+
 // StoppedBeforeScoring reports whether err is a stop that came before a
 // run scored anything (loading), so that there is no report to write.
 func StoppedBeforeScoring(err error, rep *scoring.Report) bool {

@@ -178,12 +178,11 @@ func (b *Bench) Close() error {
 // described still returns its report, with a warning saying why.
 func (b *Bench) Score(ctx context.Context, j Job) (Outcome, error) {
 	started := time.Now()
-	j.Progress = watch(ctx, j.Progress)
 	run := b.run
 	if len(j.choices()) > 0 {
 		run = b.runChoice
 	}
-	out, err := run(ctx, j)
+	out, err := watched(ctx, j, run)
 	if err != nil || out.Report.Partial {
 		return out, err
 	}
