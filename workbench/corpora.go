@@ -24,6 +24,9 @@ func RunCorpora(ctx context.Context, j Job) (Outcome, error) {
 	if err := checkCorpora(j); err != nil {
 		return Outcome{}, err // before the model loads
 	}
+	if err := loading(ctx); err != nil {
+		return Outcome{}, err
+	}
 	b, err := Open(j.Profile)
 	if err != nil {
 		return Outcome{}, err

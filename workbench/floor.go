@@ -64,6 +64,11 @@ func Floor(ctx context.Context, j FloorJob) (Outcome, error) {
 // floor is Floor without keeping.
 func floor(ctx context.Context, j FloorJob) (*scoring.Report, error) {
 	started := time.Now()
+	ls, err := begin(ctx, "--perplexity-kld-base-out", j.TopBase, "--full-base-out", j.FullBase)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.release()
 	b, err := Open(j.Profile)
 	if err != nil {
 		return nil, err

@@ -64,6 +64,11 @@ func noise(ctx context.Context, j NoiseJob) (*scoring.Report, error) {
 	started := time.Now()
 	p := j.Profile
 	p.StopAtPrecision, p.StopWhenDecided = 0, ""
+	ls, err := begin(ctx, "--perplexity-kld-base-out", j.Base)
+	if err != nil {
+		return nil, err
+	}
+	defer ls.release()
 	b, err := Open(p)
 	if err != nil {
 		return nil, err

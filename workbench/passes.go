@@ -34,7 +34,7 @@ func (ps *passes) run(b *Bench, what string, job Job) (scoring.Report, error) {
 	if ps.tell != nil {
 		job.Progress = ps.tell(ps.pass, ps.of, what)
 	}
-	out, err := b.run(ps.ctx, job)
+	out, err := watched(ps.ctx, job, b.run)
 	if err == nil && out.Report.Partial {
 		err = errors.New(out.Report.PartialReason)
 	}
@@ -47,6 +47,9 @@ func (ps *passes) run(b *Bench, what string, job Job) (scoring.Report, error) {
 // runOn is run on a bench of p's own (another model, other engine
 // settings), released after the pass.
 func (ps *passes) runOn(p profiles.Profile, what string, job Job) (scoring.Report, error) {
+	if err := loading(ps.ctx); err != nil {
+		return scoring.Report{}, err
+	}
 	b, err := Open(p)
 	if err != nil {
 		ps.pass++

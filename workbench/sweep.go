@@ -80,6 +80,11 @@ func Sweep(ctx context.Context, j SweepJob) (SweepOutcome, error) {
 	for _, m := range j.Models {
 		jobs = append(jobs, s.modelJob(m))
 	}
+	ls, err := begin(ctx, sweepWrites(j.Base, jobs)...)
+	if err != nil {
+		return s.out, err
+	}
+	defer ls.release()
 	if !j.Resume {
 		if err := noJournals(jobs); err != nil {
 			return s.out, err
@@ -191,6 +196,9 @@ func (s *sweepRun) step(i int, job Job) error {
 	}
 	s.emit(SweepEvent{Kind: SweepModelStarted, Index: i, Model: model})
 	job.Progress = func(e scoring.Event) { s.emit(SweepEvent{Kind: SweepModelRun, Index: i, Model: model, Run: &e}) }
+	if err := loading(s.ctx); err != nil {
+		return err
+	}
 	b, err := Open(job.Profile)
 	if err != nil {
 		return fmt.Errorf("sweep %s: %w", name, err)

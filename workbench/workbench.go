@@ -117,6 +117,11 @@ func (o *Outcome) Done() error {
 
 // Run loads what j's profile names, scores j on it and releases it.
 func Run(ctx context.Context, j Job) (Outcome, error) {
+	ls, err := j.begin(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer ls.release()
 	if _, err := journalPath(j); err != nil {
 		return Outcome{}, err // before the model loads
 	}
@@ -198,7 +203,7 @@ func (b *Bench) score(ctx context.Context, j Job) (Outcome, error) {
 	if len(j.choices()) > 0 {
 		run = b.runChoice
 	}
-	out, err := run(ctx, j)
+	out, err := watched(ctx, j, run)
 	if err != nil || out.Report.Partial {
 		return out, err
 	}

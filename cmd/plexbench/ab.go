@@ -52,6 +52,11 @@ func (c *cli) runAB(args []string) int {
 		}
 		conds[i] = cond
 	}
+	files := outputFiles("--profile", paths, "", "", c.resultsRoot(*resultsDir))
+	files.In("--base", *base)
+	if code := c.checkFiles(files); code >= 0 {
+		return code
+	}
 	var res results.ABSummary
 	var err error
 	switch {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"plexbench/internal/filelock"
 	"plexbench/results"
 	"plexbench/scoring"
 )
@@ -242,7 +243,7 @@ func (c *cli) runBasesGC(args []string) int {
 	if code >= 0 {
 		return code
 	}
-	var gone []string
+	var gone, inUse []string
 	var bytes int64
 	skipped := 0
 	for _, e := range ents {
@@ -252,10 +253,11 @@ func (c *cli) runBasesGC(args []string) int {
 		if !e.Unreferenced() {
 			continue
 		}
-		if !*dryRun {
-			if err := os.Remove(e.Info.Path); err != nil {
-				return c.fail(fmt.Errorf("bases gc: %w", err))
-			}
+		if err := results.RemoveBase(e.Info.Path, *dryRun); errors.Is(err, filelock.ErrInUse) {
+			inUse = append(inUse, err.Error())
+			continue
+		} else if err != nil {
+			return c.fail(fmt.Errorf("bases gc: %w", err))
 		}
 		gone, bytes = append(gone, e.Info.Path), bytes+e.Info.Size
 	}
@@ -267,6 +269,9 @@ func (c *cli) runBasesGC(args []string) int {
 	if skipped > 0 {
 		fmt.Fprintf(c.stderr, "; %d unreadable left alone (bases verify says why)", skipped)
 	}
+	if len(inUse) > 0 {
+		fmt.Fprintf(c.stderr, "; %d in use left alone (%s)", len(inUse), strings.Join(inUse, ", "))
+	}
 	fmt.Fprintln(c.stderr)
 	if *b.asJSON {
 		return c.printJSON(struct {
@@ -274,7 +279,8 @@ func (c *cli) runBasesGC(args []string) int {
 			DryRun  bool     `json:"dry_run"`
 			Removed []string `json:"removed"`
 			Bytes   int64    `json:"bytes"`
-		}{"plexbench.bases_gc", *dryRun, append([]string{}, gone...), bytes})
+			InUse   []string `json:"in_use,omitempty"`
+		}{"plexbench.bases_gc", *dryRun, append([]string{}, gone...), bytes, inUse})
 	}
 	for _, p := range gone {
 		fmt.Fprintln(c.stdout, p)

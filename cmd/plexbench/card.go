@@ -27,6 +27,9 @@ func (c *cli) runCard(args []string) int {
 	if len(pos) != 1 {
 		return c.fail(fmt.Errorf("card: give one record file"))
 	}
+	if code := c.checkFiles(outputFiles("the record", pos, "-o", *out, "")); code >= 0 {
+		return code
+	}
 	rep, ok, err := scoring.ReadRecord(pos[0])
 	if err != nil {
 		return c.fail(err)

@@ -50,6 +50,9 @@ func (c *cli) runFloor(args []string) int {
 			return c.fail(fmt.Errorf("floor: --against: %w", err))
 		}
 	}
+	if code := c.checkFiles(floorFiles(p, *profilePath, *against, *topOut, *fullOut, *output, c.resultsRoot(*resultsDir))); code >= 0 {
+		return code
+	}
 	tmp, err := os.MkdirTemp("", "plexbench-floor-")
 	if err != nil {
 		return c.fail(err)

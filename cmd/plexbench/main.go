@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 
+	"plexbench/internal/outfile"
 	"plexbench/kernels"
 	"plexbench/results"
 )
@@ -119,9 +120,13 @@ func (c *cli) run(args []string) int {
 	}
 }
 
-// fail prints one error line and returns the exit code for it.
+// fail prints one error line and returns the exit code for it: 2 for
+// files refused before any work (outfile.ErrRefused), else 1.
 func (c *cli) fail(err error) int {
 	fmt.Fprintf(c.stderr, "plexbench: %v\n", err)
+	if errors.Is(err, outfile.ErrRefused) {
+		return 2
+	}
 	return 1
 }
 

@@ -24,6 +24,9 @@ func (c *cli) runMerge(args []string) int {
 	if len(pos) == 0 {
 		return c.fail(fmt.Errorf("merge: give the shard records"))
 	}
+	if code := c.checkFiles(outputFiles("the shard record", pos, "-o", *out, c.resultsRoot(*resultsDir))); code >= 0 {
+		return code
+	}
 	var shards []scoring.Report
 	for _, p := range pos {
 		r, ok, err := scoring.ReadRecord(p)

@@ -41,6 +41,9 @@ func (c *cli) runNoise(args []string) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	if code := c.checkFiles(noiseFiles(p, *profilePath, *baseOut, c.resultsRoot(*resultsDir))); code >= 0 {
+		return code
+	}
 	if p.StopAtPrecision > 0 || p.StopWhenDecided != "" {
 		fmt.Fprintln(c.stderr, "plexbench: noise: the stopping rule is off: every change scores every window")
 	}

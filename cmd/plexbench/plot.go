@@ -67,6 +67,9 @@ func (c *cli) runPlot(args []string) int {
 	if path == outfile.Stdout && ft == "png" && isTerminal(c.stdout) {
 		return bad("--out - with --format png: will not write an image to a terminal; redirect it or name a file")
 	}
+	if err := outputFiles("--record", files, "--out", path, "").Check(); err != nil {
+		return bad("%w", err)
+	}
 	var recs []scoring.Report
 	if len(files) > 0 {
 		for _, f := range files {

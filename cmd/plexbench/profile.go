@@ -85,6 +85,11 @@ func (c *cli) profileNew(args []string) int {
 	if err := p.Validate(); err != nil {
 		return c.fail(fmt.Errorf("profile %s: %w", name, err))
 	}
+	f := profileFiles(p, "")
+	f.Out("-o", *out)
+	if code := c.checkFiles(f); code >= 0 {
+		return code
+	}
 	if *out == "" {
 		data, err := p.RelativeTo(".").Encode()
 		if err != nil {

@@ -30,6 +30,9 @@ func (c *cli) runScore(args []string) int {
 	if code >= 0 {
 		return code
 	}
+	if code := c.checkFiles(c.scoreFiles(j, x)); code >= 0 {
+		return code
+	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
 	progress, closeProgress, err := c.progressSink(x, j.Profile)
@@ -42,6 +45,10 @@ func (c *cli) runScore(args []string) int {
 		j.Progress = c.resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
 	}
 	out, err := workbench.RunCorpora(ctx, j)
+	if workbench.StoppedBeforeScoring(err, &out.Report) {
+		fmt.Fprintf(c.stderr, "plexbench: %v\n", err) // nothing scored: no report
+		return 130
+	}
 	if err != nil && !errors.Is(err, scoring.ErrStopped) && !errors.Is(err, workbench.ErrNotKept) {
 		return c.fail(err)
 	}

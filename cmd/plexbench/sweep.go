@@ -114,8 +114,9 @@ func (c *cli) sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j wor
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return sj, fmt.Errorf("sweep: %w", err)
 	}
-	return workbench.SweepJob{Job: j, BaseModel: x.base, Models: models, Base: base, Root: root,
-		Resume: x.resume, Progress: c.sweepProgress(x.quiet)}, nil
+	sj = workbench.SweepJob{Job: j, BaseModel: x.base, Models: models, Base: base, Root: root,
+		Resume: x.resume, Progress: c.sweepProgress(x.quiet)}
+	return sj, sweepFiles(sj, x).Check()
 }
 
 // sweepModels are the models the arguments name, globs expanded, in

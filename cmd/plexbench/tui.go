@@ -32,6 +32,9 @@ func (c *cli) runTUI(args []string) int {
 	if code >= 0 {
 		return code
 	}
+	if code := c.checkFiles(outputFiles("--base", []string{cfg.Base}, "", "", cfg.ResultsDir)); code >= 0 {
+		return code
+	}
 	// New refuses what the flags cannot run (two profiles that are not
 	// comparable, a task file beside an A/B) before the terminal check.
 	m, err := tui.New(cfg)
