@@ -195,4 +195,3 @@ func TestRunFailingAtEndKeepsJournal(t *testing.T) {
 		t.Errorf("the resumed report differs beyond timings:\n%s\nvs\n%s", a, b)
 	}
 }
-
