@@ -32,17 +32,27 @@ func TestKept(t *testing.T) {
 		t.Fatalf("a root that cannot be made: %v, kept %q, record %v", err, out.Record, out.Report.Record != nil)
 	}
 
-	stopped, cancel := context.WithCancel(context.Background())
-	cancel()
+	// stop runs j after its first window (a run stopped before any has
+	// nothing to keep).
+	stop := func(j Job) (Outcome, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		j.Progress = func(e scoring.Event) {
+			if e.Kind == scoring.EventWindowDone {
+				cancel()
+			}
+		}
+		return Run(ctx, j)
+	}
 	root := filepath.Join(dir, "root")
-	out, err = Run(stopped, Job{Profile: p, Keep: Keep{Root: root, Base: true}, hasher: &modelHasher{}})
+	out, err = stop(Job{Profile: p, Keep: Keep{Root: root, Base: true}, hasher: &modelHasher{}})
 	if !errors.Is(err, scoring.ErrStopped) || out.Record != "" || !out.Report.Partial {
 		t.Fatalf("a stopped run: %v, kept %q", err, out.Record)
 	}
 	if ents, _ := os.ReadDir(root); len(ents) != 0 {
 		t.Fatalf("a stopped run not asked to be kept left %v", ents)
 	}
-	out, err = Run(stopped, Job{Profile: p, Keep: Keep{Root: root, Base: true, Unrecorded: true, Profile: true}, hasher: &modelHasher{}})
+	out, err = stop(Job{Profile: p, Keep: Keep{Root: root, Base: true, Unrecorded: true, Profile: true}, hasher: &modelHasher{}})
 	if !errors.Is(err, scoring.ErrStopped) || !strings.Contains(out.Record, "_stopped-") {
 		t.Fatalf("a stopped run kept as %q: %v", out.Record, err)
 	}
