@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"plexbench/internal/basetest"
 )
 
 // TestRecordCheck: each kind of bad record is refused, naming it by index,
@@ -87,53 +88,6 @@ func TestRecordCheck(t *testing.T) {
 	}
 }
 
-// editRecord rewrites record i of the plexbench base at path through edit
-// and makes its checksum match again: damage only the record checks find.
-func editRecord(t *testing.T, path string, i int, edit func(nll *float64, ids []int32, lp []float32)) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	le := binary.LittleEndian
-	k, tokens, meta := int(le.Uint32(raw[28:])), int(le.Uint64(raw[32:])), int(le.Uint32(raw[96:]))
-	rec := raw[baseFixedHeader+meta+4*tokens+i*BaseRecordBytes(k):]
-	nll := math.Float64frombits(le.Uint64(rec))
-	ids, lp := make([]int32, k), make([]float32, k)
-	for j := range k {
-		ids[j], lp[j] = int32(le.Uint32(rec[8+8*j:])), math.Float32frombits(le.Uint32(rec[12+8*j:]))
-	}
-	edit(&nll, ids, lp)
-	le.PutUint64(rec, math.Float64bits(nll))
-	for j := range k {
-		le.PutUint32(rec[8+8*j:], uint32(ids[j]))
-		le.PutUint32(rec[12+8*j:], math.Float32bits(lp[j]))
-	}
-	sum := sha256.Sum256(raw[:len(raw)-sha256.Size])
-	copy(raw[len(raw)-sha256.Size:], sum[:])
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// nanLlamaRow sets row i of the llama.cpp base at path to what
-// llama-perplexity writes for NaN logits: a NaN scale and minimum.
-func nanLlamaRow(t *testing.T, path string, i int) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	le := binary.LittleEndian
-	c, v, n := int(le.Uint32(raw[8:])), int(le.Uint32(raw[12:])), int(le.Uint32(raw[16:]))
-	row := raw[llamaHeader+4*c*n+i*2*llamaRowWords(v):]
-	le.PutUint32(row, math.Float32bits(float32(math.NaN())))
-	le.PutUint32(row[4:], math.Float32bits(float32(math.NaN())))
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRunRefusesDamagedBase: a run against a base with a bad record (a
 // plexbench base's NaN, positive or unranked log-probability, negative
 // NLL, repeated id; a llama.cpp base's NaN row) is refused before its
@@ -175,9 +129,9 @@ func TestRunRefusesDamagedBase(t *testing.T) {
 				t.Fatalf("stopped run: %v", err)
 			}
 			if c.damage != nil {
-				editRecord(t, base, rec, c.damage)
+				basetest.EditRecord(t, base, rec, c.damage)
 			} else {
-				nanLlamaRow(t, base, rec)
+				basetest.NaNLlamaRow(t, base, rec)
 			}
 			damaged, _ := os.ReadFile(base)
 			kept, _ := os.ReadFile(journal)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,59 +9,11 @@ import (
 	"syscall"
 	"testing"
 
+	"plexbench/internal/basetest"
 	"plexbench/internal/shareddata"
 	"plexbench/results"
 	"plexbench/scoring"
 )
-
-// editBaseRecord rewrites record i of the plexbench base at path through
-// edit and makes the file's checksum match again, so that only the record
-// checks can find the damage.
-func editBaseRecord(t *testing.T, path string, i int, edit func(nll *float64, ids []int32, lp []float32)) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	le := binary.LittleEndian
-	k, tokens, meta := int(le.Uint32(raw[28:])), int(le.Uint64(raw[32:])), int(le.Uint32(raw[96:]))
-	rec := raw[100+meta+4*tokens+i*scoring.BaseRecordBytes(k):]
-	nll := math.Float64frombits(le.Uint64(rec))
-	ids, lp := make([]int32, k), make([]float32, k)
-	for j := range k {
-		ids[j], lp[j] = int32(le.Uint32(rec[8+8*j:])), math.Float32frombits(le.Uint32(rec[12+8*j:]))
-	}
-	edit(&nll, ids, lp)
-	le.PutUint64(rec, math.Float64bits(nll))
-	for j := range k {
-		le.PutUint32(rec[8+8*j:], uint32(ids[j]))
-		le.PutUint32(rec[12+8*j:], math.Float32bits(lp[j]))
-	}
-	sum := sha256.Sum256(raw[:len(raw)-sha256.Size])
-	copy(raw[len(raw)-sha256.Size:], sum[:])
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// nanLlamaRow gives row i of the llama.cpp base at path a NaN scale and
-// minimum, as llama-perplexity writes a row for a model whose logits are
-// NaN.
-func nanLlamaRow(t *testing.T, path string, i int) {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	le := binary.LittleEndian
-	c, v, n := int(le.Uint32(raw[8:])), int(le.Uint32(raw[12:])), int(le.Uint32(raw[16:]))
-	row := raw[20+4*c*n+i*2*(2*((v+1)/2)+4):]
-	le.PutUint32(row, math.Float32bits(float32(math.NaN())))
-	le.PutUint32(row[4:], math.Float32bits(float32(math.NaN())))
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // refusedBeforeScoring checks a score run refused because of base: a
 // non-zero exit, nothing on stdout, one line on stderr holding each of
@@ -134,9 +84,9 @@ func TestScoreRefusesDamagedBase(t *testing.T) {
 			raw, _ := os.ReadFile(good[c.format])
 			os.WriteFile(base, raw, 0o644)
 			if c.damage != nil {
-				editBaseRecord(t, base, rec, c.damage)
+				basetest.EditRecord(t, base, rec, c.damage)
 			} else {
-				nanLlamaRow(t, base, rec)
+				basetest.NaNLlamaRow(t, base, rec)
 			}
 			was, _ := os.ReadFile(base)
 			what := map[string]string{scoring.BaseFormatPlexbench: "record", scoring.BaseFormatLlama: "row"}[c.format]
@@ -180,7 +130,7 @@ func TestResumeRefusesDamagedBase(t *testing.T) {
 		t.Fatalf("journal after the kill: %d windows, %v", n, err)
 	}
 	const row = 29*127 + 100 // window 29, position 128 + 100
-	nanLlamaRow(t, base, row)
+	basetest.NaNLlamaRow(t, base, row)
 	was, _ := os.ReadFile(base)
 	kept, _ := os.ReadFile(journal)
 	root := t.TempDir()
