@@ -49,6 +49,8 @@ import (
 	"io"
 	"math"
 	"os"
+
+	"plexbench/internal/outfile"
 )
 
 // Base file constants.
@@ -354,9 +356,18 @@ type BaseReader struct {
 	rec      []byte
 }
 
+// openBaseFile opens a base file (either format) for reading, refusing at
+// once a path that is not a regular file: a FIFO would block the open.
+func openBaseFile(path string) (*os.File, error) {
+	if err := outfile.CheckInput(path); err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	return os.Open(path)
+}
+
 // OpenBase opens and verifies a base file.
 func OpenBase(path string) (*BaseReader, error) {
-	f, err := os.Open(path)
+	f, err := openBaseFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("kld base: %w", err)
 	}

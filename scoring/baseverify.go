@@ -8,7 +8,6 @@ package scoring
 import (
 	"fmt"
 	"io"
-	"os"
 )
 
 // BaseInfo is a base file's header and identity.
@@ -40,7 +39,7 @@ func baseFormatOf(r io.ReaderAt, size int64) string {
 
 // IsBaseFile reports whether path starts with either base format's magic.
 func IsBaseFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := openBaseFile(path)
 	if err != nil {
 		return false
 	}
@@ -53,7 +52,7 @@ func IsBaseFile(path string) bool {
 // its identity, without reading its records: a truncated base is an
 // error, a corrupted record is not (VerifyBase finds those).
 func ReadBaseInfo(path string) (BaseInfo, error) {
-	f, err := os.Open(path)
+	f, err := openBaseFile(path)
 	if err != nil {
 		return BaseInfo{}, fmt.Errorf("kld base: %w", err)
 	}

@@ -299,7 +299,7 @@ type BaseID struct {
 
 // IdentifyBase reads a base file's BaseID.
 func IdentifyBase(path string) (BaseID, error) {
-	f, err := os.Open(path)
+	f, err := openBaseFile(path)
 	if err != nil {
 		return BaseID{}, fmt.Errorf("kld base: %w", err)
 	}

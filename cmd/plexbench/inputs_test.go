@@ -90,6 +90,8 @@ func TestInputsRefused(t *testing.T) {
 			[]string{"--perplexity: " + fifo + ": is a FIFO, not a regular file"}},
 		{"FIFO as the token ids", []string{"--perplexity-tokens", fifo}, []string{fifo},
 			[]string{"--perplexity-tokens: " + fifo + ": is a FIFO, not a regular file"}},
+		{"FIFO as --perplexity-kld", []string{"--perplexity", text, "--perplexity-kld", fifo}, []string{fifo, text},
+			[]string{fifo + ": is a FIFO, not a regular file"}},
 		{"FIFO as a task file", []string{"--hellaswag", fifo}, []string{fifo},
 			[]string{"--hellaswag: " + fifo + ": is a FIFO, not a regular file"}},
 		{"FIFO as --profile", []string{"--profile", fifo}, []string{fifo},
