@@ -26,8 +26,9 @@ demo: build
 #                   engine packages in short mode and one end-to-end smoke
 #   test-long       the long comparisons, opt-in: the TestLong… tests
 #                   (PLEXBENCH_LONG=1: every file and weight type on each
-#                   emulated backend, the llama.cpp oracles at every context)
-#                   and the golden files at every context on each level
+#                   emulated backend, the exact kernels against llama.cpp's
+#                   oracle at every context) and every golden file and tiny
+#                   hybrid against llama.cpp at ctx 128 on each level
 #   test-race       the packages that use goroutines under the race detector
 #   test-arm64      the arm64 build's kernels and engine under qemu-user
 #   test-avx512-emu the AVX-512 BW kernels under Bochs on a CPU without them

@@ -2,9 +2,9 @@
 // Tests section): make test runs the default tier, and its reruns at each
 // lesser CPU level and under qemu run go test -short; make test-long runs
 // the tests named TestLong… with PLEXBENCH_LONG=1: the long comparisons
-// (every file and weight type on every backend, the llama.cpp oracles at
-// every context and CPU level) whose representatives the default tier
-// keeps.
+// (every file and weight type on every emulated backend, the exact
+// kernels against llama.cpp's oracle at every context) whose
+// representatives the default tier keeps.
 package testtier
 
 import (
