@@ -27,22 +27,35 @@ type kvCache struct {
 	k, v [][]byte // per layer: (n_head_kv, cap, hd) in typ
 }
 
+// kvCapacity is the positions a cache of kvLen holds: kvLen rounded up to
+// whole kvPad blocks.
+func kvCapacity(kvLen int) int { return (kvLen + kvPad - 1) / kvPad * kvPad }
+
+// kvCacheBytes is what newKVCache allocates: K and V of every cached
+// position, per attention layer (a GDN layer keeps a recurrent state
+// instead, gdn.go). The memory check (memory.go) asks for it.
+func kvCacheBytes(hp *hparams, typ kernels.Type, kvLen int) int64 {
+	per := 2 * int64(kvCapacity(kvLen)) * int64(typ.RowBytes(hp.headDim))
+	var total int64
+	for l := range hp.nLayer {
+		if hp.attnLayer(l) {
+			total += int64(hp.nHeadKV[l]) * per
+		}
+	}
+	return total
+}
+
+// newKVCache allocates a cache of kvLen positions in typ for every
+// attention layer of hp.
 func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
 	if typ == kernels.Q8_0 && hp.headDim%typ.BlockSize() != 0 {
 		return nil, fmt.Errorf("%w: a q8_0 KV cache needs a head dimension that is a multiple of 32, have %d",
 			ErrUnsupported, hp.headDim)
 	}
-	c := &kvCache{typ: typ, cap: (kvLen + kvPad - 1) / kvPad * kvPad, hd: hp.headDim, rb: typ.RowBytes(hp.headDim)}
-	total := 0
-	for l := range hp.nLayer {
-		if !hp.attnLayer(l) {
-			continue // a GDN layer keeps a recurrent state instead (gdn.go)
-		}
-		total += 2 * hp.nHeadKV[l] * c.cap * c.rb
-		if total > maxKVBytes {
-			return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB: lower --kv-len", ErrInput, kvLen, maxKVBytes>>30)
-		}
+	if kvCacheBytes(hp, typ, kvLen) > maxKVBytes {
+		return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB: lower --kv-len", ErrInput, kvLen, maxKVBytes>>30)
 	}
+	c := &kvCache{typ: typ, cap: kvCapacity(kvLen), hd: hp.headDim, rb: typ.RowBytes(hp.headDim)}
 	c.k, c.v = make([][]byte, hp.nLayer), make([][]byte, hp.nLayer)
 	for l := range hp.nLayer {
 		if !hp.attnLayer(l) {

@@ -21,7 +21,7 @@ func memoryAsks(hp *hparams, opt Options, ub int) []sysmem.Ask {
 		What:  fmt.Sprintf("a KV cache of %d positions in %s", opt.KVLen, strings.ToLower(opt.KVType.String())),
 		Flag:  "--kv-len",
 		Fix:   "lower --kv-len (or the ctx, which sizes the cache when --kv-len is not given)",
-		Bytes: kvBytes(hp, opt),
+		Bytes: kvCacheBytes(hp, opt.KVType, opt.KVLen),
 	}
 	pass := sysmem.Ask{
 		What:  fmt.Sprintf("pass buffers of %d tokens (the least of batch and ubatch size)", ub),
@@ -29,20 +29,6 @@ func memoryAsks(hp *hparams, opt Options, ub int) []sysmem.Ask {
 		Bytes: int64(ub) * passFloats(hp) * 4,
 	}
 	return []sysmem.Ask{kv, pass}
-}
-
-// kvBytes is the KV cache newKVCache allocates: K and V of every cached
-// position, per attention layer.
-func kvBytes(hp *hparams, opt Options) int64 {
-	cap := int64(opt.KVLen+kvPad-1) / kvPad * kvPad
-	rb := int64(opt.KVType.RowBytes(hp.headDim))
-	var total int64
-	for l := range hp.nLayer {
-		if hp.attnLayer(l) {
-			total += 2 * int64(hp.nHeadKV[l]) * cap * rb
-		}
-	}
-	return total
 }
 
 // passFloats is the float32s per token of the pass buffers (newPass) and

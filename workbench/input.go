@@ -22,10 +22,7 @@ const inputFactor = 8
 // readInput reads the input file path whole, what (e.g. "tokenizing")
 // saying what is done with it, for the refusal.
 func readInput(path, what string) ([]byte, error) {
-	if err := outfile.CheckInput(path); err != nil {
-		return nil, err
-	}
-	st, err := os.Stat(path)
+	st, err := outfile.StatInput(path)
 	if err != nil {
 		return nil, err
 	}
@@ -50,16 +47,19 @@ func checkInputSize(path, what string, size int64, a sysmem.Avail) error {
 // is not a regular file, naming its flag. A file not there is left for
 // the read to report.
 func checkInputs(p profiles.Profile) error {
-	flags := map[string][]string{"--perplexity": append([]string{p.Text}, p.Corpora...), "--perplexity-tokens": {p.Tokens}}
-	for _, flag := range []string{"--perplexity", "--perplexity-tokens"} {
-		for _, path := range flags[flag] {
-			if path == "" {
-				continue
-			}
-			if err := outfile.CheckInput(path); err != nil && !os.IsNotExist(err) {
-				return fmt.Errorf("%s: %w", flag, err)
-			}
+	check := func(flag, path string) error {
+		if path == "" {
+			return nil
+		}
+		if err := outfile.CheckInput(path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		return nil
+	}
+	for _, text := range append([]string{p.Text}, p.Corpora...) {
+		if err := check("--perplexity", text); err != nil {
+			return err
 		}
 	}
-	return nil
+	return check("--perplexity-tokens", p.Tokens)
 }

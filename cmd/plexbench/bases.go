@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 
 	"plexbench/internal/filelock"
+	"plexbench/internal/sysmem"
 	"plexbench/results"
 	"plexbench/scoring"
 )
@@ -149,11 +150,11 @@ func writeBasesTable(w io.Writer, rows []baseRow) {
 	for _, r := range rows {
 		if r.Error != "" {
 			why := strings.TrimPrefix(r.Error, scoring.ErrBadBase.Error()+" "+r.Path+": ")
-			fmt.Fprintf(tw, "%s\t%s\tunreadable: %s\t\t\t\t%s\t\n", r.Path, r.Format, why, sizeText(r.Size))
+			fmt.Fprintf(tw, "%s\t%s\tunreadable: %s\t\t\t\t%s\t\n", r.Path, r.Format, why, sysmem.Size(r.Size))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Path, r.Format, protocolText(&r), orDash(r.Model),
-			r.TopK, windowsText(&r), sizeText(r.Size), refsText(r.Refs))
+			r.TopK, windowsText(&r), sysmem.Size(r.Size), refsText(r.Refs))
 	}
 	tw.Flush()
 }
@@ -191,19 +192,6 @@ func refsText(refs []results.BaseRef) string {
 	return strings.Join(parts, ", ")
 }
 
-// sizeText is n bytes in binary units.
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 func (c *cli) runBasesVerify(args []string) int {
 	fs := c.newFlags("bases verify", "FILE [--json]")
 	asJSON := fs.Bool("json", false, "print what was checked as JSON on stdout")
@@ -231,7 +219,7 @@ func (c *cli) runBasesVerify(args []string) int {
 	fmt.Fprintf(c.stdout, "  counts     %d tokens, %d windows %s, %d scored tokens, top-k %d\n", r.Tokens, r.Windows,
 		strings.TrimPrefix(windowsText(&r), fmt.Sprint(r.Windows)+" "), r.Scored, r.TopK)
 	fmt.Fprintf(c.stdout, "  token ids  sha256 %s (matches the ids it holds)\n  size       %d bytes (%s), every record checked\n",
-		r.TokenIDsSHA256, r.Size, sizeText(r.Size))
+		r.TokenIDsSHA256, r.Size, sysmem.Size(r.Size))
 	return 0
 }
 
@@ -265,7 +253,7 @@ func (c *cli) runBasesGC(args []string) int {
 	if *dryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(c.stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sizeText(bytes))
+	fmt.Fprintf(c.stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sysmem.Size(bytes))
 	if skipped > 0 {
 		fmt.Fprintf(c.stderr, "; %d unreadable left alone (bases verify says why)", skipped)
 	}

@@ -10,14 +10,20 @@ import (
 // socket cannot be read as a file, a device such as /dev/zero never ends,
 // and a directory is not a file. The error names the path and what it is.
 func CheckInput(path string) error {
+	_, err := StatInput(path)
+	return err
+}
+
+// StatInput is CheckInput that also returns the file's information.
+func StatInput(path string) (os.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if fi.Mode().IsRegular() {
-		return nil
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s, not a regular file", path, kind(fi.Mode()))
 	}
-	return fmt.Errorf("%s: %s, not a regular file", path, kind(fi.Mode()))
+	return fi, nil
 }
 
 // kind names a non-regular file mode.

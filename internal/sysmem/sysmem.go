@@ -106,11 +106,11 @@ func cgroupV2Left(read readFile, cg string) (int64, bool) {
 }
 
 func v2Left(read readFile, dir string) (int64, bool) {
-	max, err := read(path.Join(dir, "memory.max"))
+	text, err := read(path.Join(dir, "memory.max"))
 	if err != nil {
 		return 0, false
 	}
-	limit, err := strconv.ParseInt(strings.TrimSpace(string(max)), 10, 64)
+	limit, err := strconv.ParseInt(strings.TrimSpace(string(text)), 10, 64)
 	if err != nil {
 		return 0, false // "max": no limit here
 	}
@@ -123,7 +123,7 @@ func v2Left(read readFile, dir string) (int64, bool) {
 			used -= inactive
 		}
 	}
-	return max64(limit-max64(used, 0), 0), true
+	return max(limit-max(used, 0), 0), true
 }
 
 // cgroupV1Left is what the memory controller's hierarchical limit leaves
@@ -158,7 +158,7 @@ func cgroupV1Left(read readFile, cg string) (int64, bool) {
 	if inactive, ok := field(string(stat), "total_inactive_file"); ok {
 		used -= inactive
 	}
-	return max64(limit-max64(used, 0), 0), true
+	return max(limit-max(used, 0), 0), true
 }
 
 // field is the integer after key on the line that starts with it
@@ -180,13 +180,6 @@ func field(text, key string) (int64, bool) {
 		return v, true
 	}
 	return 0, false
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // Ask is one allocation a run would make: its bytes, what it is, the
