@@ -1,7 +1,7 @@
 package profiles
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,7 +104,7 @@ func TestPerplexityRepeated(t *testing.T) {
 	parse := func(args ...string) Profile {
 		t.Helper()
 		var scratch Profile
-		fs := flag.NewFlagSet("score", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
 		scratch.BindFlags(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
@@ -137,7 +137,7 @@ func TestPerplexityRepeated(t *testing.T) {
 
 	// ApplyTo puts a profile's corpora on a bound flag set, in order.
 	var into Profile
-	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
 	into.BindFlags(fs)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)

@@ -4,12 +4,13 @@ package profiles
 // helpers that let flags given beside --profile override a profile's fields.
 
 import (
-	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"plexbench/kernels"
 )
@@ -22,6 +23,12 @@ type field struct {
 	path   bool // a file path: resolved against the profile file or the working directory
 	isBool bool
 	alias  bool // a second flag for a setting listed before it: not diffed
+	// hidden keeps the flag out of help (a second way to give a setting
+	// that help already lists); old is the names it had before, still read.
+	hidden bool
+	old    []string
+	// arg names the flag's value in help: FILE, N, X; empty: "string".
+	arg string
 	// shared is a setting with no flag of its own, given through the flag
 	// of the setting before it (corpora, through text's repeated
 	// --perplexity): diffed, never bound, applied or overridden itself.
@@ -35,13 +42,17 @@ type field struct {
 }
 
 func strField(key, flagName, usage string, path bool, f func(p *Profile) *string) field {
-	return field{key: key, flag: flagName, usage: usage, path: path,
+	arg := "string"
+	if path {
+		arg = "FILE"
+	}
+	return field{key: key, flag: flagName, usage: usage, path: path, arg: arg,
 		get: func(p *Profile) string { return *f(p) },
 		set: func(p *Profile, s string) error { *f(p) = s; return nil }}
 }
 
 func intField(key, flagName, usage string, f func(p *Profile) *int) field {
-	return field{key: key, flag: flagName, usage: usage,
+	return field{key: key, flag: flagName, usage: usage, arg: "N",
 		get: func(p *Profile) string { return strconv.Itoa(*f(p)) },
 		set: func(p *Profile, s string) error {
 			v, err := strconv.Atoi(s)
@@ -54,7 +65,7 @@ func intField(key, flagName, usage string, f func(p *Profile) *int) field {
 }
 
 func floatField(key, flagName, usage string, f func(p *Profile) *float64) field {
-	return field{key: key, flag: flagName, usage: usage,
+	return field{key: key, flag: flagName, usage: usage, arg: "X",
 		get: func(p *Profile) string { return strconv.FormatFloat(*f(p), 'g', -1, 64) },
 		set: func(p *Profile, s string) error {
 			v, err := strconv.ParseFloat(s, 64)
@@ -68,9 +79,9 @@ func floatField(key, flagName, usage string, f func(p *Profile) *float64) field 
 
 // fields lists the settings in file order. It is read-only after init.
 var fields = []field{
-	strField("model", "model", "GGUF model file (empty: the embedded demo model)", true, func(p *Profile) *string { return &p.Model }),
-	{key: "text", flag: "perplexity", usage: "UTF-8 text file to score (empty: the embedded demo text); given again, several corpora:\n" +
-		"each text scored as its own run on one loaded model, a report section per text and their averages", path: true,
+	strField("model", "model", "the GGUF model file (empty: the embedded demo model)", true, func(p *Profile) *string { return &p.Model }),
+	{key: "text", flag: "perplexity", usage: "a UTF-8 text file to score (empty: the embedded demo text); given again, several corpora:\n" +
+		"each text scored as its own run on one loaded model, a report section per text and their averages", path: true, arg: "FILE",
 		get: func(p *Profile) string { return p.Text },
 		set: func(p *Profile, s string) error { p.Text, p.Corpora = s, nil; return nil },
 		add: func(p *Profile, s string) error {
@@ -87,19 +98,19 @@ var fields = []field{
 			return []string{p.Text}
 		}},
 	{key: "corpora", flag: "perplexity", shared: true, get: func(p *Profile) string { return strings.Join(p.Corpora, ", ") }},
-	strField("tokens", "perplexity-tokens", "JSON array of token ids to score instead of text", true, func(p *Profile) *string { return &p.Tokens }),
-	strField("method", "perplexity-method", "chunks | sliding", false, func(p *Profile) *string { return &p.Method }),
+	strField("tokens", "perplexity-tokens", "a JSON array of token ids to score instead of text", true, func(p *Profile) *string { return &p.Tokens }),
+	strField("method", "perplexity-method", "method: chunks | sliding", false, func(p *Profile) *string { return &p.Method }),
 	intField("ctx", "perplexity-ctx", "tokens per chunk or window", func(p *Profile) *int { return &p.Ctx }),
 	intField("stride", "perplexity-stride", "sliding only: tokens between window starts (0 = ctx)", func(p *Profile) *int { return &p.Stride }),
 	intField("chunks", "perplexity-chunks", "score only the first N windows (0 = all)", func(p *Profile) *int { return &p.Chunks }),
 	intField("batch_size", "batch-size", "logical batch size (llama.cpp -b)", func(p *Profile) *int { return &p.BatchSize }),
 	intField("ubatch_size", "ubatch-size", "tokens per prefill pass (llama.cpp -ub)", func(p *Profile) *int { return &p.UBatchSize }),
-	strField("kv_cache_dtype", "kv-cache-dtype", "KV cache type: f32 | f16 | bf16 | q8_0", false, func(p *Profile) *string { return &p.KVCacheDType }),
-	intField("kv_len", "kv-len", "KV cache positions (0 = the window size)", func(p *Profile) *int { return &p.KVLen }),
+	strField("kv_cache_dtype", "kv-cache-dtype", "the KV cache type: f32 | f16 | bf16 | q8_0", false, func(p *Profile) *string { return &p.KVCacheDType }),
+	intField("kv_len", "kv-len", "the KV cache positions (0 = the window size)", func(p *Profile) *int { return &p.KVLen }),
 	intField("threads", "threads", "worker threads (0 = all cores)", func(p *Profile) *int { return &p.Threads }),
-	strField("backend", "backend", "cpu | cuda | hip", false, func(p *Profile) *string { return &p.Backend }),
+	strField("backend", "backend", "backend: cpu | cuda | hip", false, func(p *Profile) *string { return &p.Backend }),
 	strField("device", "device", "device ordinal N for a GPU backend (plexbench devices lists them)", false, func(p *Profile) *string { return &p.Device }),
-	{key: "backend", flag: "pool", usage: "backend and device as one value: hip:0, cuda:1, cpu (as --backend and --device)", alias: true,
+	{key: "backend", flag: "pool", usage: "backend and device as one value: hip:0, cuda:1, cpu (as --backend and --device)", alias: true, arg: "BACKEND[:N]",
 		get: func(p *Profile) string {
 			if p.Device == "" {
 				return p.Backend
@@ -115,7 +126,7 @@ var fields = []field{
 			return nil
 		}},
 	strField("prefill_attention", "prefill-attention", "prefill attention: dense | flashprefill-v2", false, func(p *Profile) *string { return &p.PrefillAttention }),
-	{key: "prefill_attention", flag: "FlashPrefillV2", usage: "on | off: prefill attention flashprefill-v2 or dense (as --prefill-attention)", isBool: true, alias: true,
+	{key: "prefill_attention", flag: "FlashPrefillV2", usage: "on | off: prefill attention flashprefill-v2 or dense (as --prefill-attention)", isBool: true, alias: true, hidden: true,
 		get: func(p *Profile) string {
 			if p.PrefillAttention == FlashPrefillV2 {
 				return "on"
@@ -133,8 +144,8 @@ var fields = []field{
 			}
 			return nil
 		}},
-	intField("flashprefill.block_size", "flashprefill-block-size", "FlashPrefill: tokens per block (a power of two)", func(p *Profile) *int { return &p.FlashPrefill.BlockSize }),
-	{key: "flashprefill.alpha", flag: "flashprefill-alpha", usage: "FlashPrefill: keep blocks scoring at least alpha × the best, in [0, 1] (empty: the architecture's default)",
+	intField("flashprefill.block_size", "flashprefill-block-size", "for FlashPrefill, tokens per block (a power of two)", func(p *Profile) *int { return &p.FlashPrefill.BlockSize }),
+	{key: "flashprefill.alpha", flag: "flashprefill-alpha", arg: "X", usage: "for FlashPrefill, keep blocks scoring at least alpha × the best, in [0, 1] (empty: the architecture's default)",
 		get: func(p *Profile) string {
 			if p.FlashPrefill.Alpha == nil {
 				return ""
@@ -153,11 +164,12 @@ var fields = []field{
 			p.FlashPrefill.Alpha = &v
 			return nil
 		}},
-	intField("flashprefill.sink_blocks", "flashprefill-sink-blocks", "FlashPrefill: leading key blocks always kept", func(p *Profile) *int { return &p.FlashPrefill.SinkBlocks }),
-	intField("flashprefill.window", "flashprefill-window", "FlashPrefill: local key blocks kept, the diagonal included (≥ 1)", func(p *Profile) *int { return &p.FlashPrefill.Window }),
-	intField("flashprefill.last_n_full", "flashprefill-last-n-full", "FlashPrefill: final query blocks computed densely", func(p *Profile) *int { return &p.FlashPrefill.LastNFull }),
-	intField("flashprefill.min_budget", "flashprefill-min-budget", "FlashPrefill: top-scoring key blocks always kept (0: off)", func(p *Profile) *int { return &p.FlashPrefill.MinBudget }),
-	{key: "strict_device_kernels", flag: "no-cpu-fallback", usage: "fail any op without a device kernel instead of running it on the CPU", isBool: true,
+	intField("flashprefill.sink_blocks", "flashprefill-sink-blocks", "for FlashPrefill, leading key blocks always kept", func(p *Profile) *int { return &p.FlashPrefill.SinkBlocks }),
+	intField("flashprefill.window", "flashprefill-window", "for FlashPrefill, local key blocks kept, the diagonal included (≥ 1)", func(p *Profile) *int { return &p.FlashPrefill.Window }),
+	intField("flashprefill.last_n_full", "flashprefill-last-n-full", "for FlashPrefill, final query blocks computed densely", func(p *Profile) *int { return &p.FlashPrefill.LastNFull }),
+	intField("flashprefill.min_budget", "flashprefill-min-budget", "for FlashPrefill, top-scoring key blocks always kept (0: off)", func(p *Profile) *int { return &p.FlashPrefill.MinBudget }),
+	{key: "strict_device_kernels", flag: "strict-device-kernels", old: []string{"no-cpu-fallback"},
+		usage: "fail any op without a device kernel instead of running it on the CPU", isBool: true,
 		get: func(p *Profile) string { return strconv.FormatBool(p.StrictDeviceKernels) },
 		set: func(p *Profile, s string) error {
 			v, err := strconv.ParseBool(s)
@@ -168,7 +180,7 @@ var fields = []field{
 			return nil
 		}},
 	intField("kld_top_k", "perplexity-kld-top-k", "token ids recorded per scored token in a KLD base (1..1024; each takes 8 bytes per scored token)", func(p *Profile) *int { return &p.KLDTopK }),
-	{key: "kernels", flag: "kernels", usage: "kernel variants, op=variant[,op=variant...]",
+	{key: "kernels", flag: "kernels", usage: "kernel variants, op=variant[,op=variant...]", arg: "OP=VARIANT,...",
 		get: func(p *Profile) string { return FormatKernels(p.Kernels) },
 		set: func(p *Profile, s string) error {
 			m, err := ParseKernels(s)
@@ -188,7 +200,7 @@ var fields = []field{
 
 // FlagFor returns the score flag (without dashes) that overrides a profile
 // setting, by TOML key: "ctx" → "perplexity-ctx", "text" → "perplexity",
-// "strict_device_kernels" → "no-cpu-fallback", and so on.
+// "strict_device_kernels" → "strict-device-kernels", and so on.
 func FlagFor(key string) (string, bool) {
 	for _, f := range fields {
 		if f.key == key {
@@ -196,6 +208,19 @@ func FlagFor(key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// OldFlags maps each setting flag's former name to its name now (both
+// without dashes): "no-cpu-fallback" → "strict-device-kernels". Commands
+// read the old names as the new (a pflag normalization), unlisted in help.
+func OldFlags() map[string]string {
+	m := map[string]string{}
+	for _, f := range fields {
+		for _, o := range f.old {
+			m[o] = f.flag
+		}
+	}
+	return m
 }
 
 // FormatKernels writes a kernel map as "op=variant,op=variant", ops
@@ -220,9 +245,9 @@ func ParseKernels(s string) (map[string]string, error) {
 }
 
 // explicit returns the flags set on the command line.
-func explicit(fs *flag.FlagSet) map[string]bool {
+func explicit(fs *pflag.FlagSet) map[string]bool {
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	return set
 }
 
@@ -233,7 +258,7 @@ func explicit(fs *flag.FlagSet) map[string]bool {
 // both from the profile. Flags fs does not define are skipped, as are empty
 // strings (an empty model or text keeps the flag's default). Call it after
 // fs.Parse.
-func (p Profile) ApplyTo(fs *flag.FlagSet) error {
+func (p Profile) ApplyTo(fs *pflag.FlagSet) error {
 	p = p.Resolve()
 	set := explicit(fs)
 	inputGiven := set["perplexity"] || set["perplexity-tokens"]
@@ -271,7 +296,7 @@ func (p Profile) ApplyTo(fs *flag.FlagSet) error {
 // fs's command line replaced by the flag's value (paths taken relative to
 // the working directory). fs is typically bound with BindFlags to a scratch
 // profile; only the flags' values are read here.
-func (p Profile) Override(fs *flag.FlagSet) (Profile, error) {
+func (p Profile) Override(fs *pflag.FlagSet) (Profile, error) {
 	p = p.Resolve()
 	set := explicit(fs)
 	for i := range fields {
@@ -312,11 +337,15 @@ func (p Profile) Override(fs *flag.FlagSet) (Profile, error) {
 // TOML keys, when given), named as `plexbench score` names them, reading
 // and writing p's fields. Defaults shown in -h are p's values at the time
 // of the call.
-func (p *Profile) BindFlags(fs *flag.FlagSet, keys ...string) {
+func (p *Profile) BindFlags(fs *pflag.FlagSet, keys ...string) {
 	for i := range fields {
 		f := &fields[i]
 		if !f.shared && (len(keys) == 0 || slices.Contains(keys, f.key)) {
-			fs.Var(&fieldValue{p: p, f: f}, f.flag, f.usage)
+			fl := fs.VarPF(&fieldValue{p: p, f: f}, f.flag, "", f.usage)
+			if f.isBool {
+				fl.NoOptDefVal = "true"
+			}
+			fl.Hidden = f.hidden
 		}
 	}
 }
@@ -344,5 +373,14 @@ func (v *fieldValue) Set(s string) error {
 	return v.f.set(v.p, s)
 }
 
-// IsBoolFlag lets a bool setting be given as a bare --flag.
-func (v *fieldValue) IsBoolFlag() bool { return v.f.isBool }
+// Type names the value in help (--perplexity-ctx N); a bool setting's is
+// "bool", which help leaves out.
+func (v *fieldValue) Type() string {
+	if v.f.isBool {
+		return "bool"
+	}
+	if v.f.arg == "" {
+		return "string"
+	}
+	return v.f.arg
+}

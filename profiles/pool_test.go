@@ -1,7 +1,7 @@
 package profiles
 
 import (
-	"flag"
+	"github.com/spf13/pflag"
 	"testing"
 )
 
@@ -12,7 +12,7 @@ func TestPoolFlag(t *testing.T) {
 		{"hip:1", "hip", "1"}, {"CUDA:0", "cuda", "0"}, {"cpu", "cpu", ""},
 	} {
 		var scratch Profile
-		fs := flag.NewFlagSet("score", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
 		scratch.BindFlags(fs)
 		if err := fs.Parse([]string{"--pool", c.arg}); err != nil {
 			t.Fatal(err)
@@ -32,7 +32,7 @@ func TestPoolFlag(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
 	var scratch Profile
 	scratch.BindFlags(fs)
 	fs.Parse(nil)

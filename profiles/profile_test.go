@@ -2,7 +2,7 @@ package profiles
 
 import (
 	"errors"
-	"flag"
+	"github.com/spf13/pflag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -348,7 +348,7 @@ func TestApplyTo(t *testing.T) {
 	p.Kernels = map[string]string{"matmul": "ref"}
 
 	// A score-like flag set: the lead's names, its own defaults.
-	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
 	model := fs.String("model", "", "")
 	text := fs.String("perplexity", "", "")
 	tokens := fs.String("perplexity-tokens", "", "")
@@ -375,9 +375,9 @@ func TestApplyTo(t *testing.T) {
 
 func TestBindFlagsAndOverride(t *testing.T) {
 	var scratch Profile
-	fs := flag.NewFlagSet("tui", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("tui", pflag.ContinueOnError)
 	scratch.BindFlags(fs)
-	if err := fs.Parse([]string{"--perplexity-ctx=64", "--no-cpu-fallback", "--perplexity", "x.txt", "--kernels", "b=y,a=x"}); err != nil {
+	if err := fs.Parse([]string{"--perplexity-ctx=64", "--strict-device-kernels", "--perplexity", "x.txt", "--kernels", "b=y,a=x"}); err != nil {
 		t.Fatal(err)
 	}
 	base := Default()
@@ -495,7 +495,7 @@ func TestFlashPrefillSettings(t *testing.T) {
 	}
 
 	var scratch Profile
-	fs := flag.NewFlagSet("score", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
 	scratch.BindFlags(fs)
 	if err := fs.Parse([]string{"--FlashPrefillV2=on", "--flashprefill-alpha", "0.5", "--flashprefill-window", "2"}); err != nil {
 		t.Fatal(err)

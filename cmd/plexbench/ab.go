@@ -10,13 +10,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"plexbench/profiles"
 	"plexbench/results"
@@ -27,10 +29,10 @@ import (
 // exitThreshold is the exit code when a --fail-if condition holds.
 const exitThreshold = 3
 
-func (c *cli) runAB(args []string) int {
-	fs := c.newFlags("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]")
+func (c *cli) abCmd() *cobra.Command {
+	cmd, fs := c.command("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]", "headless A/B: paired ΔPPL ±, B's KLD vs A's base, speed, verdict")
 	var paths, fails stringList
-	fs.Var(&paths, "profile", "TOML profile to run; give two (A first)")
+	fs.Var(&paths, "profile", "a TOML profile to run; give two (A first)")
 	base := fs.String("base", "", "compare both runs against this saved base instead of a base A records")
 	compare := fs.String("compare", "engine", "what the A/B compares: engine (same model file) or models (same text only)")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
@@ -40,68 +42,66 @@ func (c *cli) runAB(args []string) int {
 	resultsDir := fs.String("results", "", resultsUsage("the two runs' records and their A/B summary are written under"))
 	var stopRule profiles.Profile // B's stop rule, when given
 	stopRule.BindFlags(fs, "stop_at_precision", "stop_min_windows", "stop_when_decided")
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	conds := make([]condition, len(fails))
-	for i, f := range fails {
-		cond, err := parseCondition(f)
+	return c.action(cmd, func(pos []string) int {
+		conds := make([]condition, len(fails))
+		for i, f := range fails {
+			cond, err := parseCondition(f)
+			if err != nil {
+				return c.fail(err)
+			}
+			conds[i] = cond
+		}
+		files := outputFiles("--profile", paths, "", "", c.resultsRoot(*resultsDir))
+		files.In("--base", *base)
+		if code := c.checkFiles(files); code >= 0 {
+			return code
+		}
+		var res results.ABSummary
+		var err error
+		switch {
+		case len(paths) == 2 && len(pos) == 0:
+			x := abRun{cli: c, base: *base, kind: *compare, root: c.resultsRoot(*resultsDir), quiet: *quiet, allow: *allow, stop: fs}
+			res, err = x.run(paths[0], paths[1])
+		case len(paths) == 0 && len(pos) == 2:
+			if *base != "" {
+				return c.fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
+			}
+			res, err = abReports(pos[0], pos[1], c.resultsRoot(*resultsDir), *allow)
+		default:
+			return c.fail(errors.New("ab: give two --profile files, or two report files"))
+		}
 		if err != nil {
 			return c.fail(err)
 		}
-		conds[i] = cond
-	}
-	files := outputFiles("--profile", paths, "", "", c.resultsRoot(*resultsDir))
-	files.In("--base", *base)
-	if code := c.checkFiles(files); code >= 0 {
-		return code
-	}
-	var res results.ABSummary
-	var err error
-	switch {
-	case len(paths) == 2 && len(pos) == 0:
-		x := abRun{cli: c, base: *base, kind: *compare, root: c.resultsRoot(*resultsDir), quiet: *quiet, allow: *allow, stop: fs}
-		res, err = x.run(paths[0], paths[1])
-	case len(paths) == 0 && len(pos) == 2:
-		if *base != "" {
-			return c.fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
+		for _, cond := range conds {
+			hit, err := cond.holds(&res)
+			if err != nil {
+				return c.fail(err)
+			}
+			if hit {
+				res.Failed = append(res.Failed, cond.Text)
+			}
 		}
-		res, err = abReports(pos[0], pos[1], c.resultsRoot(*resultsDir), *allow)
-	default:
-		return c.fail(errors.New("ab: give two --profile files, or two report files"))
-	}
-	if err != nil {
-		return c.fail(err)
-	}
-	for _, cond := range conds {
-		hit, err := cond.holds(&res)
-		if err != nil {
-			return c.fail(err)
+		if *asJSON {
+			enc := json.NewEncoder(c.stdout)
+			enc.SetIndent("", "  ")
+			enc.SetEscapeHTML(false) // conditions hold '>' and '<'
+			if err := enc.Encode(res); err != nil {
+				return c.fail(err)
+			}
+		} else {
+			writeABText(c.stdout, &res)
 		}
-		if hit {
-			res.Failed = append(res.Failed, cond.Text)
+		if len(res.Failed) > 0 {
+			fmt.Fprintf(c.stderr, "plexbench: ab: --fail-if holds: %s\n", strings.Join(res.Failed, ", "))
+			return exitThreshold
 		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // conditions hold '>' and '<'
-		if err := enc.Encode(res); err != nil {
-			return c.fail(err)
+		if stopFails(res.StoppedEarly) {
+			fmt.Fprintf(c.stderr, "plexbench: ab: --stop-when-decided %s fails\n", res.StoppedEarly.Rule)
+			return exitThreshold
 		}
-	} else {
-		writeABText(c.stdout, &res)
-	}
-	if len(res.Failed) > 0 {
-		fmt.Fprintf(c.stderr, "plexbench: ab: --fail-if holds: %s\n", strings.Join(res.Failed, ", "))
-		return exitThreshold
-	}
-	if stopFails(res.StoppedEarly) {
-		fmt.Fprintf(c.stderr, "plexbench: ab: --stop-when-decided %s fails\n", res.StoppedEarly.Rule)
-		return exitThreshold
-	}
-	return 0
+		return 0
+	})
 }
 
 // abRun is an A/B of two profiles: the settings `ab` gives them.
@@ -110,7 +110,7 @@ type abRun struct {
 	base, kind, root string // --base, --compare, the results root
 	quiet, allow     bool   // --quiet, --allow-tokenizer-mismatch
 	// stop holds the stop-rule flags, which override B's profile.
-	stop *flag.FlagSet
+	stop *pflag.FlagSet
 }
 
 // profiles loads, resolves and checks A's and B's profiles, B's with the

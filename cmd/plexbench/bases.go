@@ -8,13 +8,14 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"plexbench/internal/filelock"
 	"plexbench/internal/sysmem"
@@ -62,59 +63,50 @@ func newBaseRow(bi scoring.BaseInfo, refs []results.BaseRef, err error) baseRow 
 	return r
 }
 
-func (c *cli) runBases(args []string) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "verify":
-			return c.runBasesVerify(args[1:])
-		case "gc":
-			return c.runBasesGC(args[1:])
-		}
-	}
-	b := c.newBasesCmd("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]",
+func (c *cli) basesCmd() *cobra.Command {
+	cmd, b := c.newBasesCmd("bases", "[verify FILE | gc [--dry-run]] [--results DIR] [--json] [DIR...]",
+		"the KLD bases under the results root: protocol, model, top-k, windows, size, which records refer to each",
 		"listed from", "print the list as JSON on stdout")
-	ents, code := b.find(args)
-	if code >= 0 {
-		return code
-	}
-	rows := make([]baseRow, len(ents))
-	for i, e := range ents {
-		rows[i] = newBaseRow(e.Info, e.Refs, e.Err)
-	}
-	if *b.asJSON {
-		return c.printJSON(struct {
-			Object string    `json:"object"`
-			Bases  []baseRow `json:"bases"`
-		}{"plexbench.bases", rows})
-	}
-	writeBasesTable(c.stdout, rows)
-	return 0
+	cmd.AddCommand(c.basesVerifyCmd(), c.basesGCCmd())
+	return c.action(cmd, func(dirs []string) int {
+		ents, code := b.find(dirs)
+		if code >= 0 {
+			return code
+		}
+		rows := make([]baseRow, len(ents))
+		for i, e := range ents {
+			rows[i] = newBaseRow(e.Info, e.Refs, e.Err)
+		}
+		if *b.asJSON {
+			return c.printJSON(struct {
+				Object string    `json:"object"`
+				Bases  []baseRow `json:"bases"`
+			}{"plexbench.bases", rows})
+		}
+		writeBasesTable(c.stdout, rows)
+		return 0
+	})
 }
 
 // basesCmd holds the flags `bases` and `bases gc` share: the results root
 // and --json; the folders to search are the arguments.
-type basesCmd struct {
+type basesFlags struct {
 	cli        *cli
-	fs         *flag.FlagSet
 	resultsDir *string
 	asJSON     *bool
 }
 
-// newBasesCmd makes the flag set of a bases command that finds bases; from
+// newBasesCmd makes a bases command that finds bases and its flags; from
 // says what the command does with them ("listed from").
-func (c *cli) newBasesCmd(name, synopsis, from, jsonUsage string) basesCmd {
-	fs := c.newFlags(name, synopsis)
-	return basesCmd{c, fs, fs.String("results", "", resultsUsage("the bases are "+from)), fs.Bool("json", false, jsonUsage)}
+func (c *cli) newBasesCmd(name, synopsis, short, from, jsonUsage string) (*cobra.Command, basesFlags) {
+	cmd, fs := c.command(name, synopsis, short)
+	return cmd, basesFlags{c, fs.String("results", "", resultsUsage("the bases are "+from)), fs.Bool("json", false, jsonUsage)}
 }
 
-// find parses args and lists the bases in the results root and the
-// folders args name; code is non-negative when the command is to exit.
-func (b basesCmd) find(args []string) (_ []results.BaseEntry, code int) {
+// find lists the bases in the results root and the folders dirs name;
+// code is non-negative when the command is to exit.
+func (b basesFlags) find(dirs []string) (_ []results.BaseEntry, code int) {
 	c := b.cli
-	dirs, code := parseInterleaved(b.fs, args)
-	if code >= 0 {
-		return nil, code
-	}
 	for _, d := range dirs {
 		if st, err := os.Stat(d); err != nil {
 			return nil, c.fail(fmt.Errorf("bases: %w", err))
@@ -192,86 +184,86 @@ func refsText(refs []results.BaseRef) string {
 	return strings.Join(parts, ", ")
 }
 
-func (c *cli) runBasesVerify(args []string) int {
-	fs := c.newFlags("bases verify", "FILE [--json]")
+func (c *cli) basesVerifyCmd() *cobra.Command {
+	cmd, fs := c.command("verify", "FILE [--json]", "check one base file whole")
 	asJSON := fs.Bool("json", false, "print what was checked as JSON on stdout")
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) != 1 {
-		return c.fail(errors.New("bases verify: give one base file"))
-	}
-	bi, err := scoring.VerifyBase(pos[0])
-	if err != nil {
-		return c.fail(err)
-	}
-	r := newBaseRow(bi, nil, nil)
-	if *asJSON {
-		return c.printJSON(struct {
-			Object string `json:"object"`
-			OK     bool   `json:"ok"`
-			baseRow
-		}{"plexbench.base_verify", true, r})
-	}
-	fmt.Fprintf(c.stdout, "%s: ok\n  format     %s, identity %s\n  protocol   %s\n  model      %s\n", r.Path, r.Format, r.Identity,
-		protocolText(&r), orDash(r.Model))
-	fmt.Fprintf(c.stdout, "  counts     %d tokens, %d windows %s, %d scored tokens, top-k %d\n", r.Tokens, r.Windows,
-		strings.TrimPrefix(windowsText(&r), fmt.Sprint(r.Windows)+" "), r.Scored, r.TopK)
-	fmt.Fprintf(c.stdout, "  token ids  sha256 %s (matches the ids it holds)\n  size       %d bytes (%s), every record checked\n",
-		r.TokenIDsSHA256, r.Size, sysmem.Size(r.Size))
-	return 0
+	return c.action(cmd, func(pos []string) int {
+		if len(pos) != 1 {
+			return c.fail(errors.New("bases verify: give one base file"))
+		}
+		bi, err := scoring.VerifyBase(pos[0])
+		if err != nil {
+			return c.fail(err)
+		}
+		r := newBaseRow(bi, nil, nil)
+		if *asJSON {
+			return c.printJSON(struct {
+				Object string `json:"object"`
+				OK     bool   `json:"ok"`
+				baseRow
+			}{"plexbench.base_verify", true, r})
+		}
+		fmt.Fprintf(c.stdout, "%s: ok\n  format     %s, identity %s\n  protocol   %s\n  model      %s\n", r.Path, r.Format, r.Identity,
+			protocolText(&r), orDash(r.Model))
+		fmt.Fprintf(c.stdout, "  counts     %d tokens, %d windows %s, %d scored tokens, top-k %d\n", r.Tokens, r.Windows,
+			strings.TrimPrefix(windowsText(&r), fmt.Sprint(r.Windows)+" "), r.Scored, r.TopK)
+		fmt.Fprintf(c.stdout, "  token ids  sha256 %s (matches the ids it holds)\n  size       %d bytes (%s), every record checked\n",
+			r.TokenIDsSHA256, r.Size, sysmem.Size(r.Size))
+		return 0
+	})
 }
 
-func (c *cli) runBasesGC(args []string) int {
-	b := c.newBasesCmd("bases gc", "[--dry-run] [--results DIR] [--json] [DIR...]",
+func (c *cli) basesGCCmd() *cobra.Command {
+	cmd, b := c.newBasesCmd("gc", "[--dry-run] [--results DIR] [--json] [DIR...]", "remove the bases no record refers to",
 		"collected from", "print the bases removed (or to remove) as JSON on stdout")
-	dryRun := b.fs.Bool("dry-run", false, "list the bases nothing refers to, remove none")
-	ents, code := b.find(args)
-	if code >= 0 {
-		return code
-	}
-	var gone, inUse []string
-	var bytes int64
-	skipped := 0
-	for _, e := range ents {
-		if e.Err != nil {
-			skipped++
+	dryRun := cmd.Flags().Bool("dry-run", false, "list the bases nothing refers to, remove none")
+	return c.action(cmd, func(dirs []string) int {
+		ents, code := b.find(dirs)
+		if code >= 0 {
+			return code
 		}
-		if !e.Unreferenced() {
-			continue
+		var gone, inUse []string
+		var bytes int64
+		skipped := 0
+		for _, e := range ents {
+			if e.Err != nil {
+				skipped++
+			}
+			if !e.Unreferenced() {
+				continue
+			}
+			if err := results.RemoveBase(e.Info.Path, *dryRun); errors.Is(err, filelock.ErrInUse) {
+				inUse = append(inUse, err.Error())
+				continue
+			} else if err != nil {
+				return c.fail(fmt.Errorf("bases gc: %w", err))
+			}
+			gone, bytes = append(gone, e.Info.Path), bytes+e.Info.Size
 		}
-		if err := results.RemoveBase(e.Info.Path, *dryRun); errors.Is(err, filelock.ErrInUse) {
-			inUse = append(inUse, err.Error())
-			continue
-		} else if err != nil {
-			return c.fail(fmt.Errorf("bases gc: %w", err))
+		verb := "removed"
+		if *dryRun {
+			verb = "would remove"
 		}
-		gone, bytes = append(gone, e.Info.Path), bytes+e.Info.Size
-	}
-	verb := "removed"
-	if *dryRun {
-		verb = "would remove"
-	}
-	fmt.Fprintf(c.stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sysmem.Size(bytes))
-	if skipped > 0 {
-		fmt.Fprintf(c.stderr, "; %d unreadable left alone (bases verify says why)", skipped)
-	}
-	if len(inUse) > 0 {
-		fmt.Fprintf(c.stderr, "; %d in use left alone (%s)", len(inUse), strings.Join(inUse, ", "))
-	}
-	fmt.Fprintln(c.stderr)
-	if *b.asJSON {
-		return c.printJSON(struct {
-			Object  string   `json:"object"`
-			DryRun  bool     `json:"dry_run"`
-			Removed []string `json:"removed"`
-			Bytes   int64    `json:"bytes"`
-			InUse   []string `json:"in_use,omitempty"`
-		}{"plexbench.bases_gc", *dryRun, append([]string{}, gone...), bytes, inUse})
-	}
-	for _, p := range gone {
-		fmt.Fprintln(c.stdout, p)
-	}
-	return 0
+		fmt.Fprintf(c.stderr, "plexbench: bases gc: %s %d of %d bases (%s)", verb, len(gone), len(ents), sysmem.Size(bytes))
+		if skipped > 0 {
+			fmt.Fprintf(c.stderr, "; %d unreadable left alone (bases verify says why)", skipped)
+		}
+		if len(inUse) > 0 {
+			fmt.Fprintf(c.stderr, "; %d in use left alone (%s)", len(inUse), strings.Join(inUse, ", "))
+		}
+		fmt.Fprintln(c.stderr)
+		if *b.asJSON {
+			return c.printJSON(struct {
+				Object  string   `json:"object"`
+				DryRun  bool     `json:"dry_run"`
+				Removed []string `json:"removed"`
+				Bytes   int64    `json:"bytes"`
+				InUse   []string `json:"in_use,omitempty"`
+			}{"plexbench.bases_gc", *dryRun, append([]string{}, gone...), bytes, inUse})
+		}
+		for _, p := range gone {
+			fmt.Fprintln(c.stdout, p)
+		}
+		return 0
+	})
 }

@@ -13,34 +13,34 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/internal/outfile"
 	"plexbench/scoring"
 )
 
-func (c *cli) runCard(args []string) int {
-	fs := c.newFlags("card", "RECORD.json [-o card.md]")
-	out := fs.String("o", "", "write the card here (default: stdout)")
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) != 1 {
-		return c.fail(fmt.Errorf("card: give one record file"))
-	}
-	if code := c.checkFiles(outputFiles("the record", pos, "-o", *out, "")); code >= 0 {
-		return code
-	}
-	rep, ok, err := scoring.ReadRecord(pos[0])
-	if err != nil {
-		return c.fail(err)
-	}
-	if !ok {
-		return c.fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", pos[0]))
-	}
-	if err := c.writeCard(*out, &rep); err != nil {
-		return c.fail(err)
-	}
-	return 0
+func (c *cli) cardCmd() *cobra.Command {
+	cmd, fs := c.command("card", "RECORD.json [-o card.md]", "a Markdown model card of a record (also: score --card)")
+	out := fs.StringP("output", "o", "", "write the card here (default: stdout)")
+	return c.action(cmd, func(pos []string) int {
+		if len(pos) != 1 {
+			return c.fail(fmt.Errorf("card: give one record file"))
+		}
+		if code := c.checkFiles(outputFiles("the record", pos, "-o", *out, "")); code >= 0 {
+			return code
+		}
+		rep, ok, err := scoring.ReadRecord(pos[0])
+		if err != nil {
+			return c.fail(err)
+		}
+		if !ok {
+			return c.fail(fmt.Errorf("%s: not a record (an A/B summary, or a stopped run)", pos[0]))
+		}
+		if err := c.writeCard(*out, &rep); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	})
 }
 
 // writeCard writes rep's card to path atomically, or to stdout.

@@ -7,16 +7,17 @@ package main
 // interval or the others' ±, as llama-perplexity prints them.
 
 import (
-	"flag"
 	"fmt"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"plexbench/scoring"
 	"plexbench/workbench"
 )
 
 // bindChoiceFlags binds the multiple-choice flags to c.
-func bindChoiceFlags(fs *flag.FlagSet, c *workbench.Choice) {
+func bindChoiceFlags(fs *pflag.FlagSet, c *workbench.Choice) {
 	fs.StringVar(&c.HellaSwag, "hellaswag", "", "score this HellaSwag task file as llama-perplexity --hellaswag does (acc_norm; the report's hellaswag object)")
 	fs.IntVar(&c.HellaSwagTasks, "hellaswag-tasks", scoring.DefaultHellaSwagTasks, "with --hellaswag: the number of tasks drawn, as llama-perplexity draws them")
 	fs.StringVar(&c.Winogrande, "winogrande", "", "score this Winogrande CSV as llama-perplexity --winogrande does (the report's winogrande object)")
@@ -32,7 +33,7 @@ func bindChoiceFlags(fs *flag.FlagSet, c *workbench.Choice) {
 // cmd: a task count goes with its file and is one the mode can draw,
 // --parallel goes with a task file. What the run cannot take beside a
 // task file is workbench's to refuse (workbench.CheckChoice).
-func checkChoiceFlags(fs *flag.FlagSet, cmd string, c workbench.Choice) error {
+func checkChoiceFlags(fs *pflag.FlagSet, cmd string, c workbench.Choice) error {
 	for _, m := range []struct {
 		mode, file string
 		count      int

@@ -11,9 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"plexbench/internal/shareddata"
 	"plexbench/results"
 	"plexbench/scoring"
+	"plexbench/tui"
+	"plexbench/workbench"
 )
 
 // TestMain lets a test re-run this binary as plexbench itself: with
@@ -639,4 +643,25 @@ func TestShardsAndMerge(t *testing.T) {
 	if after, _ := os.ReadDir(root); len(after) != len(before) {
 		t.Errorf("refused commands wrote records: %d files, then %d", len(before), len(after))
 	}
+}
+
+// parseScore is score's job from args, as the command builds it.
+func (c *cli) parseScore(args []string) (workbench.Job, scoreFlags, int) {
+	fs := pflag.NewFlagSet("score", pflag.ContinueOnError)
+	a := bindScore(fs)
+	if err := fs.Parse(args); err != nil {
+		return workbench.Job{}, scoreFlags{}, c.fail(err)
+	}
+	return c.scoreJob(fs, a, fs.Args())
+}
+
+// parseTUI is the app's configuration from tui's args, as the command
+// builds it.
+func (c *cli) parseTUI(args []string) (tui.Config, int) {
+	fs := pflag.NewFlagSet("tui", pflag.ContinueOnError)
+	a := bindTUI(fs)
+	if err := fs.Parse(args); err != nil {
+		return tui.Config{}, c.fail(err)
+	}
+	return c.tuiConfig(fs, a, fs.Args())
 }

@@ -10,49 +10,49 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/results"
 	"plexbench/scoring"
 )
 
-func (c *cli) runCompare(args []string) int {
-	fs := c.newFlags("compare", "[--results DIR] [--pattern GLOB]... [--bits-per-byte] [--format table|md|csv|json]")
+func (c *cli) compareCmd() *cobra.Command {
+	cmd, fs := c.command("compare", "[--results DIR] [--pattern GLOB]... [--bits-per-byte] [--format table|md|csv|json]", "the records under the results root, one table per protocol")
 	var patterns stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
 	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
-	format := fs.String("format", "table", "table, md, csv or json")
+	format := fs.String("format", "table", "output as table, md, csv or json")
 	bytesOnly := fs.Bool("bits-per-byte", false, "one table per text across tokenizers: records scored from the same text with the same windows,\n"+
 		"ranked by bits per byte, the one figure comparable when tokenizers differ (records of token ids are left out)")
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) > 0 {
-		return c.fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
-	}
-	if err := checkCompareFormat("compare", *format); err != nil {
-		return c.fail(err)
-	}
-	root := c.resultsRoot(*resultsDir)
-	recs, skipped, err := results.Records(root, patterns)
-	c.skippedFiles("compare", skipped)
-	if err != nil {
-		return c.fail(fmt.Errorf("compare: %w", err))
-	}
-	tables := results.CompareTables(scoring.GroupRecords(recs))
-	if *bytesOnly {
-		groups, skipped := scoring.GroupByText(recs)
-		if len(groups) == 0 {
-			return c.fail(fmt.Errorf("compare --bits-per-byte: none of the %d records was scored from a text with its hash (token-id runs and records from before text_sha256 are left out)", len(recs)))
+	return c.action(cmd, func(pos []string) int {
+		if len(pos) > 0 {
+			return c.fail(fmt.Errorf("compare: unexpected argument %q (records are chosen with --pattern)", pos[0]))
 		}
-		if skipped > 0 && *format != "json" {
-			fmt.Fprintf(c.stderr, "plexbench: compare --bits-per-byte: %d of %d records left out (no text hash: token ids, a base's tokens, or older records; shards, task files)\n", skipped, len(recs))
+		if err := checkCompareFormat("compare", *format); err != nil {
+			return c.fail(err)
 		}
-		tables = results.BytesTables(groups)
-	}
-	if err := writeCompare(c.stdout, tables, *format); err != nil {
-		return c.fail(err)
-	}
-	return 0
+		root := c.resultsRoot(*resultsDir)
+		recs, skipped, err := results.Records(root, patterns)
+		c.skippedFiles("compare", skipped)
+		if err != nil {
+			return c.fail(fmt.Errorf("compare: %w", err))
+		}
+		tables := results.CompareTables(scoring.GroupRecords(recs))
+		if *bytesOnly {
+			groups, skipped := scoring.GroupByText(recs)
+			if len(groups) == 0 {
+				return c.fail(fmt.Errorf("compare --bits-per-byte: none of the %d records was scored from a text with its hash (token-id runs and records from before text_sha256 are left out)", len(recs)))
+			}
+			if skipped > 0 && *format != "json" {
+				fmt.Fprintf(c.stderr, "plexbench: compare --bits-per-byte: %d of %d records left out (no text hash: token ids, a base's tokens, or older records; shards, task files)\n", skipped, len(recs))
+			}
+			tables = results.BytesTables(groups)
+		}
+		if err := writeCompare(c.stdout, tables, *format); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	})
 }
 
 // skippedFiles says once on stderr which files under the results root were

@@ -7,34 +7,35 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/hip"
 )
 
 // runDevices lists each GPU runtime: what was found, the devices it
 // reports, or why it is not usable. It exits non-zero when no device of
 // any runtime can run plexbench's kernels.
-func (c *cli) runDevices(args []string) int {
-	fs := c.newFlags("devices", "")
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	usable := 0
-	for _, k := range []hip.Kind{hip.CUDA, hip.HIP} {
-		st := hip.Probe(k, hip.Config{CacheDir: "-"})
-		printStatus(c.stdout, st)
-		if st.Err == nil {
-			for _, d := range st.Devices {
-				if d.Err == nil {
-					usable++
+func (c *cli) devicesCmd() *cobra.Command {
+	cmd, _ := c.command("devices", "", "list the GPU runtimes and devices found (CUDA, HIP), or why none")
+	return c.action(cmd, func(_ []string) int {
+		usable := 0
+		for _, k := range []hip.Kind{hip.CUDA, hip.HIP} {
+			st := hip.Probe(k, hip.Config{CacheDir: "-"})
+			printStatus(c.stdout, st)
+			if st.Err == nil {
+				for _, d := range st.Devices {
+					if d.Err == nil {
+						usable++
+					}
 				}
 			}
 		}
-	}
-	if usable == 0 {
-		fmt.Fprintln(c.stderr, "plexbench: no usable GPU (use --backend cpu)")
-		return 1
-	}
-	return 0
+		if usable == 0 {
+			fmt.Fprintln(c.stderr, "plexbench: no usable GPU (use --backend cpu)")
+			return 1
+		}
+		return 0
+	})
 }
 
 // printStatus writes one line for the runtime, then one per device.

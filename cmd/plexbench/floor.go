@@ -16,90 +16,91 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/workbench"
 )
 
-func (c *cli) runFloor(args []string) int {
-	fs := c.newFlags("floor", "[--model M.gguf] [--profile P.toml] [--against C.gguf] [flags]")
+func (c *cli) floorCmd() *cobra.Command {
+	cmd, fs := c.command("floor", "[--model M.gguf] [--profile P.toml] [--against C.gguf] [flags]", "a model against its own bases: what its KLD figures can resolve")
 	p := profiles.Default()
 	p.BindFlags(fs)
-	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	profilePath := fs.String("profile", "", "a TOML profile; flags given beside it override its settings")
 	against := fs.String("against", "", "also compare this model with the full-vocabulary base: its full and top-k KLD on the same tokens")
 	topOut := fs.String("perplexity-kld-base-out", "", "keep the top-k base here (default: a temporary file); runs compared with it share the floor's compare group")
 	fullOut := fs.String("full-base-out", "", "keep the llama.cpp-format full-vocabulary base here (default: a temporary file)")
 	output := fs.String("perplexity-output", "", "write the floor's JSON report here (default: stdout)")
 	resultsDir := fs.String("results", "", resultsUsage("the floor's record is written under"))
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return c.fail(fmt.Errorf("floor: unexpected argument %q", fs.Arg(0)))
-	}
-	p, err := withProfile(fs, p, *profilePath)
-	if err != nil {
-		return c.fail(err)
-	}
-	if p.Method != "" && p.Method != scoring.MethodChunks {
-		return c.fail(fmt.Errorf("floor: --perplexity-method %s: the full-vocabulary base is llama.cpp's, which holds chunks only", p.Method))
-	}
-	if *against != "" {
-		if _, err := os.Stat(*against); err != nil {
-			return c.fail(fmt.Errorf("floor: --against: %w", err))
+	return c.action(cmd, func(_ []string) int {
+		if fs.NArg() > 0 {
+			return c.fail(fmt.Errorf("floor: unexpected argument %q", fs.Arg(0)))
 		}
-	}
-	if code := c.checkFiles(floorFiles(p, *profilePath, *against, *topOut, *fullOut, *output, c.resultsRoot(*resultsDir))); code >= 0 {
-		return code
-	}
-	tmp, err := os.MkdirTemp("", "plexbench-floor-")
-	if err != nil {
-		return c.fail(err)
-	}
-	defer os.RemoveAll(tmp)
-	stem := strings.TrimSuffix(filepath.Base(p.Model), filepath.Ext(p.Model))
-	if p.Model == "" {
-		stem = "demo"
-	}
-	k := p.KLDTopK
-	if k == 0 {
-		k = scoring.DefaultTopK
-	}
-	full, top := *fullOut, *topOut
-	if full == "" {
-		full = filepath.Join(tmp, stem+".full.kld")
-	}
-	if top == "" {
-		top = filepath.Join(tmp, fmt.Sprintf("%s.top%d.kld", stem, k))
-	}
+		p, err := withProfile(fs, p, *profilePath)
+		if err != nil {
+			return c.fail(err)
+		}
+		if p.Method != "" && p.Method != scoring.MethodChunks {
+			return c.fail(fmt.Errorf("floor: --perplexity-method %s: the full-vocabulary base is llama.cpp's, which holds chunks only", p.Method))
+		}
+		if *against != "" {
+			if _, err := os.Stat(*against); err != nil {
+				return c.fail(fmt.Errorf("floor: --against: %w", err))
+			}
+		}
+		if code := c.checkFiles(floorFiles(p, *profilePath, *against, *topOut, *fullOut, *output, c.resultsRoot(*resultsDir))); code >= 0 {
+			return code
+		}
+		tmp, err := os.MkdirTemp("", "plexbench-floor-")
+		if err != nil {
+			return c.fail(err)
+		}
+		defer os.RemoveAll(tmp)
+		stem := strings.TrimSuffix(filepath.Base(p.Model), filepath.Ext(p.Model))
+		if p.Model == "" {
+			stem = "demo"
+		}
+		k := p.KLDTopK
+		if k == 0 {
+			k = scoring.DefaultTopK
+		}
+		full, top := *fullOut, *topOut
+		if full == "" {
+			full = filepath.Join(tmp, stem+".full.kld")
+		}
+		if top == "" {
+			top = filepath.Join(tmp, fmt.Sprintf("%s.top%d.kld", stem, k))
+		}
 
-	ctx, stop := workbench.SignalContext()
-	defer stop()
-	job := workbench.FloorJob{Profile: p, TopBase: top, FullBase: full, Against: *against, TopBaseTemporary: *topOut == "",
-		Keep: workbench.Keep{Root: c.resultsRoot(*resultsDir)}}
-	if !*quiet {
-		job.Pass = c.passProgress("floor")
-	}
-	out, err := workbench.Floor(ctx, job)
-	if err != nil {
-		if errors.Is(err, scoring.ErrStopped) {
-			fmt.Fprintf(c.stderr, "plexbench: floor: %v: nothing kept\n", err)
-			return 130
+		ctx, stop := workbench.SignalContext()
+		defer stop()
+		job := workbench.FloorJob{Profile: p, TopBase: top, FullBase: full, Against: *against, TopBaseTemporary: *topOut == "",
+			Keep: workbench.Keep{Root: c.resultsRoot(*resultsDir)}}
+		if !*quiet {
+			job.Pass = c.passProgress("floor")
 		}
-		return c.fail(err)
-	}
-	rep := &out.Report
-	if out.Record != "" && !*quiet {
-		fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
-	}
-	if !*quiet {
-		printFloor(c.stderr, rep)
-	}
-	if err := c.writeReport(*output, rep); err != nil {
-		return c.fail(err)
-	}
-	return 0
+		out, err := workbench.Floor(ctx, job)
+		if err != nil {
+			if errors.Is(err, scoring.ErrStopped) {
+				fmt.Fprintf(c.stderr, "plexbench: floor: %v: nothing kept\n", err)
+				return 130
+			}
+			return c.fail(err)
+		}
+		rep := &out.Report
+		if out.Record != "" && !*quiet {
+			fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
+		}
+		if !*quiet {
+			printFloor(c.stderr, rep)
+		}
+		if err := c.writeReport(*output, rep); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	})
 }
 
 // passProgress tells a multi-pass measurement's passes on stderr, each

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/engine"
 	"plexbench/engine/gguf"
 	"plexbench/engine/tokenizer"
@@ -44,39 +46,34 @@ type tokSummary struct {
 	AddEOS    bool   `json:"add_eos"`
 }
 
-func (c *cli) runInspect(args []string) int {
-	fs := c.newFlags("inspect", "MODEL.gguf [--json]")
+func (c *cli) inspectCmd() *cobra.Command {
+	cmd, fs := c.command("inspect", "MODEL.gguf [--json]", "a GGUF model's architecture, tensors and settings")
 	asJSON := fs.Bool("json", false, "print JSON")
-	// Accept the model path before or after the flags.
-	var path string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		path, args = args[0], args[1:]
-	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	if path == "" && fs.NArg() > 0 {
-		path = fs.Arg(0)
-	}
-	if path == "" {
-		fs.Usage()
-		return 2
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return c.fail(err)
-	}
-	defer f.Close()
-	s := summarize(f)
-	if *asJSON {
-		data, _ := json.MarshalIndent(s, "", "  ")
-		if err := writeJSON(c.stdout, data); err != nil {
+	return c.action(cmd, func(pos []string) int {
+		var path string
+		if len(pos) > 0 {
+			path = pos[0]
+		}
+		if path == "" {
+			cmd.Usage()
+			return 2
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
 			return c.fail(err)
 		}
+		defer f.Close()
+		s := summarize(f)
+		if *asJSON {
+			data, _ := json.MarshalIndent(s, "", "  ")
+			if err := writeJSON(c.stdout, data); err != nil {
+				return c.fail(err)
+			}
+			return 0
+		}
+		printSummary(c.stdout, s)
 		return 0
-	}
-	printSummary(c.stdout, s)
-	return 0
+	})
 }
 
 func summarize(f *gguf.File) modelSummary {

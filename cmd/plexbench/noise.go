@@ -17,67 +17,68 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/profiles"
 	"plexbench/scoring"
 	"plexbench/workbench"
 )
 
-func (c *cli) runNoise(args []string) int {
-	fs := c.newFlags("noise", "[--model M.gguf] [--profile P.toml] [flags]")
+func (c *cli) noiseCmd() *cobra.Command {
+	cmd, fs := c.command("noise", "[--model M.gguf] [--profile P.toml] [flags]", "the engine's noise floor: threads, pass plans, kernel families against the default run")
 	p := profiles.Default()
 	p.BindFlags(fs)
-	profilePath := fs.String("profile", "", "TOML profile; flags given beside it override its settings")
+	profilePath := fs.String("profile", "", "a TOML profile; flags given beside it override its settings")
 	baseOut := fs.String("perplexity-kld-base-out", "", "keep the default run's base here (default: a temporary file); runs compared with it share the noise record's compare group")
 	asJSON := fs.Bool("json", false, "print the noise object as JSON on stdout instead of the table")
 	resultsDir := fs.String("results", "", resultsUsage("the noise record is written under"))
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	if fs.NArg() > 0 {
-		return c.fail(fmt.Errorf("noise: unexpected argument %q", fs.Arg(0)))
-	}
-	p, err := withProfile(fs, p, *profilePath)
-	if err != nil {
-		return c.fail(err)
-	}
-	if code := c.checkFiles(noiseFiles(p, *profilePath, *baseOut, c.resultsRoot(*resultsDir))); code >= 0 {
-		return code
-	}
-	if p.StopAtPrecision > 0 || p.StopWhenDecided != "" {
-		fmt.Fprintln(c.stderr, "plexbench: noise: the stopping rule is off: every change scores every window")
-	}
-	base := *baseOut
-	if base == "" {
-		tmp, err := os.MkdirTemp("", "plexbench-noise-")
+	return c.action(cmd, func(_ []string) int {
+		if fs.NArg() > 0 {
+			return c.fail(fmt.Errorf("noise: unexpected argument %q", fs.Arg(0)))
+		}
+		p, err := withProfile(fs, p, *profilePath)
 		if err != nil {
 			return c.fail(err)
 		}
-		defer os.RemoveAll(tmp)
-		base = filepath.Join(tmp, "default.kld")
-	}
-	ctx, stop := workbench.SignalContext()
-	defer stop()
-	job := workbench.NoiseJob{Profile: p, Base: base, BaseTemporary: *baseOut == "",
-		Keep: workbench.Keep{Root: c.resultsRoot(*resultsDir)}}
-	if !*quiet {
-		job.Pass = c.passProgress("noise")
-	}
-	out, err := workbench.Noise(ctx, job)
-	if err != nil {
-		if errors.Is(err, scoring.ErrStopped) {
-			fmt.Fprintf(c.stderr, "plexbench: noise: %v: nothing kept\n", err)
-			return 130
+		if code := c.checkFiles(noiseFiles(p, *profilePath, *baseOut, c.resultsRoot(*resultsDir))); code >= 0 {
+			return code
 		}
-		return c.fail(err)
-	}
-	if out.Record != "" && !*quiet {
-		fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
-	}
-	if err := c.noiseOutputs(&out.Report, *asJSON); err != nil {
-		return c.fail(err)
-	}
-	return 0
+		if p.StopAtPrecision > 0 || p.StopWhenDecided != "" {
+			fmt.Fprintln(c.stderr, "plexbench: noise: the stopping rule is off: every change scores every window")
+		}
+		base := *baseOut
+		if base == "" {
+			tmp, err := os.MkdirTemp("", "plexbench-noise-")
+			if err != nil {
+				return c.fail(err)
+			}
+			defer os.RemoveAll(tmp)
+			base = filepath.Join(tmp, "default.kld")
+		}
+		ctx, stop := workbench.SignalContext()
+		defer stop()
+		job := workbench.NoiseJob{Profile: p, Base: base, BaseTemporary: *baseOut == "",
+			Keep: workbench.Keep{Root: c.resultsRoot(*resultsDir)}}
+		if !*quiet {
+			job.Pass = c.passProgress("noise")
+		}
+		out, err := workbench.Noise(ctx, job)
+		if err != nil {
+			if errors.Is(err, scoring.ErrStopped) {
+				fmt.Fprintf(c.stderr, "plexbench: noise: %v: nothing kept\n", err)
+				return 130
+			}
+			return c.fail(err)
+		}
+		if out.Record != "" && !*quiet {
+			fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
+		}
+		if err := c.noiseOutputs(&out.Report, *asJSON); err != nil {
+			return c.fail(err)
+		}
+		return 0
+	})
 }
 
 // noiseOutputs prints the noise object as JSON or the table.

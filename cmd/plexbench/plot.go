@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/internal/outfile"
 	"plexbench/results"
 	"plexbench/results/plot"
@@ -19,86 +21,84 @@ import (
 
 const plotKinds = "kld-bpw, ppl or kld-hist"
 
-func (c *cli) runPlot(args []string) int {
-	fs := c.newFlags("plot", "KIND [--results DIR] [--pattern GLOB]... [--record FILE]... [--out FILE] [--format svg|png] [--log-y] [--width W --height H]\n"+
-		"KIND is kld-bpw (mean KLD vs bits per weight, Pareto front), ppl (running perplexity ± per window) or kld-hist (one record's per-token KLD histogram)")
+func (c *cli) plotCmd() *cobra.Command {
+	cmd, fs := c.command("plot", "KIND [--results DIR] [--pattern GLOB]... [--record FILE]... [--out FILE] [--format svg|png] [--log-y] [--width W --height H]\n"+
+		"KIND is kld-bpw (mean KLD vs bits per weight, Pareto front), ppl (running perplexity ± per window) or kld-hist (one record's per-token KLD histogram)", "charts of records: KLD vs bits per weight, PPL convergence, KLD histogram")
 	var patterns, files stringList
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
 	fs.Var(&files, "record", "a record file to plot; repeatable (instead of the results root)")
 	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
 	out := fs.String("out", "", "output file, - for stdout (default plot-KIND.svg or .png)")
-	format := fs.String("format", "", "svg or png (default from --out's extension, else svg)")
+	format := fs.String("format", "", "image format: svg or png (default from --out's extension, else svg)")
 	logY := fs.Bool("log-y", false, "logarithmic y axis")
 	width := fs.Int("width", 960, "image width in pixels")
 	height := fs.Int("height", 600, "image height in pixels")
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	bad := func(format string, a ...any) int { return c.fail(fmt.Errorf("plot: "+format, a...)) }
-	if len(pos) != 1 {
-		if len(pos) == 0 {
-			return bad("which plot? want KIND: %s", plotKinds)
-		}
-		return bad("unexpected argument %q (records are chosen with --pattern or --record)", pos[1])
-	}
-	kind := pos[0]
-	switch kind {
-	case "kld-bpw", "ppl", "kld-hist":
-	default:
-		return bad("unknown kind %q: want %s", kind, plotKinds)
-	}
-	for _, d := range []struct {
-		flag string
-		v    int
-	}{{"--width", *width}, {"--height", *height}} {
-		if d.v < 200 || d.v > 10000 {
-			return bad("%s %d: want 200 to 10000 pixels", d.flag, d.v)
-		}
-	}
-	ft, err := plotFormat(*format, *out)
-	if err != nil {
-		return bad("%v", err)
-	}
-	path := *out
-	if path == "" {
-		path = "plot-" + kind + "." + ft
-	}
-	if path == outfile.Stdout && ft == "png" && isTerminal(c.stdout) {
-		return bad("--out - with --format png: will not write an image to a terminal; redirect it or name a file")
-	}
-	if err := outputFiles("--record", files, "--out", path, "").Check(); err != nil {
-		return bad("%w", err)
-	}
-	var recs []scoring.Report
-	if len(files) > 0 {
-		for _, f := range files {
-			r, ok, err := scoring.ReadRecord(f)
-			if err != nil {
-				return bad("--record %v", err)
+	return c.action(cmd, func(pos []string) int {
+		bad := func(format string, a ...any) int { return c.fail(fmt.Errorf("plot: "+format, a...)) }
+		if len(pos) != 1 {
+			if len(pos) == 0 {
+				return bad("which plot? want KIND: %s", plotKinds)
 			}
-			if !ok {
-				return bad("--record %s: not a complete record (an A/B summary or a stopped run's report)", f)
-			}
-			recs = append(recs, scoring.ExpandCorpora([]scoring.Report{r})...)
+			return bad("unexpected argument %q (records are chosen with --pattern or --record)", pos[1])
 		}
-	}
-	if len(patterns) > 0 || len(files) == 0 {
-		more, skipped, err := results.Records(c.resultsRoot(*resultsDir), patterns)
-		c.skippedFiles("plot", skipped)
+		kind := pos[0]
+		switch kind {
+		case "kld-bpw", "ppl", "kld-hist":
+		default:
+			return bad("unknown kind %q: want %s", kind, plotKinds)
+		}
+		for _, d := range []struct {
+			flag string
+			v    int
+		}{{"--width", *width}, {"--height", *height}} {
+			if d.v < 200 || d.v > 10000 {
+				return bad("%s %d: want 200 to 10000 pixels", d.flag, d.v)
+			}
+		}
+		ft, err := plotFormat(*format, *out)
 		if err != nil {
 			return bad("%v", err)
 		}
-		recs = append(recs, more...)
-	}
-	chart, err := plotChart(kind, scoring.GroupRecords(recs), plot.Options{LogY: *logY})
-	if err != nil {
-		return bad("%s: %v", kind, err)
-	}
-	if err := c.writeChart(path, ft, chart, *width, *height); err != nil {
-		return bad("%v", err)
-	}
-	return 0
+		path := *out
+		if path == "" {
+			path = "plot-" + kind + "." + ft
+		}
+		if path == outfile.Stdout && ft == "png" && isTerminal(c.stdout) {
+			return bad("--out - with --format png: will not write an image to a terminal; redirect it or name a file")
+		}
+		if err := outputFiles("--record", files, "--out", path, "").Check(); err != nil {
+			return bad("%w", err)
+		}
+		var recs []scoring.Report
+		if len(files) > 0 {
+			for _, f := range files {
+				r, ok, err := scoring.ReadRecord(f)
+				if err != nil {
+					return bad("--record %v", err)
+				}
+				if !ok {
+					return bad("--record %s: not a complete record (an A/B summary or a stopped run's report)", f)
+				}
+				recs = append(recs, scoring.ExpandCorpora([]scoring.Report{r})...)
+			}
+		}
+		if len(patterns) > 0 || len(files) == 0 {
+			more, skipped, err := results.Records(c.resultsRoot(*resultsDir), patterns)
+			c.skippedFiles("plot", skipped)
+			if err != nil {
+				return bad("%v", err)
+			}
+			recs = append(recs, more...)
+		}
+		chart, err := plotChart(kind, scoring.GroupRecords(recs), plot.Options{LogY: *logY})
+		if err != nil {
+			return bad("%s: %v", kind, err)
+		}
+		if err := c.writeChart(path, ft, chart, *width, *height); err != nil {
+			return bad("%v", err)
+		}
+		return 0
+	})
 }
 
 // writeChart lays chart out at width×height and writes it to path as ft

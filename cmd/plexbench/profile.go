@@ -10,99 +10,90 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/internal/outfile"
 	"plexbench/profiles"
 )
 
-const profileUsage = `Usage:
-  plexbench profile new NAME [score flags] [--description TEXT] [-o FILE]
-  plexbench profile show FILE
-  plexbench profile diff A B
-  plexbench profile validate FILE...
-
-A profile is a TOML file holding a named run configuration: model, text,
+const profileAbout = `A profile is a TOML file holding a named run configuration: model, text,
 method, ctx and the engine settings, with paths relative to the file.
 'new' takes the same setting flags as 'score' (--model, --perplexity,
 --perplexity-ctx, --kv-cache-dtype, ...) and writes to stdout unless -o.
 --perplexity given more than once makes a corpora list (corpora = ["a.txt",
 "b.txt"] in the file): score runs each text on its own and reports each and
 their averages. A profile sets text or corpora, not both (an error naming
-both keys); other commands score one text and refuse a list.
-`
+both keys); other commands score one text and refuse a list.`
 
-func (c *cli) runProfile(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(c.stderr, profileUsage)
-		return 2
+func (c *cli) profileCmd() *cobra.Command {
+	cmd, _ := c.command("profile", "new|show|diff|validate ...", "TOML run profiles: new, show, diff, validate")
+	cmd.Long = profileAbout
+	cmd.AddCommand(c.profileNewCmd())
+	for _, sub := range []struct {
+		use, short string
+		run        func([]string) int
+	}{
+		{"show FILE", "print a profile with every setting, defaults filled in", c.profileShow},
+		{"diff A B", "the settings two profiles differ in", c.profileDiff},
+		{"validate FILE...", "check profiles: each parses and its settings are valid", c.profileValidate},
+	} {
+		name, synopsis, _ := strings.Cut(sub.use, " ")
+		sc, _ := c.command(name, synopsis, sub.short)
+		cmd.AddCommand(c.action(sc, sub.run))
 	}
-	switch args[0] {
-	case "new":
-		return c.profileNew(args[1:])
-	case "show":
-		return c.profileShow(args[1:])
-	case "diff":
-		return c.profileDiff(args[1:])
-	case "validate":
-		return c.profileValidate(args[1:])
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(c.stdout, profileUsage)
-		return 0
-	}
-	fmt.Fprintf(c.stderr, "plexbench profile: unknown command %q\n\n%s", args[0], profileUsage)
-	return 2
+	return c.action(cmd, func(pos []string) int {
+		if len(pos) == 0 {
+			cmd.SetOut(c.stderr)
+			cmd.Help()
+			return 2
+		}
+		return c.unknownCommand(cmd, pos[0])
+	})
 }
 
-// profileNew builds a profile from the defaults and the flags given.
-func (c *cli) profileNew(args []string) int {
-	fs := c.newFlags("profile new", "NAME [flags] [-o FILE]")
+// profileNewCmd builds a profile from the defaults and the flags given.
+func (c *cli) profileNewCmd() *cobra.Command {
+	cmd, fs := c.command("new", "NAME [flags] [-o FILE]", "write a profile of the defaults and the setting flags given")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	desc := fs.String("description", "", "what the profile is for")
-	out := fs.String("o", "", "write the profile here (default: stdout)")
-	// NAME may come before the flags or after them.
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if code := parseFlags(fs, args); code >= 0 {
-		return code
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-		if code := parseFlags(fs, fs.Args()[1:]); code >= 0 {
+	out := fs.StringP("output", "o", "", "write the profile here (default: stdout)")
+	return c.action(cmd, func(pos []string) int {
+		var name string
+		if len(pos) > 0 {
+			name = pos[0]
+		}
+		if len(pos) > 1 {
+			return c.fail(fmt.Errorf("profile new: unexpected argument %q", pos[1]))
+		}
+		if name == "" {
+			return c.fail(errors.New("profile new: give the profile a NAME"))
+		}
+		// p holds the defaults and the flags given; its paths are relative to
+		// the working directory (no Source), rebased below onto the output's.
+		p.Name, p.Description = name, *desc
+		if err := p.Validate(); err != nil {
+			return c.fail(fmt.Errorf("profile %s: %w", name, err))
+		}
+		f := profileFiles(p, "")
+		f.Out("-o", *out)
+		if code := c.checkFiles(f); code >= 0 {
 			return code
 		}
-	}
-	if fs.NArg() > 0 {
-		return c.fail(fmt.Errorf("profile new: unexpected argument %q", fs.Arg(0)))
-	}
-	if name == "" {
-		return c.fail(errors.New("profile new: give the profile a NAME"))
-	}
-	// p holds the defaults and the flags given; its paths are relative to
-	// the working directory (no Source), rebased below onto the output's.
-	p.Name, p.Description = name, *desc
-	if err := p.Validate(); err != nil {
-		return c.fail(fmt.Errorf("profile %s: %w", name, err))
-	}
-	f := profileFiles(p, "")
-	f.Out("-o", *out)
-	if code := c.checkFiles(f); code >= 0 {
-		return code
-	}
-	if *out == "" {
-		data, err := p.RelativeTo(".").Encode()
-		if err != nil {
+		if *out == "" {
+			data, err := p.RelativeTo(".").Encode()
+			if err != nil {
+				return c.fail(err)
+			}
+			c.stdout.Write(data)
+			return 0
+		}
+		if err := c.saveProfile(*out, p.RelativeTo(filepath.Dir(*out))); err != nil {
 			return c.fail(err)
 		}
-		c.stdout.Write(data)
+		fmt.Fprintf(c.stderr, "plexbench: profile %s written to %s\n", name, *out)
 		return 0
-	}
-	if err := c.saveProfile(*out, p.RelativeTo(filepath.Dir(*out))); err != nil {
-		return c.fail(err)
-	}
-	fmt.Fprintf(c.stderr, "plexbench: profile %s written to %s\n", name, *out)
-	return 0
+	})
 }
 
 // saveProfile is profiles.Save with "-" this command's stdout, not the

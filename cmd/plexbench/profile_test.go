@@ -27,7 +27,7 @@ func TestProfileRoundTrip(t *testing.T) {
 	settings := []string{"--perplexity", text, "--perplexity-ctx", "64", "--perplexity-chunks", "3",
 		"--kv-cache-dtype", "f32", "--ubatch-size", "16", "--threads", "1"}
 	c, out, _ := testCLI(t, nil)
-	if code := c.runProfile(append(append([]string{"new", "small"}, settings...), "--description", "a quick check", "-o", path)); code != 0 {
+	if code := c.run(append(append([]string{"profile", "new", "small"}, settings...), "--description", "a quick check", "-o", path)); code != 0 {
 		t.Fatalf("profile new: exit %d", code)
 	}
 	// The saved paths are relative to the profile's folder.
@@ -55,10 +55,10 @@ func TestProfileRoundTrip(t *testing.T) {
 
 	withProfile := filepath.Join(dir, "profile.json")
 	withFlags := filepath.Join(dir, "flags.json")
-	if code := c.runScore([]string{"--quiet", "--profile", path, "--perplexity-output", withProfile}); code != 0 {
+	if code := c.run([]string{"score", "--quiet", "--profile", path, "--perplexity-output", withProfile}); code != 0 {
 		t.Fatalf("score --profile: exit %d", code)
 	}
-	if code := c.runScore(append([]string{"--quiet", "--perplexity-output", withFlags}, settings...)); code != 0 {
+	if code := c.run(append([]string{"score", "--quiet", "--perplexity-output", withFlags}, settings...)); code != 0 {
 		t.Fatalf("score with flags: exit %d", code)
 	}
 	a, b := readJSON(t, withProfile), readJSON(t, withFlags)
@@ -81,7 +81,7 @@ func TestProfileRoundTrip(t *testing.T) {
 
 	// A flag beside --profile overrides the profile's field.
 	over := filepath.Join(dir, "over.json")
-	if code := c.runScore([]string{"--quiet", "--profile", path, "--kv-cache-dtype", "f16", "--perplexity-output", over}); code != 0 {
+	if code := c.run([]string{"score", "--quiet", "--profile", path, "--kv-cache-dtype", "f16", "--perplexity-output", over}); code != 0 {
 		t.Fatalf("score --profile with an override: exit %d", code)
 	}
 	if cfg := readJSON(t, over)["config"].(map[string]any); cfg["kv_cache_dtype"] != "f16" {
@@ -103,15 +103,15 @@ func TestProfileCommandErrors(t *testing.T) {
 	if err := validateProfileFile(missing); err == nil || !strings.Contains(err.Error(), "nowhere.gguf") {
 		t.Errorf("validate of a missing model: %v", err)
 	}
-	if code := c.runProfile([]string{"new"}); code == 0 {
+	if code := c.run([]string{"profile", "new"}); code == 0 {
 		t.Error("profile new without a name succeeded")
 	}
-	if code := c.runProfile([]string{"new", "x", "--perplexity-ctx", "5000", "--kv-len", "512"}); code == 0 {
+	if code := c.run([]string{"profile", "new", "x", "--perplexity-ctx", "5000", "--kv-len", "512"}); code == 0 {
 		t.Error("profile new with ctx > kv_len succeeded")
 	}
 	a, b := filepath.Join(dir, "a.toml"), filepath.Join(dir, "b.toml")
-	c.runProfile([]string{"new", "a", "-o", a})
-	c.runProfile([]string{"new", "b", "--kv-cache-dtype", "q8_0", "-o", b})
+	c.run([]string{"profile", "new", "a", "-o", a})
+	c.run([]string{"profile", "new", "b", "--kv-cache-dtype", "q8_0", "-o", b})
 	out.Reset()
 	if code := c.profileDiff([]string{a, b}); code != 0 || !strings.Contains(out.String(), "kv_cache_dtype") ||
 		strings.Count(out.String(), "\n") != 2 {
@@ -129,7 +129,7 @@ func TestTUIRefusesNonTerminal(t *testing.T) {
 	}
 	c, _, _ := testCLI(t, nil)
 	c.stdout = w
-	code := c.runTUI(nil)
+	code := c.run([]string{"tui"})
 	w.Close()
 	r.Close()
 	if code != 2 {

@@ -3,13 +3,15 @@ package main
 import (
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"plexbench/internal/outfile"
 	"plexbench/profiles"
@@ -25,11 +27,21 @@ type scoreFlags struct {
 	quiet                                                        bool
 }
 
-func (c *cli) runScore(args []string) int {
-	j, x, code := c.parseScore(args)
-	if code >= 0 {
-		return code
-	}
+func (c *cli) scoreCmd() *cobra.Command {
+	cmd, fs := c.command("score", "[--profile P.toml] [flags]",
+		"score a text headless; JSON report on stdout or --perplexity-output")
+	a := bindScore(fs)
+	return c.action(cmd, func(pos []string) int {
+		j, x, code := c.scoreJob(fs, a, pos)
+		if code >= 0 {
+			return code
+		}
+		return c.score(j, x)
+	})
+}
+
+// score runs the job the flags made and writes its outputs.
+func (c *cli) score(j workbench.Job, x scoreFlags) int {
 	if code := c.checkFiles(c.scoreFiles(j, x)); code >= 0 {
 		return code
 	}
@@ -72,12 +84,18 @@ func (c *cli) runScore(args []string) int {
 	return c.stopExit(&out.Report, x.quiet)
 }
 
-// parseScore is score's job and output flags from its arguments; code >= 0
-// ends the command there (help asked for, or a bad flag, said on stderr).
-func (c *cli) parseScore(args []string) (j workbench.Job, x scoreFlags, code int) {
-	fs := c.newFlags("score", "[--profile P.toml] [flags]")
-	p := profiles.Default()
-	p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
+// scoreArgs are the values score's flags are bound to.
+type scoreArgs struct {
+	p profiles.Profile // the settings flags, over the defaults
+	j workbench.Job
+	x scoreFlags
+}
+
+// bindScore defines score's flags on fs.
+func bindScore(fs *pflag.FlagSet) *scoreArgs {
+	a := &scoreArgs{p: profiles.Default()}
+	j, x := &a.j, &a.x
+	a.p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
 	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
 	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
 	fs.StringVar(&j.BaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
@@ -92,18 +110,22 @@ func (c *cli) parseScore(args []string) (j workbench.Job, x scoreFlags, code int
 	fs.StringVar(&x.progressOut, "progress-out", "", "write the progress to this file instead of stderr")
 	fs.BoolVar(&j.Resume, "resume", false, "continue a stopped or killed run (same flags) from its journal, REPORT.journal\n"+
 		"beside --perplexity-output, else BASE.journal beside --perplexity-kld-base-out")
-	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
+	fs.StringVar(&x.profile, "profile", "", "a TOML profile; flags given beside it override its settings")
 	fs.StringVar(&x.card, "card", "", "write a Markdown model card of the run here")
 	fs.StringVar(&x.shard, "perplexity-shard", "", "score only shard i/n: the windows whose index is i mod n (combine the n reports with plexbench merge)")
 	fs.StringVar(&x.results, "results", "", resultsUsage("the run's record is written under"))
 	bindChoiceFlags(fs, &j.Choice)
-	if code := parseFlags(fs, args); code >= 0 {
-		return j, x, code
+	return a
+}
+
+// scoreJob is score's job and output flags from the parsed flags; code >= 0
+// ends the command there (a bad flag, said on stderr).
+func (c *cli) scoreJob(fs *pflag.FlagSet, a *scoreArgs, pos []string) (j workbench.Job, x scoreFlags, code int) {
+	j, x = a.j, a.x
+	if len(pos) > 0 {
+		return j, x, c.fail(fmt.Errorf("score: unexpected argument %q", pos[0]))
 	}
-	if fs.NArg() > 0 {
-		return j, x, c.fail(fmt.Errorf("score: unexpected argument %q", fs.Arg(0)))
-	}
-	if err := scoreJob(fs, p, x, &j); err != nil {
+	if err := completeJob(fs, a.p, x, &j); err != nil {
 		return j, x, c.fail(err)
 	}
 	j.Keep = workbench.Keep{Root: c.resultsRoot(x.results)}
@@ -192,10 +214,10 @@ func choiceCount(j workbench.Job, method string) int {
 	return j.MultipleChoiceTasks
 }
 
-// scoreJob completes j from the flags: the profile (a file under the
+// completeJob completes j from the flags: the profile (a file under the
 // flags given beside it), the shard, and whether the run inherits the
 // base's geometry.
-func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.Job) error {
+func completeJob(fs *pflag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.Job) error {
 	switch x.progress {
 	case "text", "jsonl", "none":
 	default:
@@ -223,20 +245,13 @@ func scoreJob(fs *flag.FlagSet, p profiles.Profile, x scoreFlags, j *workbench.J
 // inheritGeometry makes a comparison without a profile take the geometry
 // its base was recorded with, unless the command line asks for one (then
 // it must agree).
-func inheritGeometry(fs *flag.FlagSet, j *workbench.Job) {
+func inheritGeometry(fs *pflag.FlagSet, j *workbench.Job) {
 	j.GeometryFromBase = true
 	j.GeometryGiven = map[string]bool{}
 	for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
 		"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
 		j.GeometryGiven[field] = given(fs, flagName)
 	}
-}
-
-// given reports whether the flag was set on the command line.
-func given(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // resumeWarning passes a resuming run's events on to progress (nil: none)
@@ -310,7 +325,7 @@ func resultsUsage(what string) string {
 // withProfile is the settings of a command that takes profile flags: the
 // profile at path (when given) under the flags given beside it, else the
 // flags over p's defaults, validated.
-func withProfile(fs *flag.FlagSet, p profiles.Profile, path string) (profiles.Profile, error) {
+func withProfile(fs *pflag.FlagSet, p profiles.Profile, path string) (profiles.Profile, error) {
 	if path != "" {
 		loaded, err := profiles.Load(path)
 		if err != nil {

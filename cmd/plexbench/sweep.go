@@ -10,12 +10,14 @@ package main
 import (
 	"cmp"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"plexbench/profiles"
 	"plexbench/results"
@@ -30,14 +32,14 @@ type sweepFlags struct {
 	resume, quiet                                        bool
 }
 
-func (c *cli) runSweep(args []string) int {
-	fs := c.newFlags("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)")
+func (c *cli) sweepCmd() *cobra.Command {
+	cmd, fs := c.command("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)", "one base model, many models against it, one record each, one compare table")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	var j workbench.Job
 	var x sweepFlags
 	fs.StringVar(&x.base, "base", "", "the base model: it records the base every other model is compared with")
-	fs.StringVar(&x.profile, "profile", "", "TOML profile; flags given beside it override its settings")
+	fs.StringVar(&x.profile, "profile", "", "a TOML profile; flags given beside it override its settings")
 	fs.StringVar(&x.baseOut, "perplexity-kld-base-out", "", "keep the base here (default: MODEL_TEXT_SETTINGS.sweep-base.kld in the results root,\n"+
 		"SETTINGS a digest of the base model's settings); the journals go beside it")
 	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the records")
@@ -48,34 +50,32 @@ func (c *cli) runSweep(args []string) int {
 	fs.StringVar(&x.cards, "cards", "", "also write a Markdown card per model into this folder (RECORD.md)")
 	fs.StringVar(&x.format, "format", "table", "the compare table at the end: table, md, csv or json")
 	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	sj, err := c.sweepJob(fs, p, x, j, pos)
-	if err != nil {
-		return c.fail(err)
-	}
-	ctx, stop := workbench.SignalContext()
-	defer stop()
-	out, err := workbench.Sweep(ctx, sj)
-	if errors.Is(err, scoring.ErrStopped) {
-		fmt.Fprintf(c.stderr, "plexbench: %v: the finished models' records are kept; --resume continues the sweep\n", err)
-		return 130
-	}
-	if err != nil {
-		return c.fail(err)
-	}
-	if err := c.sweepOutputs(x, out); err != nil {
-		return c.fail(err)
-	}
-	return c.sweepExit(out)
+	return c.action(cmd, func(pos []string) int {
+		sj, err := c.sweepJob(fs, p, x, j, pos)
+		if err != nil {
+			return c.fail(err)
+		}
+		ctx, stop := workbench.SignalContext()
+		defer stop()
+		out, err := workbench.Sweep(ctx, sj)
+		if errors.Is(err, scoring.ErrStopped) {
+			fmt.Fprintf(c.stderr, "plexbench: %v: the finished models' records are kept; --resume continues the sweep\n", err)
+			return 130
+		}
+		if err != nil {
+			return c.fail(err)
+		}
+		if err := c.sweepOutputs(x, out); err != nil {
+			return c.fail(err)
+		}
+		return c.sweepExit(out)
+	})
 }
 
 // sweepJob checks the flags and builds the sweep, before any model loads.
 // The base and models come from the flags and arguments, else from the
 // profile's [sweep] table.
-func (c *cli) sweepJob(fs *flag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Job, pos []string) (workbench.SweepJob, error) {
+func (c *cli) sweepJob(fs *pflag.FlagSet, p profiles.Profile, x sweepFlags, j workbench.Job, pos []string) (workbench.SweepJob, error) {
 	var sj workbench.SweepJob
 	if x.plot != "" {
 		if _, err := plotFormat("", x.plot); err != nil {

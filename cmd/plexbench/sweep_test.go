@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"plexbench/internal/shareddata"
 	"plexbench/profiles"
 	"plexbench/results"
@@ -281,16 +283,16 @@ func TestTUISweep(t *testing.T) {
 	build := func(cmd string, a ...string) workbench.SweepJob {
 		t.Helper()
 		c, _, _ := testCLI(t, nil)
-		fs := c.newFlags(cmd, "")
+		fs := pflag.NewFlagSet(cmd, pflag.ContinueOnError)
 		p := profiles.Default()
 		p.BindFlags(fs)
 		var x sweepFlags
 		fs.StringVar(&x.base, "sweep", "", "")
 		fs.StringVar(&x.results, "results", "", "")
-		pos, code := parseInterleaved(fs, append(slices.Clone(args), a...))
-		if code >= 0 {
-			t.Fatalf("flags %v", a)
+		if err := fs.Parse(append(slices.Clone(args), a...)); err != nil {
+			t.Fatalf("flags %v: %v", a, err)
 		}
+		pos := fs.Args()
 		var sj *workbench.SweepJob
 		var err error
 		if cmd == "tui" {

@@ -7,13 +7,14 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"plexbench/internal/outfile"
 	"plexbench/profiles"
@@ -26,13 +27,28 @@ type stringList []string
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+func (s *stringList) Type() string       { return "string" }
 
-func (c *cli) runTUI(args []string) int {
-	cfg, code := c.parseTUI(args)
-	if code >= 0 {
-		return code
-	}
-	if code := c.checkFiles(outputFiles("--base", []string{cfg.Base}, "", "", cfg.ResultsDir)); code >= 0 {
+func (c *cli) tuiCmd() *cobra.Command {
+	cmd, fs := c.command("tui", "[--profile P.toml [--profile B.toml]] [--perplexity-kld FILE] [flags]",
+		"live run view; two profiles give an A/B view")
+	cmd.Long = "The live run view; two profiles give an A/B view.\n\n" +
+		"  plexbench tui --hellaswag|--winogrande|--multiple-choice FILE [--profile P.toml] [flags]\n" +
+		"  plexbench tui --sweep BASE.gguf [--profile P.toml] [flags] MODEL.gguf|GLOB...\n" +
+		"  plexbench tui --profile SWEEP.toml (its [sweep] table names the base and models)"
+	a := bindTUI(fs)
+	return c.action(cmd, func(pos []string) int {
+		cfg, code := c.tuiConfig(fs, a, pos)
+		if code >= 0 {
+			return code
+		}
+		return c.tui(cfg)
+	})
+}
+
+// tui checks the configuration's runs and opens the app on it.
+func (c *cli) tui(cfg tui.Config) int {
+	if code := c.checkFiles(outputFiles("--perplexity-kld", []string{cfg.Base}, "", "", cfg.ResultsDir)); code >= 0 {
 		return code
 	}
 	// New refuses what the flags cannot run (two profiles that are not
@@ -71,35 +87,43 @@ func (c *cli) runTUI(args []string) int {
 	return 0
 }
 
-// parseTUI is the app's configuration from tui's arguments; code >= 0
-// ends the command there (help asked for, or a bad flag, said on stderr).
-func (c *cli) parseTUI(args []string) (cfg tui.Config, code int) {
-	fs := c.newFlags("tui", "[--profile P.toml [--profile B.toml]] [--base FILE] [flags]\n"+
-		"       plexbench tui --hellaswag|--winogrande|--multiple-choice FILE [--profile P.toml] [flags]\n"+
-		"       plexbench tui --sweep BASE.gguf [--profile P.toml] [flags] MODEL.gguf|GLOB...\n"+
-		"       plexbench tui --profile SWEEP.toml (its [sweep] table names the base and models)")
-	var paths stringList
-	fs.Var(&paths, "profile", "TOML profile to run; give two for an A/B (A first)")
-	base := fs.String("base", "", "compare every run against this saved KLD base")
-	resultsDir := fs.String("results", "", resultsUsage("where runs are saved as records and listed"))
-	keepBase := fs.Bool("keep-base", false, "every run records its KLD base and keeps it beside its record (NAME.kld, tens of MB each),\n"+
+// tuiArgs are the values tui's flags are bound to.
+type tuiArgs struct {
+	cfg                                  tui.Config
+	paths                                stringList
+	base, resultsDir, compare, sweepBase string
+	keepBase, allow, resume              bool
+	scratch                              profiles.Profile // the setting flags, over the defaults
+}
+
+// bindTUI defines tui's flags on fs.
+func bindTUI(fs *pflag.FlagSet) *tuiArgs {
+	a := &tuiArgs{scratch: profiles.Default()}
+	fs.Var(&a.paths, "profile", "a TOML profile to run; give two for an A/B (A first)")
+	fs.StringVar(&a.base, "perplexity-kld", "", "compare every run against this saved KLD base (its geometry: method, ctx, stride, chunks)")
+	fs.StringVar(&a.resultsDir, "results", "", resultsUsage("where runs are saved as records and listed"))
+	fs.BoolVar(&a.keepBase, "keep-base", false, "every run records its KLD base and keeps it beside its record (NAME.kld, tens of MB each),\n"+
 		"for the history's b key; without it a run keeps none (an A/B's A records one for B in a temporary folder)")
-	compare := fs.String("compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
-	allow := fs.Bool("allow-tokenizer-mismatch", false, "an A/B of models whose tokenizers or token streams differ: compare them by bits per byte only\n"+
+	fs.StringVar(&a.compare, "compare", "engine", "what an A/B compares: engine (same model file) or models (same text only)")
+	fs.BoolVar(&a.allow, "allow-tokenizer-mismatch", false, "an A/B of models whose tokenizers or token streams differ: compare them by bits per byte only\n"+
 		"(no KLD, no paired statistics) instead of refusing, as ab does")
-	sweepBase := fs.String("sweep", "", "show a sweep: this base model records the base, the models given as arguments\n"+
+	fs.StringVar(&a.sweepBase, "sweep", "", "show a sweep: this base model records the base, the models given as arguments\n"+
 		"(files or globs) are scored against it, as `plexbench sweep` does")
-	resume := fs.Bool("resume", false, "a sweep: continue a stopped or killed one (same flags): recorded models are skipped,\n"+
+	fs.BoolVar(&a.resume, "resume", false, "a sweep: continue a stopped or killed one (same flags): recorded models are skipped,\n"+
 		"the interrupted one resumes from its journal")
-	bindChoiceFlags(fs, &cfg.Choice)
+	bindChoiceFlags(fs, &a.cfg.Choice)
 	// Setting flags override every profile's fields; bound to the defaults
 	// so -h shows them.
-	scratch := profiles.Default()
-	scratch.BindFlags(fs)
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return cfg, code
-	}
+	a.scratch.BindFlags(fs)
+	aliases(fs, map[string]string{"base": "perplexity-kld"})
+	return a
+}
+
+// tuiConfig is the app's configuration from tui's parsed flags; code >= 0
+// ends the command there (a bad flag, said on stderr).
+func (c *cli) tuiConfig(fs *pflag.FlagSet, a *tuiArgs, pos []string) (cfg tui.Config, code int) {
+	cfg, paths, base, resultsDir, scratch := a.cfg, a.paths, &a.base, &a.resultsDir, a.scratch
+	sweepBase, resume, keepBase, allow, compare := &a.sweepBase, &a.resume, &a.keepBase, &a.allow, &a.compare
 	if err := checkChoiceFlags(fs, "tui", cfg.Choice); err != nil {
 		return cfg, c.fail(err)
 	}
@@ -143,7 +167,7 @@ func (c *cli) parseTUI(args []string) (cfg tui.Config, code int) {
 // tuiSweep is the sweep the TUI's flags ask for (nil: none): --sweep with
 // the models as arguments, or one profile with a [sweep] table; built as
 // `plexbench sweep` builds it.
-func (c *cli) tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string, base, resultsDir, kldBase string, resume bool) (*workbench.SweepJob, error) {
+func (c *cli) tuiSweep(fs *pflag.FlagSet, p profiles.Profile, paths, pos []string, base, resultsDir, kldBase string, resume bool) (*workbench.SweepJob, error) {
 	isSweep := base != ""
 	for _, path := range paths {
 		loaded, err := profiles.Load(path)
@@ -162,7 +186,7 @@ func (c *cli) tuiSweep(fs *flag.FlagSet, p profiles.Profile, paths, pos []string
 	case len(paths) > 1:
 		return nil, fmt.Errorf("tui: a sweep takes one profile, not %d", len(paths))
 	case kldBase != "":
-		return nil, errors.New("tui: --base compares a run with a saved base; a sweep records its own")
+		return nil, errors.New("tui: --perplexity-kld compares a run with a saved base; a sweep records its own")
 	}
 	x := sweepFlags{base: base, results: resultsDir, resume: resume, quiet: true, format: "table"}
 	if len(paths) == 1 {

@@ -9,51 +9,51 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"plexbench/results"
 	"plexbench/scoring"
 )
 
-func (c *cli) runWorst(args []string) int {
-	fs := c.newFlags("worst", "RECORD.json|RECORD-NAME [-n 20] [--by kld|nll|delta_p] [--windows] [--json]")
+func (c *cli) worstCmd() *cobra.Command {
+	cmd, fs := c.command("worst", "RECORD.json|RECORD-NAME [-n 20] [--by kld|nll|delta_p] [--windows] [--json]", "a record's worst tokens (or windows) with their text")
 	root := fs.String("results", "", resultsUsage("a record given by name is looked up in"))
-	n := fs.Int("n", scoring.WorstN, "how many tokens (and windows) to list")
+	n := fs.IntP("count", "n", scoring.WorstN, "how many tokens (and windows) to list")
 	by := fs.String("by", scoring.WorstByKLD, "rank by kld, nll (the NLL's increase over the base; without a base, the NLL) or delta_p (the drop in the true token's probability); without a base: nll")
 	windows := fs.Bool("windows", false, "list the windows by the mean of the measure, with their opening text")
 	asJSON := fs.Bool("json", false, `print {"tokens": [...], "windows": [...]} (both lists) on stdout`)
-	pos, code := parseInterleaved(fs, args)
-	if code >= 0 {
-		return code
-	}
-	if len(pos) != 1 {
-		return c.fail(errors.New("worst: give one record (its file, or its name in the results root)"))
-	}
-	path, err := results.RecordPath(c.resultsRoot(*root), pos[0])
-	if err != nil {
-		return c.fail(err)
-	}
-	l, tr, err := c.worstOf(path, *by, *n, given(fs, "by"))
-	if err != nil {
-		return c.fail(err)
-	}
-	if *asJSON {
-		data, err := json.MarshalIndent(l, "", "  ")
-		if err == nil {
-			err = writeJSON(c.stdout, data)
+	return c.action(cmd, func(pos []string) int {
+		if len(pos) != 1 {
+			return c.fail(errors.New("worst: give one record (its file, or its name in the results root)"))
 		}
+		path, err := results.RecordPath(c.resultsRoot(*root), pos[0])
 		if err != nil {
 			return c.fail(err)
 		}
+		l, tr, err := c.worstOf(path, *by, *n, given(fs, "by"))
+		if err != nil {
+			return c.fail(err)
+		}
+		if *asJSON {
+			data, err := json.MarshalIndent(l, "", "  ")
+			if err == nil {
+				err = writeJSON(c.stdout, data)
+			}
+			if err != nil {
+				return c.fail(err)
+			}
+			return 0
+		}
+		what := "tokens"
+		if *windows {
+			what = "windows"
+		}
+		fmt.Fprintf(c.stdout, "worst %s of %s (%d tokens scored in %d windows)\n", what, path, tr.Scored(), len(tr.Windows))
+		for _, line := range scoring.WorstLines(l, *windows) {
+			fmt.Fprintln(c.stdout, line)
+		}
 		return 0
-	}
-	what := "tokens"
-	if *windows {
-		what = "windows"
-	}
-	fmt.Fprintf(c.stdout, "worst %s of %s (%d tokens scored in %d windows)\n", what, path, tr.Scored(), len(tr.Windows))
-	for _, line := range scoring.WorstLines(l, *windows) {
-		fmt.Fprintln(c.stdout, line)
-	}
-	return 0
+	})
 }
 
 // worstOf lists the record at path. Without a base and without an
