@@ -6,7 +6,7 @@ package engine
 // cache type, and the hybrids (qwen35, qwen35moe, qwen3next) likewise, the
 // layer stack (devicestack.go, devicehybrid.go) run on the device; what
 // does not is listed in the report's cpu_fallback_ops, or, with
-// StrictDevice (--no-cpu-fallback), refused at Load with the first of
+// StrictDevice (--strict-device-kernels), refused at Load with the first of
 // those ops named.
 
 import (
@@ -50,7 +50,7 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 		if why != "" {
 			first = why + " (the layers would run on the CPU)"
 		}
-		return nil, fmt.Errorf("%w: --no-cpu-fallback: no device kernel in the engine yet for %s", ErrUnsupported, first)
+		return nil, fmt.Errorf("%w: --strict-device-kernels: no device kernel in the engine yet for %s", ErrUnsupported, first)
 	}
 	where := fmt.Sprintf("device %s:%d (%s)", d.Kind(), d.Ordinal, d.Arch)
 	if types := blasTypes(m, why == ""); len(types) > 0 {

@@ -193,6 +193,21 @@ func Load(path string) (Profile, error) {
 	return p, nil
 }
 
+// Sets is the top-level settings the profile file at path sets ("ctx",
+// "method"), for a caller that fills the others from elsewhere (a base's
+// geometry).
+func Sets(path string) (map[string]bool, error) {
+	var m map[string]any
+	if _, err := toml.DecodeFile(path, &m); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	set := make(map[string]bool, len(m))
+	for k := range m {
+		set[k] = true
+	}
+	return set, nil
+}
+
 // Parse decodes profile TOML from data; name is used in errors only.
 func Parse(name string, data []byte) (Profile, error) {
 	p := Default()

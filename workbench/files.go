@@ -74,7 +74,7 @@ func begin(ctx context.Context, writes ...string) (locks, error) {
 // tokens, the base model and the models, the base and the runs' journals.
 func (j SweepJob) Files() *outfile.Files {
 	f := j.Job.Files()
-	f.In("--base", j.BaseModel)
+	f.In("--base-model", j.BaseModel)
 	f.In("the sweep model", j.Models...)
 	s := &sweepRun{j: j}
 	jobs := []Job{s.baseJob()}

@@ -33,7 +33,8 @@ func (c *cli) abCmd() *cobra.Command {
 	cmd, fs := c.command("ab", "--profile A.toml --profile B.toml [flags] | A.json B.json [flags]", "headless A/B: paired ΔPPL ±, B's KLD vs A's base, speed, verdict")
 	var paths, fails stringList
 	fs.Var(&paths, "profile", "a TOML profile to run; give two (A first)")
-	base := fs.String("base", "", "compare both runs against this saved base instead of a base A records")
+	base := fs.String("perplexity-kld", "", "compare both runs against this saved base instead of a base A records\n"+
+		"(its geometry, method, ctx, stride, chunks, where the profiles set none)")
 	compare := fs.String("compare", "engine", "what the A/B compares: engine (same model file) or models (same text only)")
 	asJSON := fs.Bool("json", false, "print the result as JSON on stdout")
 	fs.Var(&fails, "fail-if", "exit 3 when this holds, e.g. 'mean_kld>0.001' (repeatable; names: "+strings.Join(metricNames(), ", ")+")")
@@ -42,6 +43,7 @@ func (c *cli) abCmd() *cobra.Command {
 	resultsDir := fs.String("results", "", resultsUsage("the two runs' records and their A/B summary are written under"))
 	var stopRule profiles.Profile // B's stop rule, when given
 	stopRule.BindFlags(fs, "stop_at_precision", "stop_min_windows", "stop_when_decided")
+	aliases(fs, map[string]string{"base": "perplexity-kld"})
 	return c.action(cmd, func(pos []string) int {
 		conds := make([]condition, len(fails))
 		for i, f := range fails {
@@ -52,7 +54,7 @@ func (c *cli) abCmd() *cobra.Command {
 			conds[i] = cond
 		}
 		files := outputFiles("--profile", paths, "", "", c.resultsRoot(*resultsDir))
-		files.In("--base", *base)
+		files.In("--perplexity-kld", *base)
 		if code := c.checkFiles(files); code >= 0 {
 			return code
 		}
@@ -64,7 +66,7 @@ func (c *cli) abCmd() *cobra.Command {
 			res, err = x.run(paths[0], paths[1])
 		case len(paths) == 0 && len(pos) == 2:
 			if *base != "" {
-				return c.fail(errors.New("ab: --base applies to profile runs; two reports carry their own comparison"))
+				return c.fail(errors.New("ab: --perplexity-kld applies to profile runs; two reports carry their own comparison"))
 			}
 			res, err = abReports(pos[0], pos[1], c.resultsRoot(*resultsDir), *allow)
 		default:
@@ -107,7 +109,7 @@ func (c *cli) abCmd() *cobra.Command {
 // abRun is an A/B of two profiles: the settings `ab` gives them.
 type abRun struct {
 	cli              *cli   // where its progress goes
-	base, kind, root string // --base, --compare, the results root
+	base, kind, root string // --perplexity-kld, --compare, the results root
 	quiet, allow     bool   // --quiet, --allow-tokenizer-mismatch
 	// stop holds the stop-rule flags, which override B's profile.
 	stop *pflag.FlagSet
@@ -127,6 +129,14 @@ func (x abRun) profiles(pathA, pathB string) (a, b profiles.Profile, err error) 
 	a = a.Resolve()
 	if b, err = b.Override(x.stop); err != nil {
 		return a, b, fmt.Errorf("ab: %w", err)
+	}
+	if x.base != "" {
+		if a, err = withBaseGeometry(a, pathA, x.base); err != nil {
+			return a, b, err
+		}
+		if b, err = withBaseGeometry(b, pathB, x.base); err != nil {
+			return a, b, err
+		}
 	}
 	for _, p := range []profiles.Profile{a, b} {
 		if err := p.Validate(); err != nil {

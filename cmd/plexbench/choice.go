@@ -39,7 +39,7 @@ func checkChoiceFlags(fs *pflag.FlagSet, cmd string, c workbench.Choice) error {
 		count      int
 	}{{"hellaswag", c.HellaSwag, c.HellaSwagTasks}, {"winogrande", c.Winogrande, c.WinograndeTasks},
 		{"multiple-choice", c.MultipleChoice, c.MultipleChoiceTasks}} {
-		if given(fs, m.mode+"-tasks") && m.file == "" {
+		if givenFlag(fs, m.mode+"-tasks") && m.file == "" {
 			return fmt.Errorf("%s: --%s-tasks needs --%s FILE", cmd, m.mode, m.mode)
 		}
 		if m.mode == "hellaswag" && m.count < 1 {
@@ -50,7 +50,7 @@ func checkChoiceFlags(fs *pflag.FlagSet, cmd string, c workbench.Choice) error {
 		}
 	}
 	switch {
-	case given(fs, "parallel") && c.HellaSwag == "" && c.Winogrande == "" && c.MultipleChoice == "":
+	case givenFlag(fs, "parallel") && c.HellaSwag == "" && c.Winogrande == "" && c.MultipleChoice == "":
 		return fmt.Errorf("%s: --parallel needs --hellaswag, --winogrande or --multiple-choice FILE", cmd)
 	case c.Parallel < 0:
 		return fmt.Errorf("%s: --parallel %d: want 0 (the least llama-perplexity accepts) or more", cmd, c.Parallel)

@@ -1,8 +1,16 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
+
+	"plexbench/internal/shareddata"
+	"plexbench/profiles"
 )
 
 // TestVersion: --version prints one line naming the program and a version.
@@ -111,5 +119,40 @@ func TestOldFlagForms(t *testing.T) {
 	code, stdout, stderr = runCLI(t, "profile", "new", "new", "--pool", "hip:0", "--strict-device-kernels")
 	if code != 0 || !strings.Contains(stdout, "strict_device_kernels = true") {
 		t.Errorf("--strict-device-kernels: exit %d, %s%s", code, stdout, stderr)
+	}
+}
+
+// TestBaseGeometry: wherever a base is given (tui's and ab's
+// --perplexity-kld, old name --base), the runs take its geometry (here
+// ctx 64) unless the command line or the profile file sets it.
+func TestBaseGeometry(t *testing.T) {
+	t.Parallel()
+	base := shareddata.Path(t, "llamacpp", "stories260K-f32-tinystories16k-ctx64.kld")
+	for _, c := range []struct {
+		args []string
+		ctx  int
+	}{
+		{[]string{"--perplexity-kld", base}, 64},
+		{[]string{"--base", base}, 64},
+		{[]string{"--base", base, "--perplexity-ctx", "128"}, 128},
+		{nil, profiles.Default().Ctx},
+	} {
+		cl, _, stderr := testCLI(t, nil)
+		cfg, code := cl.parseTUI(c.args)
+		if code >= 0 || len(cfg.Profiles) != 1 || cfg.Profiles[0].Ctx != c.ctx {
+			t.Errorf("tui %v: exit %d, profiles %+v, want ctx %d; %s", c.args, code, cfg.Profiles, c.ctx, stderr)
+		}
+	}
+	dir := t.TempDir()
+	plain, fixed := filepath.Join(dir, "plain.toml"), filepath.Join(dir, "fixed.toml")
+	os.WriteFile(plain, []byte("name = \"plain\"\n"), 0o644)
+	os.WriteFile(fixed, []byte("name = \"fixed\"\nctx = 128\n"), 0o644)
+	x := abRun{cli: &cli{}, base: base, kind: "models", stop: pflag.NewFlagSet("ab", pflag.ContinueOnError)}
+	a, b, err := x.profiles(plain, fixed)
+	if err != nil && !errors.Is(err, profiles.ErrNotComparable) {
+		t.Fatal(err)
+	}
+	if a.Ctx != 64 || b.Ctx != 128 {
+		t.Errorf("ab --perplexity-kld (ctx 64): A without ctx has ctx %d, want 64; B with ctx = 128 has %d", a.Ctx, b.Ctx)
 	}
 }

@@ -182,7 +182,7 @@ func TestDeviceFaults(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"strict", nil, []string{"--no-cpu-fallback", "--model", withOutputBias(t, model)}, "--no-cpu-fallback: no device kernel in the engine yet for op head (output bias)"},
+		{"strict", nil, []string{"--no-cpu-fallback", "--model", withOutputBias(t, model)}, "--strict-device-kernels: no device kernel in the engine yet for op head (output bias)"},
 		{"alloc", map[string]string{"PLEXBENCH_EMU_FAIL_ALLOC_AFTER": "4096"}, nil, "OUT_OF_MEMORY"},
 		{"compile", map[string]string{"PLEXBENCH_EMU_FAIL_COMPILE": "1"}, []string{"--perplexity-ctx", "32"}, "compil"},
 		{"launch", map[string]string{"PLEXBENCH_EMU_FAIL_LAUNCH": "300"}, nil, "window"},

@@ -341,8 +341,8 @@ func (c *cli) resultsRoot(flagValue string) string {
 	return results.Root(flagValue, c.getenv(results.EnvRoot))
 }
 
-// given reports whether the flag was set on the command line.
-func given(fs *pflag.FlagSet, name string) bool {
+// givenFlag reports whether the flag was set on the command line.
+func givenFlag(fs *pflag.FlagSet, name string) bool {
 	f := fs.Lookup(name)
 	return f != nil && f.Changed
 }

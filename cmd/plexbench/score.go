@@ -232,8 +232,10 @@ func completeJob(fs *pflag.FlagSet, p profiles.Profile, x scoreFlags, j *workben
 			return fmt.Errorf("--perplexity-shard: %w", err)
 		}
 	}
-	if j.Compare != "" && x.profile == "" {
-		inheritGeometry(fs, j)
+	if j.Compare != "" {
+		if err := inheritGeometry(fs, j, x.profile); err != nil {
+			return err
+		}
 	}
 	if err := checkChoiceFlags(fs, "score", j.Choice); err != nil {
 		return err
@@ -242,16 +244,71 @@ func completeJob(fs *pflag.FlagSet, p profiles.Profile, x scoreFlags, j *workben
 	return nil
 }
 
-// inheritGeometry makes a comparison without a profile take the geometry
-// its base was recorded with, unless the command line asks for one (then
-// it must agree).
-func inheritGeometry(fs *pflag.FlagSet, j *workbench.Job) {
-	j.GeometryFromBase = true
-	j.GeometryGiven = map[string]bool{}
-	for flagName, field := range map[string]string{"perplexity-method": "method", "perplexity-ctx": "ctx",
-		"perplexity-stride": "stride", "perplexity-chunks": "chunks"} {
-		j.GeometryGiven[field] = given(fs, flagName)
+// geometryFlags ties the settings a base fixes (its geometry) to their
+// flags.
+var geometryFlags = map[string]string{"method": "perplexity-method", "ctx": "perplexity-ctx",
+	"stride": "perplexity-stride", "chunks": "perplexity-chunks"}
+
+// geometryGiven is which geometry settings the command line (fs) or the
+// profile file at path ("": none) gives; a comparison takes the others
+// from its base.
+func geometryGiven(fs *pflag.FlagSet, path string) (map[string]bool, error) {
+	set := map[string]bool{}
+	if path != "" {
+		var err error
+		if set, err = profiles.Sets(path); err != nil {
+			return nil, err
+		}
 	}
+	given := map[string]bool{}
+	for key, name := range geometryFlags {
+		given[key] = set[key] || (fs != nil && givenFlag(fs, name))
+	}
+	return given, nil
+}
+
+// inheritGeometry makes a comparison take the geometry its base was
+// recorded with, but for the settings the command line or the profile
+// file at path asks for (then they must agree with the base).
+func inheritGeometry(fs *pflag.FlagSet, j *workbench.Job, path string) error {
+	g, err := geometryGiven(fs, path)
+	j.GeometryFromBase, j.GeometryGiven = true, g
+	return err
+}
+
+// withBaseGeometry is the profile read from path (p) with the geometry of
+// the base at base where the file sets none.
+func withBaseGeometry(p profiles.Profile, path, base string) (profiles.Profile, error) {
+	given, err := geometryGiven(nil, path)
+	if err != nil {
+		return p, err
+	}
+	return baseGeometry(p, base, given)
+}
+
+// baseGeometry is p with the geometry the base at path was recorded with,
+// but for the settings given names (those must agree with the base): what
+// inheritGeometry asks of a run, for the TUI and ab, which build their
+// jobs from profiles.
+func baseGeometry(p profiles.Profile, path string, given map[string]bool) (profiles.Profile, error) {
+	bi, err := scoring.ReadBaseInfo(path)
+	if err != nil {
+		return p, err
+	}
+	h := bi.Header
+	if !given["method"] {
+		p.Method = h.Method
+	}
+	if !given["ctx"] {
+		p.Ctx = h.Ctx
+	}
+	if !given["stride"] && h.Method == scoring.MethodSliding {
+		p.Stride = h.Stride // a chunks base records its ctx as its stride
+	}
+	if !given["chunks"] {
+		p.Chunks = h.ChunkLimit
+	}
+	return p, nil
 }
 
 // resumeWarning passes a resuming run's events on to progress (nil: none)

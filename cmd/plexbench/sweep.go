@@ -33,12 +33,12 @@ type sweepFlags struct {
 }
 
 func (c *cli) sweepCmd() *cobra.Command {
-	cmd, fs := c.command("sweep", "--base BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)", "one base model, many models against it, one record each, one compare table")
+	cmd, fs := c.command("sweep", "--base-model BASE.gguf [--profile P.toml] [score flags] MODEL.gguf|GLOB...\n       plexbench sweep --profile SWEEP.toml (its [sweep] table names the base and models)", "one base model, many models against it, one record each, one compare table")
 	p := profiles.Default()
 	p.BindFlags(fs)
 	var j workbench.Job
 	var x sweepFlags
-	fs.StringVar(&x.base, "base", "", "the base model: it records the base every other model is compared with")
+	fs.StringVar(&x.base, "base-model", "", "the base model: it records the base every other model is compared with")
 	fs.StringVar(&x.profile, "profile", "", "a TOML profile; flags given beside it override its settings")
 	fs.StringVar(&x.baseOut, "perplexity-kld-base-out", "", "keep the base here (default: MODEL_TEXT_SETTINGS.sweep-base.kld in the results root,\n"+
 		"SETTINGS a digest of the base model's settings); the journals go beside it")
@@ -50,6 +50,7 @@ func (c *cli) sweepCmd() *cobra.Command {
 	fs.StringVar(&x.cards, "cards", "", "also write a Markdown card per model into this folder (RECORD.md)")
 	fs.StringVar(&x.format, "format", "table", "the compare table at the end: table, md, csv or json")
 	fs.BoolVar(&x.quiet, "quiet", false, "no progress on stderr")
+	aliases(fs, map[string]string{"base": "base-model"})
 	return c.action(cmd, func(pos []string) int {
 		sj, err := c.sweepJob(fs, p, x, j, pos)
 		if err != nil {
@@ -97,14 +98,14 @@ func (c *cli) sweepJob(fs *pflag.FlagSet, p profiles.Profile, x sweepFlags, j wo
 	}
 	j.Profile.Sweep = nil
 	if x.base == "" {
-		return sj, errors.New("sweep: --base MODEL.gguf is required (or a profile's [sweep] base): the model whose base the others are compared with")
+		return sj, errors.New("sweep: --base-model MODEL.gguf is required (or a profile's [sweep] base): the model whose base the others are compared with")
 	}
 	models, err := c.sweepModels(x.base, pos, x.quiet)
 	if err != nil {
 		return sj, err
 	}
-	if x.profile == "" {
-		inheritGeometry(fs, &j) // as `score --perplexity-kld` does
+	if err := inheritGeometry(fs, &j, x.profile); err != nil { // as `score --perplexity-kld` does
+		return sj, err
 	}
 	root := c.resultsRoot(x.results)
 	base := x.baseOut

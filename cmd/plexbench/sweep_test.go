@@ -81,7 +81,7 @@ func TestSweepMatchesScore(t *testing.T) {
 	base := filepath.Join(dir, "base.kld")
 	models := filepath.Join(filepath.Dir(stories(t, "f32")), "stories260K-q4_*.gguf")
 	sweepRoot, scoreRoot := filepath.Join(dir, "sweep"), filepath.Join(dir, "score")
-	args := append([]string{"sweep", "--base", stories(t, "f32"), "--perplexity-kld-base-out", base, "--results", sweepRoot,
+	args := append([]string{"sweep", "--base-model", stories(t, "f32"), "--perplexity-kld-base-out", base, "--results", sweepRoot,
 		"--cards", filepath.Join(dir, "cards"), "--plot", filepath.Join(dir, "kld.svg"), "--quiet",
 		models, stories(t, "q8_0"), stories(t, "f32")}, geo...)
 	code, stdout, stderr := runCLI(t, args...)
@@ -204,8 +204,8 @@ func TestSweepBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{stories(t, "q8_0")}, "--base MODEL.gguf is required"},
-		{[]string{"--base", stories(t, "f32")}, "give the models to compare"},
+		{[]string{stories(t, "q8_0")}, "--base-model MODEL.gguf is required"},
+		{[]string{"--base-model", stories(t, "f32")}, "give the models to compare"},
 		{[]string{"--base", stories(t, "f32"), stories(t, "f32")}, "give the models to compare"},
 		{[]string{"--base", stories(t, "f32"), filepath.Join(dir, "*.none")}, "matches no file"},
 		{[]string{"--base", stories(t, "f32"), filepath.Join(dir, "missing.gguf")}, "missing.gguf: no such file"},

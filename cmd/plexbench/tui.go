@@ -154,10 +154,24 @@ func (c *cli) tuiConfig(fs *pflag.FlagSet, a *tuiArgs, pos []string) (cfg tui.Co
 			loaded = append(loaded, p)
 		}
 	}
-	for _, p := range loaded {
+	for i, p := range loaded {
 		p, err := p.Override(fs)
 		if err != nil {
 			return cfg, c.fail(err)
+		}
+		if _, choice := cfg.Choice.Mode(); cfg.Base != "" && !choice {
+			// A base fixes the geometry, as score --perplexity-kld takes it.
+			path := ""
+			if len(paths) > 0 {
+				path = paths[i]
+			}
+			given, err := geometryGiven(fs, path)
+			if err == nil {
+				p, err = baseGeometry(p, cfg.Base, given)
+			}
+			if err != nil {
+				return cfg, c.fail(err)
+			}
 		}
 		cfg.Profiles = append(cfg.Profiles, p)
 	}

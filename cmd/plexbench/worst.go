@@ -30,7 +30,7 @@ func (c *cli) worstCmd() *cobra.Command {
 		if err != nil {
 			return c.fail(err)
 		}
-		l, tr, err := c.worstOf(path, *by, *n, given(fs, "by"))
+		l, tr, err := c.worstOf(path, *by, *n, givenFlag(fs, "by"))
 		if err != nil {
 			return c.fail(err)
 		}
