@@ -301,13 +301,14 @@ func (m sweepModel) liveView(s Styles, w int) []string {
 }
 
 // tableView is the compare table of the finished models, as `plexbench
-// compare` prints it.
+// compare` prints it in a terminal w wide: the least important columns
+// left out when it is too wide, and said so.
 func (m sweepModel) tableView(s Styles, w int) []string {
 	if len(m.table.Groups) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	m.table.WriteText(&b, false)
+	m.table.WriteTable(&b, w)
 	out := []string{rule(s, "compare", w)}
 	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
 		out = append(out, truncate(l, w))
