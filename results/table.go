@@ -25,6 +25,9 @@ type Table struct {
 	// before a column is dropped, further once none is left to drop.
 	Squeeze    string
 	MinSqueeze int
+	// SqueezeFirst shortens the Squeeze column down to MinSqueeze before
+	// any column is dropped (a list whose every column matters).
+	SqueezeFirst bool
 }
 
 const tableGap = 2
@@ -74,7 +77,7 @@ func (t Table) Fit(width int) (lines []string, dropped []string) {
 	for width > 0 && total() > width {
 		// A little off the name rather than a whole column; a lot only
 		// once nothing else can go.
-		if over := total() - width; over <= room() && over <= widths[sq]/4 {
+		if over := total() - width; over <= room() && (t.SqueezeFirst || over <= widths[sq]/4) {
 			widths[sq] -= over
 			break
 		}
