@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,7 +256,7 @@ func TestRunRefusesMismatchedBase(t *testing.T) {
 		{Request{Text: "some other text entirely, long enough to not matter"}, "token ids differ"},
 		{Request{Method: MethodSliding}, "method is chunks in the base, sliding in this run"},
 		{Request{Ctx: 256}, "ctx is 128 in the base, 256 in this run"},
-		{Request{Chunks: 7}, "chunk limit is 5 in the base, 7 in this run"},
+		{Request{Chunks: 7}, "holds the first 5 chunks (its chunk limit), this run asks for 7: give --perplexity-chunks 5 or less"},
 		{Request{Stride: 64}, "stride is 128 in the base, 64 in this run"},
 	} {
 		c.req.KLDBase = path
@@ -269,8 +270,22 @@ func TestRunRefusesMismatchedBase(t *testing.T) {
 		}
 	}
 	// The same tokens given explicitly are accepted.
-	if _, err := Run(context.Background(), f, Request{KLDBase: path, Tokens: tokens, Ctx: 128, Chunks: 5}); err != nil {
+	full, err := Run(context.Background(), f, Request{KLDBase: path, Tokens: tokens, Ctx: 128, Chunks: 5})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Fewer chunks than the base holds: its first ones, the same figures.
+	first, err := Run(context.Background(), f, Request{KLDBase: path, Chunks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.WindowsScored != 3 || !slices.Contains(first.Warnings, "compared over the first 3 of the base's 5 windows") {
+		t.Fatalf("3 of the base's 5 chunks: %d windows, warnings %q", first.WindowsScored, first.Warnings)
+	}
+	for i := range 3 {
+		if a, b := first.Windows[i].MeanKLD, full.Windows[i].MeanKLD; a == nil || b == nil || *a != *b {
+			t.Fatalf("window %d: KLD %v over 3 chunks, %v over all 5", i, a, b)
+		}
 	}
 	// A truncated base is detected.
 	raw, _ := os.ReadFile(path)
