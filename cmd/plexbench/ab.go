@@ -178,6 +178,14 @@ func (x abRun) run(pathA, pathB string) (results.ABSummary, error) {
 	if err != nil {
 		return results.ABSummary{}, err
 	}
+	jobs := [2]workbench.Job{{Profile: a, Compare: x.base}, {Profile: b, Compare: x.base}}
+	warnings, err := workbench.CheckPair(jobs, nil)
+	if err != nil {
+		return results.ABSummary{}, fmt.Errorf("ab: %w", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(x.cli.stderr, "plexbench: warning: %s\n", w)
+	}
 	mismatch, err := tokenizerMismatch(a, b, x.allow)
 	if err != nil {
 		return results.ABSummary{}, err

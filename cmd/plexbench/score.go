@@ -45,6 +45,15 @@ func (c *cli) score(j workbench.Job, x scoreFlags) int {
 	if code := c.checkFiles(c.scoreFiles(j, x)); code >= 0 {
 		return code
 	}
+	checked, err := workbench.Check(j)
+	if err != nil {
+		return c.fail(err)
+	}
+	if x.progress != "jsonl" || x.progressOut != "" { // jsonl on stderr: the report carries them
+		for _, w := range checked.Warnings {
+			fmt.Fprintf(c.stderr, "plexbench: warning: %s\n", w)
+		}
+	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
 	progress, closeProgress, err := c.progressSink(x, j.Profile)
@@ -57,6 +66,7 @@ func (c *cli) score(j workbench.Job, x scoreFlags) int {
 		j.Progress = c.resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
 	}
 	out, err := workbench.RunCorpora(ctx, j)
+	out.Report.Warnings = append(checked.Warnings, out.Report.Warnings...)
 	if workbench.StoppedBeforeScoring(err, &out.Report) {
 		fmt.Fprintf(c.stderr, "plexbench: %v\n", err) // nothing scored: no report
 		return 130
