@@ -38,6 +38,11 @@ type Checked struct {
 // Run's own errors.
 func Check(j Job) (Checked, error) {
 	var c Checked
+	if len(j.Profile.Corpora) > 1 {
+		if err := checkCorpora(j); err != nil {
+			return c, err // as RunCorpora refuses them
+		}
+	}
 	if err := j.Files().Check(); err != nil {
 		return c, err
 	}
