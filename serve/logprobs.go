@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 
 	"plexbench/engine"
 	"plexbench/scoring"
@@ -54,6 +55,29 @@ type scored struct {
 	next  *rowResult
 }
 
+// scoreAll runs jobs on the engine, once a place in the queue and then
+// the engine are had; the engine is free again when it returns, before
+// the response is written, so that a slow reader holds nothing.
+func (s *Server) scoreAll(ctx context.Context, jobs []*scoreJob) ([]*scored, *apiError) {
+	release, e := s.acquire(ctx)
+	if e != nil {
+		return nil, e
+	}
+	defer release()
+	out := make([]*scored, len(jobs))
+	for i, j := range jobs {
+		sc, err := s.score(ctx, j)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, errorf(499, "ClientClosedRequest", "client closed the request")
+			}
+			return nil, errorf(http.StatusInternalServerError, "InternalServerError", "prompt %d: %v", i, err)
+		}
+		out[i] = sc
+	}
+	return out, nil
+}
+
 // score runs j on the engine; the caller holds it. A cancelled ctx stops
 // the prefill between passes.
 func (s *Server) score(ctx context.Context, j *scoreJob) (*scored, error) {
@@ -69,8 +93,6 @@ func (s *Server) score(ctx context.Context, j *scoreJob) (*scored, error) {
 		return out, nil
 	}
 	h := s.info.HiddenSize
-	reqs := make([]engine.RowRequest, engine.HeadRows)
-	res := make([]engine.RowResult, engine.HeadRows)
 	done := firstRow
 	err := s.eng.Prefill(ctx, j.tokens, firstRow, func(pos int, hidden []float32, rows int) error {
 		if len(hidden) < rows*h {
@@ -82,7 +104,7 @@ func (s *Server) score(ctx context.Context, j *scoreJob) (*scored, error) {
 		rows = min(rows, lastRow-pos+1)
 		for lo := 0; lo < rows; lo += engine.HeadRows {
 			m := min(engine.HeadRows, rows-lo)
-			if err := s.head(j, hidden[lo*h:(lo+m)*h], m, pos+lo, reqs, res, out); err != nil {
+			if err := s.head(j, hidden[lo*h:(lo+m)*h], m, pos+lo, out); err != nil {
 				return err
 			}
 		}
@@ -99,21 +121,24 @@ func (s *Server) score(ctx context.Context, j *scoreJob) (*scored, error) {
 }
 
 // head reduces m rows from row pos and fills their results.
-func (s *Server) head(j *scoreJob, hidden []float32, m, pos int, reqs []engine.RowRequest, res []engine.RowResult, out *scored) error {
+func (s *Server) head(j *scoreJob, hidden []float32, m, pos int, out *scored) error {
 	n := len(j.tokens)
+	reqs, res := s.reqs[:m], s.res[:m]
 	for i := range m {
 		q := &reqs[i]
 		q.TopK = j.topK
 		switch {
 		case j.ranks:
 			q.IDs = s.ids() // the whole row: the target's and named ids' logits are in it
+			continue
 		case pos+i < n-1:
-			q.IDs = append(append(q.IDs[:0], j.tokens[pos+i+1]), j.ids...)
+			s.idBuf[i] = append(append(s.idBuf[i][:0], j.tokens[pos+i+1]), j.ids...)
 		default:
-			q.IDs = append(q.IDs[:0], j.ids...)
+			s.idBuf[i] = append(s.idBuf[i][:0], j.ids...)
 		}
+		q.IDs = s.idBuf[i]
 	}
-	if err := s.eng.HeadReduce(hidden, m, reqs[:m], res[:m]); err != nil {
+	if err := s.eng.HeadReduce(hidden, m, reqs, res); err != nil {
 		return fmt.Errorf("head reduce: %w", err)
 	}
 	for i := range m {

@@ -143,35 +143,26 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 		return e
 	}
 	echoLP := req.Echo && req.Logprobs != nil
+	jobs := make([]*scoreJob, len(prompts))
 	values := 0
-	for _, p := range prompts {
+	for i, p := range prompts {
+		jobs[i] = &scoreJob{tokens: p, from: len(p), topK: max(k, pk), ranks: req.PromptLogprobs != nil, next: gen == 1}
 		if echoLP || req.PromptLogprobs != nil {
+			jobs[i].from = 0
 			values += len(p) * (2 + max(k, pk))
 		}
 	}
 	if e := checkValues(values); e != nil {
 		return e
 	}
-	release, e := s.acquire(r.Context())
+	results, e := s.scoreAll(r.Context(), jobs)
 	if e != nil {
 		return e
 	}
-	defer release()
 	resp := completionResponse{ID: "cmpl-" + strconv.FormatInt(requestSeq.Add(1), 10), Object: "text_completion",
 		Created: time.Now().Unix(), Model: s.cfg.ModelName}
 	for i, p := range prompts {
-		j := &scoreJob{tokens: p, from: len(p), topK: max(k, pk), ranks: req.PromptLogprobs != nil, next: gen == 1}
-		if echoLP || req.PromptLogprobs != nil {
-			j.from = 0
-		}
-		sc, err := s.score(r.Context(), j)
-		if err != nil {
-			if r.Context().Err() != nil {
-				return errorf(499, "ClientClosedRequest", "client closed the request")
-			}
-			return errorf(http.StatusInternalServerError, "InternalServerError", "prompt %d: %v", i, err)
-		}
-		resp.Choices = append(resp.Choices, s.choice(i, p, sc, &req, k, pk))
+		resp.Choices = append(resp.Choices, s.choice(i, p, results[i], &req, k, pk))
 		resp.Usage.PromptTokens += len(p)
 		resp.Usage.CompletionTokens += gen
 	}

@@ -236,7 +236,17 @@ func TestClientGone(t *testing.T) {
 		}
 		conn.Close()
 	}
+	// A client that stops reading holds no engine: the next request is
+	// answered while the stalled one's answer waits in the socket.
+	stalled, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	fmt.Fprintf(stalled, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body)
 	var ok completion
+	postOK(t, url+"/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 1}, &ok)
+	waitFor(t, func() bool { return len(srv.admit) == 0 }, "the stalled request to leave the queue")
 	postOK(t, url+"/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 1}, &ok)
 
 	// While running and while queued: a held engine.

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"plexbench/engine"
 	"plexbench/engine/tokenizer"
 	"plexbench/scoring"
 )
@@ -82,6 +83,11 @@ type Config struct {
 	// Queue is how many requests may wait while one runs; beyond that a
 	// request is refused with 429.
 	Queue int
+	// TokenizeBOS makes /tokenize add BOS (when the vocabulary asks for
+	// it) even to a request that says add_special_tokens false, as
+	// lm-evaluation-harness's remote tokenizer always does: its
+	// log-likelihood requests then start with BOS, as score's windows do.
+	TokenizeBOS bool
 	// Version is the build's version, for /version.
 	Version string
 	// Log, when set, receives one line per refused or failed request and
@@ -98,7 +104,13 @@ type Server struct {
 	ctx     int // prompt length bound
 	vocab   int
 	created int64
-	allIDs  []int32 // 0..vocab-1, for the rank of a prompt token
+	// The head's requests and results, reused by the request holding the
+	// engine: idBuf[i] backs reqs[i].IDs unless a row asks for allIDs,
+	// 0..vocab-1, made on first use.
+	reqs   []engine.RowRequest
+	res    []engine.RowResult
+	idBuf  [][]int32
+	allIDs []int32
 
 	admit chan struct{} // one per request admitted: running or queued
 	run   chan struct{} // the engine, held by the request running
@@ -133,7 +145,9 @@ func New(eng Engine, cfg Config) (*Server, error) {
 		cfg.Queue = DefaultQueue
 	}
 	s := &Server{eng: eng, tok: eng.Tokenizer(), cfg: cfg, info: info, vocab: info.VocabSize,
-		created: time.Now().Unix(), admit: make(chan struct{}, cfg.Queue+1), run: make(chan struct{}, 1)}
+		created: time.Now().Unix(), admit: make(chan struct{}, cfg.Queue+1), run: make(chan struct{}, 1),
+		reqs: make([]engine.RowRequest, engine.HeadRows), res: make([]engine.RowResult, engine.HeadRows),
+		idBuf: make([][]int32, engine.HeadRows)}
 	if s.tok == nil {
 		return nil, errors.New("serve: the engine has no tokenizer")
 	}
@@ -262,9 +276,14 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
+// writeTimeout bounds the writing of one response (a client that stops
+// reading loses it) and the reading of one request body.
+const writeTimeout = 2 * time.Minute
+
 // writeJSON answers v with status. A client gone mid-answer loses it;
 // nothing else is affected.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 	data, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
@@ -278,6 +297,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // decode reads r's body, at most MaxBody bytes, as one JSON value into v.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	// The body has writeTimeout to arrive; no deadline is left on the
+	// connection after, which would cancel a long request's context.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(writeTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	dec := json.NewDecoder(body)
 	dec.UseNumber()

@@ -103,26 +103,21 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
 	if e := checkValues(values); e != nil {
 		return e
 	}
-	release, e := s.acquire(r.Context())
+	sjobs := make([]*scoreJob, len(prompts))
+	for i, p := range prompts {
+		g := &jobs[i]
+		sjobs[i] = &scoreJob{tokens: p, from: len(p), topK: g.topK, ids: g.ids, next: g.gen == 1}
+		if g.logprob {
+			sjobs[i].from = g.startLen
+		}
+	}
+	results, e := s.scoreAll(r.Context(), sjobs)
 	if e != nil {
 		return e
 	}
-	defer release()
 	out := make([]generateResponse, len(prompts))
 	for i, p := range prompts {
-		g := &jobs[i]
-		j := &scoreJob{tokens: p, from: len(p), topK: g.topK, ids: g.ids, next: g.gen == 1}
-		if g.logprob {
-			j.from = g.startLen
-		}
-		sc, err := s.score(r.Context(), j)
-		if err != nil {
-			if r.Context().Err() != nil {
-				return errorf(499, "ClientClosedRequest", "client closed the request")
-			}
-			return errorf(http.StatusInternalServerError, "InternalServerError", "prompt %d: %v", i, err)
-		}
-		out[i] = s.generateResponse(p, sc, g, req.ReturnTextInLogprobs)
+		out[i] = s.generateResponse(p, results[i], &jobs[i], req.ReturnTextInLogprobs)
 	}
 	if batch {
 		writeJSON(w, http.StatusOK, out)

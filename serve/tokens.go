@@ -28,11 +28,11 @@ type tokenizeResponse struct {
 }
 
 // tokenize is vLLM's /tokenize: a text's ids as a text prompt gets them
-// (BOS when the vocabulary asks and add_special_tokens, default true;
-// special-token texts not parsed). One exception: a prompt that is
-// exactly the BOS or EOS token's text is that token, so that a client
-// that finds those ids by tokenizing their texts (lm-evaluation-harness's
-// remote tokenizer) finds them.
+// (BOS when the vocabulary asks and add_special_tokens, default true, or
+// Config.TokenizeBOS; special-token texts not parsed). One exception: a
+// prompt that is exactly the BOS or EOS token's text is that token alone,
+// so that a client that finds those ids by tokenizing their texts
+// (lm-evaluation-harness's remote tokenizer) finds them.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) *apiError {
 	var req tokenizeRequest
 	if e := s.decode(w, r, &req); e != nil {
@@ -47,15 +47,10 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) *apiError {
 	if req.Prompt == nil {
 		return badRequest("prompt", "prompt is missing")
 	}
-	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
-	var ids []int32
+	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens || s.cfg.TokenizeBOS
+	ids := s.tok.Encode(*req.Prompt, addSpecial, false)
 	if id, ok := s.specialText(*req.Prompt); ok {
-		if addSpecial && s.tok.AddBOS() {
-			ids = append(ids, s.tok.BOS())
-		}
-		ids = append(ids, id)
-	} else {
-		ids = s.tok.Encode(*req.Prompt, addSpecial, false)
+		ids = []int32{id}
 	}
 	resp := tokenizeResponse{Count: len(ids), MaxModelLen: s.ctx, Tokens: ids}
 	if resp.Tokens == nil {

@@ -41,12 +41,12 @@ var serveKeys = []string{"model", "batch_size", "ubatch_size", "kv_cache_dtype",
 const defaultServeContext = 4096
 
 type serveArgs struct {
-	p                             profiles.Profile
-	profile, host, apiKey, name   string
-	port, maxPrompts, maxLogprobs int
-	queue                         int
-	maxBody                       int64
-	grace                         time.Duration
+	p                                    profiles.Profile
+	profile, host, apiKey, name          string
+	port, maxPrompts, maxLogprobs, queue int
+	maxBody                              int64
+	grace                                time.Duration
+	tokenizeBOS                          bool
 }
 
 func (c *cli) serveCmd() *cobra.Command {
@@ -86,6 +86,8 @@ func bindServe(fs *pflag.FlagSet) *serveArgs {
 	fs.Int64Var(&a.maxBody, "max-body", serve.DefaultMaxBody, "the largest request body, in bytes (413 beyond)")
 	fs.IntVar(&a.maxPrompts, "max-prompts", serve.DefaultMaxPrompts, "prompts in one request, at most")
 	fs.IntVar(&a.maxLogprobs, "max-logprobs", serve.DefaultMaxLogprobs, "top log-probabilities per position, at most (logprobs, prompt_logprobs, top_logprobs_num)")
+	fs.BoolVar(&a.tokenizeBOS, "tokenize-bos", false, "/tokenize adds BOS when the vocabulary asks for it, even when the request says add_special_tokens false\n"+
+		"(lm-eval's remote tokenizer always does: with this its log-likelihood requests start with BOS, as score's windows do)")
 	fs.DurationVar(&a.grace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long the requests in flight may take before they are cut")
 	return a
 }
@@ -127,7 +129,7 @@ func (c *cli) serve(ctx context.Context, fs *pflag.FlagSet, a *serveArgs, pos []
 		fmt.Fprintf(c.stderr, "plexbench serve: "+format+"\n", args...)
 	}
 	srv, err := serve.New(b.Engine(), serve.Config{ModelName: a.name, APIKey: key, MaxBody: a.maxBody,
-		MaxPrompts: a.maxPrompts, MaxLogprobs: a.maxLogprobs, Queue: a.queue, Version: versionString(), Log: logf})
+		MaxPrompts: a.maxPrompts, MaxLogprobs: a.maxLogprobs, Queue: a.queue, TokenizeBOS: a.tokenizeBOS, Version: versionString(), Log: logf})
 	if err != nil {
 		return c.fail(err)
 	}
