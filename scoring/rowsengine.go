@@ -62,6 +62,10 @@ type RowsEngine interface {
 	RowsParallel() int
 	// MaxTopK is the most top ids a row can return; 0 when unknown.
 	MaxTopK() int
+	// NamesIDs says whether the engine returns the log-probabilities of
+	// ids named per position (else only its own top-k: the KLD is then
+	// KLDTopKOverlap's lower bound).
+	NamesIDs() bool
 }
 
 // rowsEngineOf is eng as a RowsEngine; nil when it is not one.
@@ -252,16 +256,12 @@ func (r *runner) checkRowsRequest() error {
 // those the engine returned a log-probability for.
 type kldOverlap struct{ named, known int }
 
-// method is the KLD method those counts stand for, and the overlap.
-func (o kldOverlap) method() (string, float64) {
+// fraction is the share of the named ids known (1 for none named).
+func (o kldOverlap) fraction() float64 {
 	if o.named == 0 {
-		return KLDNamedIDs, 1
+		return 1
 	}
-	f := float64(o.known) / float64(o.named)
-	if o.known == o.named {
-		return KLDNamedIDs, f
-	}
-	return KLDTopKOverlap, f
+	return float64(o.known) / float64(o.named)
 }
 
 // CompareTokenKnown is CompareToken where the run's log-probabilities are

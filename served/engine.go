@@ -339,6 +339,10 @@ func (e *Engine) HeadReduce([]float32, int, []scoring.RowRequest, []scoring.RowR
 // PrefillBlocks: a server's attention is its own.
 func (e *Engine) PrefillBlocks() scoring.AttentionBlocks { return scoring.AttentionBlocks{} }
 
+// NamesIDs: SGLang's token_ids_logprob names ids; vLLM and the OpenAI
+// form return their own top-k only.
+func (e *Engine) NamesIDs() bool { return e.api == APISGLang }
+
 // RowsParallel is --server-parallel.
 func (e *Engine) RowsParallel() int { return e.parallel }
 
