@@ -291,3 +291,46 @@ func CompareTokenKnown(nll, baseNLL float64, runArgMax int32, baseIDs []int32, b
 	c.KLD = kld + restTerm(max(0, 1-ps), max(0, 1-qs))
 	return c, known
 }
+
+// rowsSequence is choiceRunner.sequence on a RowsEngine: rows lo..hi of
+// sequence s in one request, each read's log-probability the server's:
+// of the row's actual next token, or of an id named for the row (a
+// Winogrande read whose target is the other sentence's token), which an
+// engine returning only its own top-k may not have.
+func (r *choiceRunner) rowsSequence(re RowsEngine, s, lo, hi int) error {
+	t := r.cur
+	seq := t.seqs[s][:hi+2]
+	var named [][]int32 // only when a read is not of the next token
+	for _, rd := range t.reads {
+		if rd.seq == s && rd.target != seq[rd.pos+1] {
+			named = make([][]int32, hi-lo+1)
+			break
+		}
+	}
+	for i, ks := range r.byRow {
+		for _, k := range ks {
+			if named != nil {
+				named[i] = append(named[i], t.reads[k].target)
+			}
+		}
+	}
+	out := make([]LogProbRow, hi-lo+1)
+	if err := re.Rows(context.WithoutCancel(r.ctx), seq, lo, RowsQuery{Named: named, TopK: 1}, out); err != nil {
+		return err
+	}
+	for i, ks := range r.byRow {
+		for j, k := range ks {
+			lp := -out[i].NLL
+			if rd := t.reads[k]; rd.target != seq[rd.pos+1] {
+				if j >= len(out[i].Named) || math.IsNaN(float64(out[i].Named[j])) {
+					return fmt.Errorf("row %d: the server returned no log-probability for token %d (it returns only its own top-k; use an API that names ids)",
+						rd.pos, rd.target)
+				}
+				lp = float64(out[i].Named[j])
+			}
+			r.vals[k] = lp
+		}
+	}
+	r.prefillDone += len(seq)
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"plexbench/engine"
+	"plexbench/internal/choicetest"
 	"plexbench/internal/shareddata"
 	"plexbench/kernels"
 	"plexbench/scoring"
@@ -75,5 +76,36 @@ func TestServedScore(t *testing.T) {
 	}
 	if !strings.Contains(got.Config.Backend, "server") {
 		t.Errorf("config backend %q: want the server named", got.Config.Backend)
+	}
+}
+
+// TestServedChoiceTasks: HellaSwag (vLLM form) and Winogrande (SGLang,
+// whose reads name the other sentence's tokens) through a server choose
+// as the in-process tasks do, task for task, their scores from the
+// server's log-probabilities.
+func TestServedChoiceTasks(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ api, flag, file, count string }{
+		{"vllm", "--hellaswag", choicetest.HellaSwagFile(t, 40), "--hellaswag-tasks"},
+		{"sglang", "--winogrande", choicetest.WinograndeFile(t, 40), "--winogrande-tasks"},
+	} {
+		srv, model := servedFake(t, "f32", c.api)
+		wr := scoreChoice(t, "--model", model, c.flag, c.file, c.count, "30")
+		gr := scoreChoice(t, "--server", srv.URL, "--tokenizer", model, c.flag, c.file, c.count, "30")
+		want, got := wr.Choice(), gr.Choice()
+		if len(got.Results) != 30 || len(want.Results) != 30 {
+			t.Fatalf("%s: %d and %d results", c.flag, len(got.Results), len(want.Results))
+		}
+		for i, w := range want.Results {
+			g := got.Results[i]
+			if g.Task != w.Task || g.Chosen != w.Chosen {
+				t.Errorf("%s result %d: served task %d chose %d (%v), in-process task %d chose %d (%v)", c.flag, i, g.Task, g.Chosen, g.Scores, w.Task, w.Chosen, w.Scores)
+			}
+			for a := range w.Scores {
+				if math.Abs(g.Scores[a]-w.Scores[a]) > 1e-5*math.Max(1, math.Abs(w.Scores[a])) {
+					t.Errorf("%s task %d answer %d: served %.9g, in-process %.9g", c.flag, w.Task, a, g.Scores[a], w.Scores[a])
+				}
+			}
+		}
 	}
 }
