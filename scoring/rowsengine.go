@@ -62,6 +62,10 @@ type RowsEngine interface {
 	RowsParallel() int
 	// MaxTopK is the most top ids a row can return; 0 when unknown.
 	MaxTopK() int
+	// NamesIDs says whether the engine returns the log-probabilities of
+	// ids named per position (else only its own top-k: the KLD is then
+	// KLDTopKOverlap's lower bound).
+	NamesIDs() bool
 }
 
 // rowsEngineOf is eng as a RowsEngine; nil when it is not one.
@@ -252,16 +256,12 @@ func (r *runner) checkRowsRequest() error {
 // those the engine returned a log-probability for.
 type kldOverlap struct{ named, known int }
 
-// method is the KLD method those counts stand for, and the overlap.
-func (o kldOverlap) method() (string, float64) {
+// fraction is the share of the named ids known (1 for none named).
+func (o kldOverlap) fraction() float64 {
 	if o.named == 0 {
-		return KLDNamedIDs, 1
+		return 1
 	}
-	f := float64(o.known) / float64(o.named)
-	if o.known == o.named {
-		return KLDNamedIDs, f
-	}
-	return KLDTopKOverlap, f
+	return float64(o.known) / float64(o.named)
 }
 
 // CompareTokenKnown is CompareToken where the run's log-probabilities are
@@ -290,4 +290,47 @@ func CompareTokenKnown(nll, baseNLL float64, runArgMax int32, baseIDs []int32, b
 	kld, ps, qs := topTerms(kb, kr)
 	c.KLD = kld + restTerm(max(0, 1-ps), max(0, 1-qs))
 	return c, known
+}
+
+// rowsSequence is choiceRunner.sequence on a RowsEngine: rows lo..hi of
+// sequence s in one request, each read's log-probability the server's:
+// of the row's actual next token, or of an id named for the row (a
+// Winogrande read whose target is the other sentence's token), which an
+// engine returning only its own top-k may not have.
+func (r *choiceRunner) rowsSequence(re RowsEngine, s, lo, hi int) error {
+	t := r.cur
+	seq := t.seqs[s][:hi+2]
+	var named [][]int32 // only when a read is not of the next token
+	for _, rd := range t.reads {
+		if rd.seq == s && rd.target != seq[rd.pos+1] {
+			named = make([][]int32, hi-lo+1)
+			break
+		}
+	}
+	for i, ks := range r.byRow {
+		for _, k := range ks {
+			if named != nil {
+				named[i] = append(named[i], t.reads[k].target)
+			}
+		}
+	}
+	out := make([]LogProbRow, hi-lo+1)
+	if err := re.Rows(context.WithoutCancel(r.ctx), seq, lo, RowsQuery{Named: named, TopK: 1}, out); err != nil {
+		return err
+	}
+	for i, ks := range r.byRow {
+		for j, k := range ks {
+			lp := -out[i].NLL
+			if rd := t.reads[k]; rd.target != seq[rd.pos+1] {
+				if j >= len(out[i].Named) || math.IsNaN(float64(out[i].Named[j])) {
+					return fmt.Errorf("row %d: the server returned no log-probability for token %d (it returns only its own top-k; use an API that names ids)",
+						rd.pos, rd.target)
+				}
+				lp = float64(out[i].Named[j])
+			}
+			r.vals[k] = lp
+		}
+	}
+	r.prefillDone += len(seq)
+	return nil
 }

@@ -44,7 +44,6 @@ type runner struct {
 	// rowsengine.go); pipe keeps its windows in flight.
 	rowsEng RowsEngine
 	pipe    *rowsPipe
-	overlap kldOverlap
 	req     *Request
 	info    ModelInfo
 	cfg     EngineConfig
@@ -512,12 +511,15 @@ func (r *runner) kldReport(rep *Report) {
 	k := r.kld.Result()
 	r.base.finish(&k)
 	if r.rowsEng != nil {
-		o := r.overlap
+		var o kldOverlap
 		if s, ok := r.base.(*topKSource); ok {
 			o = s.overlap
 		}
-		m, f := o.method()
-		k.Method, k.TopKOverlap = m, &f
+		f := o.fraction()
+		k.Method, k.TopKOverlap = KLDTopKOverlap, &f
+		if r.rowsEng.NamesIDs() {
+			k.Method = KLDNamedIDs
+		}
 	}
 	rep.KLD = &k
 	rep.Warnings = append(rep.Warnings, k.Warnings()...)
