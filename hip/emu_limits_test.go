@@ -162,3 +162,61 @@ func TestEmuPoison(t *testing.T) {
 		})
 	}
 }
+
+const emuTrafficKernels = `
+PB_KERNEL void copy_twice(const float* w, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = w[i] + w[n - 1 - i] * x[i];
+}
+`
+
+// TestEmuTraffic: with PLEXBENCH_EMU_TRAFFIC=1 the emulator counts the
+// bytes kernels load from memory marked as weights, per tag: here each
+// of n weights is loaded twice, the unmarked x not at all.
+func TestEmuTraffic(t *testing.T) {
+	bothKinds(t, func(t *testing.T, k Kind) {
+		_, d, s := emuFresh(t, k, map[string]string{"PLEXBENCH_EMU_TRAFFIC": "1"})
+		m, err := d.Compile(Program{Name: "traffic.cu", Source: gpu.Dialect() + "#line 1 \"traffic.cu\"\n" + emuTrafficKernels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := m.Function("copy_twice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 1000
+		w, _ := d.Alloc(4 * n)
+		x, _ := d.Alloc(4 * n)
+		y, _ := d.Alloc(4 * n)
+		tag, other := d.NewWeightTag(), d.NewWeightTag()
+		if err := d.MarkWeights(w, tag); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.MarkWeights(y, other); err != nil { // written, never loaded
+			t.Fatal(err)
+		}
+		var a Args
+		a.Ptr(w, 0).Ptr(x, 0).Ptr(y, 0).I32(n)
+		for range 3 {
+			if err := s.Launch(f, Dim3{X: (n + 127) / 128}, Dim3{X: 128}, 0, &a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wb, rb, ok := d.WeightTraffic(tag)
+		if !ok || wb != 4*n || rb != 3*2*4*n {
+			t.Errorf("traffic: ok %v, %d weight bytes (want %d), %d read (want %d)", ok, wb, 4*n, rb, 3*2*4*n)
+		}
+		if wb, rb, _ := d.WeightTraffic(other); wb != 4*n || rb != 0 {
+			t.Errorf("the written buffer: %d weight bytes, %d read", wb, rb)
+		}
+		d.Free(w)
+		if wb, _, _ := d.WeightTraffic(tag); wb != 0 {
+			t.Errorf("freed weights still marked: %d bytes", wb)
+		}
+	})
+	// Off: not counted, and said so.
+	_, d, _ := emuFresh(t, CUDA, map[string]string{"PLEXBENCH_EMU_TRAFFIC": "0"})
+	if _, _, ok := d.WeightTraffic(d.NewWeightTag()); ok {
+		t.Error("traffic reported with PLEXBENCH_EMU_TRAFFIC=0")
+	}
+}

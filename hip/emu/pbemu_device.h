@@ -629,6 +629,8 @@ PBEMU_STORE_HOOK(16)
 extern "C" PBEMU_NO_HOOKS void __asan_loadN_noabort(uintptr_t a, unsigned long n) { pbemu::traffic_load(a, n); }
 extern "C" PBEMU_NO_HOOKS void __asan_storeN_noabort(uintptr_t, unsigned long) {}
 extern "C" PBEMU_NO_HOOKS void __asan_handle_no_return() {}
+extern "C" PBEMU_NO_HOOKS void __asan_before_dynamic_init(const char*) {}
+extern "C" PBEMU_NO_HOOKS void __asan_after_dynamic_init() {}
 #endif
 
 extern "C" void pbemu_fiber_main() {
