@@ -74,6 +74,14 @@ type Profile struct {
 	StopMinWindows  int     `toml:"stop_min_windows,omitzero"`
 	StopWhenDecided string  `toml:"stop_when_decided,omitempty"`
 
+	// Server, when set, scores the model an HTTP server serves instead
+	// of a model file (server.go).
+	Server         string `toml:"server,omitempty"`
+	API            string `toml:"api,omitempty"`            // vllm | sglang | openai | auto ("")
+	ServerParallel int    `toml:"server_parallel,omitzero"` // requests in flight (0: 4)
+	ServerTimeout  string `toml:"server_timeout,omitempty"` // per request, a Go duration ("": 10m)
+	Tokenizer      string `toml:"tokenizer,omitempty"`      // a GGUF whose tokenizer checks the server's
+
 	// Sweep, when set, makes the profile a sweep's: `plexbench sweep
 	// --profile` and `plexbench tui --profile` score its models against
 	// its base model with the settings above (model is then unset: each
@@ -398,6 +406,7 @@ func (p Profile) Validate() error {
 		bad("kld_top_k", "%d is outside 1..%d", p.KLDTopK, maxTopK)
 	}
 	p.validateStop(bad)
+	p.validateServer(bad)
 	p.validateSweep(bad)
 	for _, op := range slices.Sorted(maps.Keys(p.Kernels)) {
 		v := p.Kernels[op]

@@ -50,6 +50,11 @@ type Config struct {
 	// needs: that one lives in a temporary folder removed on Close.
 	KeepBases bool
 	Runner    Runner
+	// Check, when set, checks a run before it starts (the command line
+	// passes workbench.Check): a refusal is shown instead of starting it —
+	// for an A/B, of either side before A starts — and its warnings are
+	// shown under the view.
+	Check func(workbench.Job) (workbench.Checked, error)
 	// NoColor draws without colors (NO_COLOR).
 	NoColor bool
 	// Context is the app's parent context; nil is Background.
@@ -289,11 +294,35 @@ func (m Model) start() (Model, tea.Cmd) {
 	case viewSweep:
 		m.sweep, cmd = m.sweep.start(m.cfg.Sweeper, m.env.newJob())
 	case viewAB:
+		if m.cfg.Check != nil {
+			ws, err := workbench.CheckPair(m.ab.jobs(), m.cfg.Check)
+			if err != nil {
+				m.ab.refused = err
+				return m, nil
+			}
+			m.flash = warnings(ws)
+		}
 		m.ab, cmd = m.ab.init()
 	default:
+		if m.cfg.Check != nil {
+			c, err := m.cfg.Check(workbench.Job{Profile: m.run.profile, Compare: m.run.base, Choice: m.run.choice})
+			if err != nil {
+				m.run.status, m.run.err = runFailed, err
+				return m, nil
+			}
+			m.flash = warnings(c.Warnings)
+		}
 		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
 	}
 	return m.withClock(cmd)
+}
+
+// warnings is a check's warnings as the one line under the view.
+func warnings(ws []string) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	return "warning: " + strings.Join(ws, "; warning: ")
 }
 
 // onSweep hands the sweep its message; a model's record joins the
