@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"plexbench/engine"
@@ -112,6 +113,7 @@ type Server struct {
 	idBuf  [][]int32
 	allIDs []int32
 
+	seq   atomic.Int64  // numbers the responses' ids
 	admit chan struct{} // one per request admitted: running or queued
 	run   chan struct{} // the engine, held by the request running
 	mux   map[string]route
