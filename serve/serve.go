@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"plexbench/engine"
@@ -46,7 +47,7 @@ type Engine interface {
 // log-probabilities one request returns (Σ positions × entries), which
 // bounds its response's size.
 const (
-	maxNamedIDs = 4096
+	maxNamedIDs = 1 << 16
 	maxValues   = 1 << 22
 )
 
@@ -112,6 +113,7 @@ type Server struct {
 	idBuf  [][]int32
 	allIDs []int32
 
+	seq   atomic.Int64  // numbers the responses' ids
 	admit chan struct{} // one per request admitted: running or queued
 	run   chan struct{} // the engine, held by the request running
 	mux   map[string]route

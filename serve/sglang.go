@@ -220,7 +220,7 @@ func (s *Server) generateResponse(p []int32, sc *scored, g *generateJob, withTex
 	tri := func(lp float64, id int32) triple { v := finite(lp); return triple{&v, id, text(id)} }
 	out := generateResponse{OutputIDs: []int32{}}
 	meta := map[string]any{
-		"id":                strconv.FormatInt(requestSeq.Add(1), 10),
+		"id":                strconv.FormatInt(s.seq.Add(1), 10),
 		"finish_reason":     map[string]any{"type": "length", "length": g.gen},
 		"prompt_tokens":     len(p),
 		"completion_tokens": g.gen,
