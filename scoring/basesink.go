@@ -102,7 +102,7 @@ func (s *topKSink) finish(rep *Report, windows, scored int) error {
 			return err
 		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
-			"the KLD base holds the %d windows scored before the stop rule was met (marked partial: compare with --perplexity-chunks %d or fewer)", windows, windows))
+			"the KLD base holds the %d windows scored before the stop rule was met (marked partial: compare against it with --perplexity-chunks %s)", windows, chunksUpTo(windows)))
 	case !rep.Partial:
 		if err := s.w.Close(); err != nil {
 			return err

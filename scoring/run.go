@@ -528,6 +528,8 @@ func (r *runner) kldReport(rep *Report) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
 			"the base is partial (%d of the %d windows its run planned); compared over its first %d",
 			h.Windows, h.Meta.WindowsPlanned, len(r.plan.Windows)))
+	} else if n := len(r.plan.Windows); n < h.Windows {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compared over the first %d of the base's %d windows", n, h.Windows))
 	}
 	if v, mv := h.Meta.VocabSize, r.info.VocabSize; v > 0 && mv > 0 && v != mv {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf(

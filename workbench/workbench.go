@@ -185,6 +185,10 @@ func Open(p profiles.Profile) (*Bench, error) {
 // Info is the loaded model's description.
 func (b *Bench) Info() engine.ModelInfo { return b.eng.Info() }
 
+// Engine is the loaded model, for a command that drives it itself
+// (`plexbench serve`); the bench still owns and closes it.
+func (b *Bench) Engine() *engine.Model { return b.eng }
+
 // Close releases the model.
 func (b *Bench) Close() error {
 	err := b.eng.Close()
