@@ -186,8 +186,12 @@ func Open(p profiles.Profile) (*Bench, error) {
 func (b *Bench) Info() engine.ModelInfo { return b.eng.Info() }
 
 // Engine is the loaded model, for a command that drives it itself
-// (`plexbench serve`); the bench still owns and closes it.
-func (b *Bench) Engine() *engine.Model { return b.eng }
+// (`plexbench serve`); the bench still owns and closes it. nil for a
+// served model (a profile naming a server).
+func (b *Bench) Engine() *engine.Model {
+	m, _ := b.eng.(*engine.Model)
+	return m
+}
 
 // Close releases the model.
 func (b *Bench) Close() error {
