@@ -64,9 +64,9 @@ type Options struct {
 }
 
 // layerStack is one architecture's transformer blocks: forward runs them
-// over the pass's residual stream p.x in place.
+// with o over the pass's residual stream (actX) in place.
 type layerStack interface {
-	forward(p *pass)
+	forward(o ops)
 }
 
 // Model is a loaded GGUF model with its KV cache and pass buffers. It is

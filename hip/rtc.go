@@ -140,10 +140,16 @@ func (c *Compiler) ArchOption(target string) string {
 }
 
 // options are the full option list for prog on target: the arch, C++17
-// (hiprtc defaults to C++14), then prog's. No fast-math
-// (../shared/spec/gpu-runtime.md §2).
+// (hiprtc defaults to C++14), no contraction of a multiply and an add
+// into one rounding (NVRTC's --fmad=false, clang's -ffp-contract=off:
+// both fuse by default; the CPU twins and the emulator never do), then
+// prog's. No fast-math (../shared/spec/gpu-runtime.md §2).
 func (c *Compiler) options(prog Program, target string) []string {
-	opts := []string{c.ArchOption(target), "-std=c++17"}
+	noContract := "-ffp-contract=off"
+	if c.Kind == CUDA {
+		noContract = "--fmad=false"
+	}
+	opts := []string{c.ArchOption(target), "-std=c++17", noContract}
 	return append(opts, prog.Options...)
 }
 

@@ -46,7 +46,7 @@ type Engine interface {
 // log-probabilities one request returns (Σ positions × entries), which
 // bounds its response's size.
 const (
-	maxNamedIDs = 4096
+	maxNamedIDs = 1 << 16
 	maxValues   = 1 << 22
 )
 

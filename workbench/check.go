@@ -9,10 +9,12 @@ package workbench
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"plexbench/engine"
 	"plexbench/hip"
 	"plexbench/internal/outfile"
+	"plexbench/profiles"
 	"plexbench/scoring"
 )
 
@@ -36,6 +38,11 @@ type Checked struct {
 // Run's own errors.
 func Check(j Job) (Checked, error) {
 	var c Checked
+	if len(j.Profile.Corpora) > 1 {
+		if err := checkCorpora(j); err != nil {
+			return c, err // as RunCorpora refuses them
+		}
+	}
 	if err := j.Files().Check(); err != nil {
 		return c, err
 	}
@@ -131,4 +138,48 @@ func checkGeometry(j Job, kvLen int) (int, error) {
 	}
 	g, err := scoring.CheckGeometry(req, h, j.Compare, kvLen)
 	return g.Ctx, err
+}
+
+// CheckPair checks both sides of an A/B (A first) with check (nil:
+// Check) before either runs: the first refusal, naming its side and
+// profile and saying that neither started; else the warnings of both,
+// each naming its side ("A and B" when they share one).
+func CheckPair(jobs [2]Job, check func(Job) (Checked, error)) ([]string, error) {
+	if check == nil {
+		check = Check
+	}
+	var ws [2][]string
+	for i, j := range jobs {
+		c, err := check(j)
+		if err != nil {
+			return nil, fmt.Errorf("%s cannot run, so neither side was started: %w", sideName(i, j.Profile), err)
+		}
+		ws[i] = c.Warnings
+	}
+	var out []string
+	for _, w := range ws[0] {
+		if slices.Contains(ws[1], w) {
+			out = append(out, "A and B: "+w)
+		} else {
+			out = append(out, "A: "+w)
+		}
+	}
+	for _, w := range ws[1] {
+		if !slices.Contains(ws[0], w) {
+			out = append(out, "B: "+w)
+		}
+	}
+	return out, nil
+}
+
+// sideName names side i of an A/B (0: A) and its profile.
+func sideName(i int, p profiles.Profile) string {
+	s := string("AB"[i])
+	switch {
+	case p.Name != "" && p.Source != "":
+		s += fmt.Sprintf(" (%s, %s)", p.Name, p.Source)
+	case p.Name != "":
+		s += " (" + p.Name + ")"
+	}
+	return s
 }

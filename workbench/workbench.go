@@ -186,8 +186,8 @@ func Open(p profiles.Profile) (*Bench, error) {
 func (b *Bench) Info() engine.ModelInfo { return b.eng.Info() }
 
 // Engine is the loaded model, for a command that drives it itself
-// (`plexbench serve`); the bench still owns and closes it. nil for a
-// served model (a profile naming a server).
+// (`plexbench serve`); the bench still owns and closes it. It is nil
+// when the profile names a server: there is no model here to drive.
 func (b *Bench) Engine() *engine.Model {
 	m, _ := b.eng.(*engine.Model)
 	return m

@@ -125,6 +125,9 @@ func (c *cli) serve(ctx context.Context, fs *pflag.FlagSet, a *serveArgs, pos []
 		return c.fail(err)
 	}
 	defer b.Close()
+	if b.Engine() == nil {
+		return c.fail(fmt.Errorf("serve needs a model file to load, not a server (leave out --server)"))
+	}
 	var mu sync.Mutex
 	logf := func(format string, args ...any) {
 		mu.Lock()

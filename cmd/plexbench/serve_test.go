@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"plexbench/internal/shareddata"
+	"plexbench/scoring"
 )
 
 // lineWriter hands each line written to it to a channel: a command's
@@ -53,6 +55,49 @@ func nextLine(t *testing.T, lines <-chan string, re *regexp.Regexp) []string {
 	}
 }
 
+// runningServe is a `plexbench serve` running in process.
+type runningServe struct {
+	name, addr, context string
+	lines               <-chan string
+	cancel              func()
+	done                chan error
+	once                sync.Once
+	err                 error
+}
+
+// stop ends the command, as SIGINT or SIGTERM does, and returns what it
+// returned; it fails the test when the command does not end in a minute.
+func (r *runningServe) stop(t *testing.T) error {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case r.err = <-r.done:
+		case <-time.After(60 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	return r.err
+}
+
+// startServe runs `plexbench serve args...` in process (port 0 unless
+// args give one) until the test ends or stop is called, and waits for it
+// to listen; getenv is its environment.
+func startServe(t *testing.T, getenv func(string) string, args ...string) *runningServe {
+	t.Helper()
+	stderr := &lineWriter{lines: make(chan string, 1000)}
+	c := &cli{stdout: io.Discard, stderr: stderr, getenv: getenv}
+	root := c.rootCmd()
+	root.SetArgs(longFlags(root, append([]string{"serve", "--port", "0"}, args...)))
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	r := &runningServe{lines: stderr.lines, cancel: stop, done: done}
+	t.Cleanup(func() { r.stop(t) })
+	m := nextLine(t, stderr.lines, regexp.MustCompile(`serving (\S+) \(.*\) on http://(\S+): context (\d+) tokens`))
+	r.name, r.addr, r.context = m[1], m[2], m[3]
+	return r
+}
+
 // TestServeCommand: `plexbench serve` with the default host listens on
 // loopback only, takes its API key from the environment, answers the API
 // (the model named by its file, owned by plexbench) and stops cleanly
@@ -60,30 +105,23 @@ func nextLine(t *testing.T, lines <-chan string, re *regexp.Regexp) []string {
 func TestServeCommand(t *testing.T) {
 	t.Parallel()
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
-	stderr := &lineWriter{lines: make(chan string, 1000)}
-	c := &cli{stdout: io.Discard, stderr: stderr, getenv: func(k string) string {
-		if k == EnvAPIKey {
-			return "k3y"
-		}
-		return ""
-	}}
-	root := c.rootCmd()
-	serveCmd, _, err := root.Find([]string{"serve"})
+	c := &cli{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	serveCmd, _, err := c.rootCmd().Find([]string{"serve"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if def := serveCmd.Flags().Lookup("host").DefValue; def != "127.0.0.1" {
 		t.Errorf("--host defaults to %q", def)
 	}
-	root.SetArgs(longFlags(root, []string{"serve", "--model", model, "--port", "0", "--queue", "2"}))
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	m := nextLine(t, stderr.lines, regexp.MustCompile(`serving (\S+) \(.*\) on http://(\S+): context (\d+) tokens`))
-	name, addr := m[1], m[2]
-	if name != "stories260K-q8_0" || m[3] != "128" {
-		t.Errorf("serving %s with context %s", name, m[3])
+	srv := startServe(t, func(k string) string {
+		if k == EnvAPIKey {
+			return "k3y"
+		}
+		return ""
+	}, "--model", model, "--queue", "2")
+	name, addr := srv.name, srv.addr
+	if name != "stories260K-q8_0" || srv.context != "128" {
+		t.Errorf("serving %s with context %s", name, srv.context)
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
@@ -130,16 +168,10 @@ func TestServeCommand(t *testing.T) {
 	if code, body := get("/health", ""); code != 200 {
 		t.Errorf("/health: %d %s", code, body)
 	}
-	stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve ended with %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not stop")
+	if err := srv.stop(t); err != nil {
+		t.Errorf("serve ended with %v", err)
 	}
-	nextLine(t, stderr.lines, regexp.MustCompile(`^plexbench serve: stopped$`))
+	nextLine(t, srv.lines, regexp.MustCompile(`^plexbench serve: stopped$`))
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Errorf("still listening on %s", addr)
 	}
@@ -161,6 +193,60 @@ func TestServeBadFlags(t *testing.T) {
 		code, stdout, stderr := runCLI(t, c.args...)
 		if code == 0 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line saying %q", c.args, code, stdout, stderr, c.want)
+		}
+	}
+}
+
+// TestScoreAgainstServe: `plexbench serve` on a free loopback port with
+// stories260K, and `score --server` against it: the in-process score's
+// PPL (to 1e-9 relative) and token hash, for f32 and q8_0; the served
+// q8_0's KLD against an in-process f32 base equal to the in-process
+// figure to 1e-9, the ids requested by name (the API detected from what
+// the server says of itself); the vLLM form (--api vllm, top-k only) a
+// KLD at most the exact one, with its overlap.
+func TestScoreAgainstServe(t *testing.T) {
+	t.Parallel()
+	f32 := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	q8 := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	base := filepath.Join(t.TempDir(), "base.kld")
+	common := []string{"--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "4"}
+	score := func(what string, args ...string) scoring.Report {
+		t.Helper()
+		code, out, stderr := runCLI(t, append(append([]string{"score"}, args...), common...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", what, code, stderr)
+		}
+		return decodeReport(t, out)
+	}
+	score("f32 base", "--model", f32, "--perplexity-kld-base-out", base, "--perplexity-kld-top-k", "16")
+	for _, model := range []string{f32, q8} {
+		srv := startServe(t, func(string) string { return "" }, "--model", model)
+		url := "http://" + srv.addr
+		var kld []string
+		if model == q8 {
+			kld = []string{"--perplexity-kld", base}
+		}
+		want := score("in process", append([]string{"--model", model}, kld...)...)
+		got := score("served", append([]string{"--server", url}, kld...)...)
+		if got.TokenIDsSHA256 != want.TokenIDsSHA256 || !relClose(got.Perplexity, want.Perplexity) {
+			t.Errorf("%s: served PPL %.17g tokens %s, in process %.17g %s", srv.name, got.Perplexity, got.TokenIDsSHA256,
+				want.Perplexity, want.TokenIDsSHA256)
+		}
+		t.Logf("%s: PPL %.17g served, %.17g in process", srv.name, got.Perplexity, want.Perplexity)
+		if model != q8 {
+			continue
+		}
+		if got.KLD == nil || want.KLD == nil || got.KLD.Method != scoring.KLDNamedIDs || !relClose(got.KLD.MeanKLD, want.KLD.MeanKLD) {
+			t.Fatalf("served KLD %+v, in process %+v: want the named-ids KLD equal", got.KLD, want.KLD)
+		}
+		vllm := score("served, vLLM form", "--server", url, "--api", "vllm", "--perplexity-kld", base)
+		if k := vllm.KLD; k == nil || k.Method != scoring.KLDTopKOverlap || k.TopKOverlap == nil ||
+			!(k.MeanKLD <= want.KLD.MeanKLD*(1+1e-12)) {
+			t.Errorf("vLLM form KLD %+v: want the top-k-overlap method, at most %.9g, with its overlap", k, want.KLD.MeanKLD)
+		} else {
+			t.Logf("KLD: named ids %.9g (in process %.9g), top-k overlap %.9g with overlap %.4f",
+				got.KLD.MeanKLD, want.KLD.MeanKLD, k.MeanKLD, *k.TopKOverlap)
 		}
 	}
 }

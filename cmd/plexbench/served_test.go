@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -205,75 +202,4 @@ func servedReport(t *testing.T, path string) scoring.Report {
 		t.Fatal(err)
 	}
 	return decodeReport(t, string(data))
-}
-
-// startServe runs `plexbench serve --model model` in process on a free
-// loopback port until the test ends; it returns the server's URL.
-func startServe(t *testing.T, model string) string {
-	t.Helper()
-	stderr := &lineWriter{lines: make(chan string, 1000)}
-	c := &cli{stdout: io.Discard, stderr: stderr, getenv: func(string) string { return "" }}
-	root := c.rootCmd()
-	root.SetArgs(longFlags(root, []string{"serve", "--model", model, "--port", "0"}))
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
-	m := nextLine(t, stderr.lines, regexp.MustCompile(`serving \S+ \(.*\) on (http://\S+):`))
-	go func() {
-		for range stderr.lines { // keep the server's log from blocking it
-		}
-	}()
-	return m[1]
-}
-
-// TestServedAgainstServe is the acceptance on our own server: `score
-// --server` against `plexbench serve` equals the in-process score (PPL to
-// 1e-9 relative, the same token hash) for f32 and q8_0; the served q8_0
-// against an in-process f32 base gives the in-process KLD to 1e-9 (ids
-// named, SGLang's /generate, detected), and the vLLM form (top-k only) a
-// KLD no larger, its overlap reported.
-func TestServedAgainstServe(t *testing.T) {
-	t.Parallel()
-	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-	base := filepath.Join(t.TempDir(), "f32.kld")
-	common := []string{"--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "16"}
-	score := func(args ...string) scoring.Report {
-		t.Helper()
-		code, out, stderr := runCLI(t, append(append([]string{"score"}, args...), common...)...)
-		if code != 0 {
-			t.Fatalf("score %q: %s", args, stderr)
-		}
-		return decodeReport(t, out)
-	}
-	f32, q8 := shareddata.Path(t, "models", "stories260K-f32.gguf"), shareddata.Path(t, "models", "stories260K-q8_0.gguf")
-	wantF32 := score("--model", f32, "--perplexity-kld-base-out", base, "--perplexity-kld-top-k", "16")
-	wantQ8 := score("--model", q8, "--perplexity-kld", base)
-	for _, c := range []struct {
-		model string
-		want  scoring.Report
-	}{{f32, wantF32}, {q8, wantQ8}} {
-		url := startServe(t, c.model)
-		got := score("--server", url)
-		if got.TokenIDsSHA256 != c.want.TokenIDsSHA256 || got.ScoredTokens != c.want.ScoredTokens || !relClose(got.Perplexity, c.want.Perplexity) {
-			t.Errorf("%s served: PPL %.17g over %d tokens %s; in-process %.17g over %d %s", filepath.Base(c.model), got.Perplexity,
-				got.ScoredTokens, got.TokenIDsSHA256, c.want.Perplexity, c.want.ScoredTokens, c.want.TokenIDsSHA256)
-		}
-		if c.model != q8 {
-			continue
-		}
-		named := score("--server", url, "--perplexity-kld", base)
-		k, w := named.KLD, wantQ8.KLD
-		if k == nil || k.Method != scoring.KLDNamedIDs || !relClose(k.MeanKLD, w.MeanKLD) || !relClose(k.KLDP99, w.KLDP99) ||
-			!relClose(k.SameTop, w.SameTop) || !relClose(k.PerplexityRatio, w.PerplexityRatio) {
-			t.Fatalf("served q8_0 KLD (named ids) %+v; in-process %+v", k, w)
-		}
-		top := score("--server", url, "--api", "vllm", "--perplexity-kld", base)
-		k = top.KLD
-		if k == nil || k.Method != scoring.KLDTopKOverlap || k.TopKOverlap == nil || !(k.MeanKLD <= w.MeanKLD*(1+1e-12)) {
-			t.Fatalf("served q8_0 KLD (vLLM form) %+v; exact %.9g", k, w.MeanKLD)
-		}
-		t.Logf("q8_0 vs f32 over %d tokens: KLD named ids %.9g = in-process %.9g; vLLM form %.9g (overlap %.4f)",
-			w.Tokens, named.KLD.MeanKLD, w.MeanKLD, k.MeanKLD, *k.TopKOverlap)
-	}
 }
