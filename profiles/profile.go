@@ -251,9 +251,11 @@ func Parse(name string, data []byte) (Profile, error) {
 func keyType(key string) (string, bool) {
 	switch key {
 	case "name", "description", "model", "text", "tokens", "method",
-		"kv_cache_dtype", "backend", "device", "prefill_attention", "stop_when_decided":
+		"kv_cache_dtype", "backend", "device", "prefill_attention", "stop_when_decided",
+		"server", "api", "server_timeout", "tokenizer":
 		return "String", true
-	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k", "stop_min_windows":
+	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k", "stop_min_windows",
+		"server_parallel":
 		return "Integer", true
 	case "stop_at_precision":
 		return "Float", true
@@ -585,7 +587,7 @@ func (p Profile) Resolve() Profile {
 		}
 		return filepath.Clean(s)
 	}
-	p.Model, p.Text, p.Tokens = abs(p.Model), abs(p.Text), abs(p.Tokens)
+	p.Model, p.Text, p.Tokens, p.Tokenizer = abs(p.Model), abs(p.Text), abs(p.Tokens), abs(p.Tokenizer)
 	p.Corpora, p.Sweep = mapPaths(p.Corpora, abs), p.Sweep.mapPaths(abs)
 	return p
 }
@@ -618,7 +620,7 @@ func (p Profile) RelativeTo(dir string) Profile {
 		}
 		return filepath.ToSlash(r)
 	}
-	p.Model, p.Text, p.Tokens = rel(p.Model), rel(p.Text), rel(p.Tokens)
+	p.Model, p.Text, p.Tokens, p.Tokenizer = rel(p.Model), rel(p.Text), rel(p.Tokens), rel(p.Tokenizer)
 	p.Corpora, p.Sweep = mapPaths(p.Corpora, rel), p.Sweep.mapPaths(rel)
 	return p
 }

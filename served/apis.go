@@ -43,11 +43,12 @@ type vllmResp struct {
 	} `json:"choices"`
 }
 
-// topWanted is how many top ids to ask for: the query's, or as many as
-// the named ids when that is more (a larger overlap), within max.
-func topWanted(q scoring.RowsQuery, most int) int {
+// topWanted is how many top ids to ask for: the query's, or, from an
+// API that cannot name ids (overlap), as many as the named ids when that
+// is more (a larger overlap), within most.
+func topWanted(q scoring.RowsQuery, most int, overlap bool) int {
 	k := max(1, q.TopK)
-	if len(q.Named) > 0 {
+	if overlap && len(q.Named) > 0 {
 		k = max(k, len(q.Named[0]))
 	}
 	if most > 0 {
@@ -96,7 +97,7 @@ func fillRow(row *scoring.LogProbRow, target float64, top []idLP, k int, named [
 }
 
 func (e *Engine) vllmRows(ctx context.Context, input []int32, from int, q scoring.RowsQuery, out []scoring.LogProbRow) error {
-	k := topWanted(q, e.maxTopK)
+	k := topWanted(q, e.maxTopK, true)
 	req := completionsReq{Model: e.model, Prompt: input, MaxTokens: 1, PromptLogprobs: &k}
 	var resp vllmResp
 	if err := e.c.do(ctx, "/v1/completions", req, &resp); err != nil {
@@ -189,6 +190,10 @@ type sglangResp struct {
 // groups whose union stays small.
 const sglangGroupValues = 1 << 18
 
+// sglangMaxUnion bounds a request's token_ids_logprob (plexbench serve
+// takes at most 4096).
+const sglangMaxUnion = 4096
+
 // sglangGroups cuts rows into consecutive groups [a, b) whose union of
 // named ids times rows stays within sglangGroupValues.
 func sglangGroups(named [][]int32, n int) [][2]int {
@@ -204,7 +209,7 @@ func sglangGroups(named [][]int32, n int) [][2]int {
 				add++
 			}
 		}
-		if i > a && (i-a+1)*(len(union)+add) > sglangGroupValues {
+		if i > a && ((i-a+1)*(len(union)+add) > sglangGroupValues || len(union)+add > sglangMaxUnion) {
 			groups = append(groups, [2]int{a, i})
 			a, union = i, map[int32]bool{}
 		}
@@ -216,7 +221,7 @@ func sglangGroups(named [][]int32, n int) [][2]int {
 }
 
 func (e *Engine) sglangRows(ctx context.Context, input []int32, from int, q scoring.RowsQuery, out []scoring.LogProbRow) error {
-	k := topWanted(q, e.maxTopK)
+	k := topWanted(q, e.maxTopK, false)
 	for _, g := range sglangGroups(q.Named, len(out)) {
 		if err := e.sglangGroup(ctx, input, from, q, k, g[0], g[1], out); err != nil {
 			return err

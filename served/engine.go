@@ -155,7 +155,8 @@ func (e *Engine) detect(ctx context.Context, api string) error {
 		switch strings.ToLower(ml.Data[0].OwnedBy) {
 		case "vllm":
 			e.api = APIVLLM
-		case "sglang":
+		case "sglang", "plexbench":
+			// plexbench serve answers SGLang's /generate, ids named.
 			e.api = APISGLang
 		}
 	}
@@ -172,12 +173,22 @@ func (e *Engine) detect(ctx context.Context, api string) error {
 			}
 		}
 	}
-	if e.api == "" {
-		var v struct {
-			Version string `json:"version"`
-		}
-		if err := e.c.do(ctx, "/version", nil, &v); err == nil && v.Version != "" {
+	// vLLM's /version says its version; plexbench serve's also what a
+	// position may ask for.
+	var v struct {
+		Version     string `json:"version"`
+		Server      string `json:"server"`
+		MaxLogprobs int    `json:"max_logprobs"`
+	}
+	if err := e.c.do(ctx, "/version", nil, &v); err == nil {
+		if e.api == "" && v.Version != "" {
 			e.api = APIVLLM
+			if v.Server == "plexbench" {
+				e.api = APISGLang
+			}
+		}
+		if e.maxTopK == 0 {
+			e.maxTopK = v.MaxLogprobs
 		}
 	}
 	if e.api == "" {

@@ -6,6 +6,7 @@ package workbench
 
 import (
 	"context"
+	"strings"
 
 	"plexbench/profiles"
 	"plexbench/scoring"
@@ -33,5 +34,14 @@ func openServed(p profiles.Profile) (*served.Engine, error) {
 // the server names, its API, the tokenizer the run checked with.
 func servedRecordModel(rep *scoring.Report) scoring.RecordModel {
 	m := rep.Config.Model
-	return scoring.RecordModel{File: baseName(m.Path), Architecture: m.Architecture}
+	_, name, _ := strings.Cut(m.Path, "#") // served.Engine's URL#model
+	return scoring.RecordModel{File: baseName(name), Architecture: m.Architecture}
+}
+
+// servedWarnings adds what a served run's report lacks: without a local
+// tokenizer, the bytes each token covers, so bits per byte.
+func servedWarnings(p profiles.Profile, rep *scoring.Report) {
+	if p.Server != "" && p.Tokenizer == "" && rep.ScoredTokens > 0 {
+		rep.Warnings = append(rep.Warnings, "no bits per byte: the server's tokens have no local tokenizer to measure their bytes (give --tokenizer FILE.gguf)")
+	}
 }

@@ -241,6 +241,7 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 	}
 	out.Journal = req.Journal
 	out.Report, err = scoring.Run(ctx, b.eng, req)
+	servedWarnings(j.Profile, &out.Report)
 	return out, err
 }
 

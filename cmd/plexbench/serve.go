@@ -110,6 +110,9 @@ func (c *cli) serve(ctx context.Context, fs *pflag.FlagSet, a *serveArgs, pos []
 	if err != nil {
 		return c.fail(err)
 	}
+	if p.Server != "" {
+		return c.fail(fmt.Errorf("serve: --server %s: serve runs a model file (--model); score a served model with score --server", p.Server))
+	}
 	if p.KVLen == 0 && p.Model != "" {
 		p.KVLen = trainingContext(p.Model)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"plexbench/internal/choicetest"
 	"plexbench/internal/shareddata"
 	"plexbench/kernels"
+	"plexbench/results"
 	"plexbench/scoring"
 	"plexbench/served/servedtest"
 )
@@ -108,4 +110,96 @@ func TestServedChoiceTasks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestServedAB: `ab` of two profiles that name servers (A the f32 model
+// behind a vLLM-form server, which records A's base from its top-k; B
+// the q8_0 behind an SGLang one, compared by named ids) gives the
+// in-process A/B's paired figures and KLD.
+func TestServedAB(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	sa, fa := servedFake(t, "f32", "vllm")
+	sb, fb := servedFake(t, "q8_0", "sglang")
+	prof := func(name string, args ...string) string {
+		p := filepath.Join(dir, name+".toml")
+		args = append([]string{"profile", "new", name, "--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "12",
+			"--kv-cache-dtype", "f16", "--perplexity-kld-top-k", "16", "-o", p}, args...)
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Fatalf("profile new: %s", stderr)
+		}
+		return p
+	}
+	ab := func(a, b string) results.ABSummary {
+		code, stdout, stderr := runCLI(t, "ab", "--profile", a, "--profile", b, "--compare", "models", "--json", "--quiet")
+		var s results.ABSummary
+		if err := json.Unmarshal([]byte(stdout), &s); code != 0 || err != nil {
+			t.Fatalf("ab: exit %d, %v, stderr %q", code, err, stderr)
+		}
+		return s
+	}
+	want := ab(prof("A", "--model", fa), prof("B", "--model", fb))
+	got := ab(prof("SA", "--server", sa.URL, "--tokenizer", fa), prof("SB", "--server", sb.URL, "--api", "sglang", "--tokenizer", fb))
+	gc, wc := got.Comparison, want.Comparison
+	if gc.Windows != 12 || gc.KLD == nil || wc.KLD == nil {
+		t.Fatalf("served ab: %+v", got)
+	}
+	if !relClose(gc.KLD.MeanKLD, wc.KLD.MeanKLD) || !relClose(gc.DeltaMeanNLL, wc.DeltaMeanNLL) || got.KLDBand != want.KLDBand {
+		t.Errorf("served ab KLD %.12g ΔNLL %.12g %s; in-process %.12g %.12g %s", gc.KLD.MeanKLD, gc.DeltaMeanNLL, got.KLDBand,
+			wc.KLD.MeanKLD, wc.DeltaMeanNLL, want.KLDBand)
+	}
+}
+
+// TestServedResume: a server that starts failing stops `score` with one
+// line naming the status and body, the partial report written and the
+// journal kept; --resume on a healthy server ends at the uninterrupted
+// run's result.
+func TestServedResume(t *testing.T) {
+	t.Parallel()
+	srv, model := servedFake(t, "q8_0", "vllm")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.json")
+	args := []string{"score", "--server", srv.URL, "--tokenizer", model, "--server-parallel", "1", "--perplexity", text,
+		"--perplexity-ctx", "128", "--perplexity-chunks", "8", "--perplexity-output", out, "--progress", "none"}
+	code, _, stderr := runCLI(t, append(args[:len(args):len(args)], "--perplexity-output", filepath.Join(dir, "whole.json"))...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	whole := servedReport(t, filepath.Join(dir, "whole.json"))
+	before := srv.Requests()
+	srv.Fault = func(n int) servedtest.Fault {
+		if n > before+3 {
+			return servedtest.Status500
+		}
+		return servedtest.None
+	}
+	code, _, stderr = runCLI(t, args...)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code == 0 || !strings.Contains(stderr, "500 Internal Server Error") || !strings.Contains(stderr, "CUDA out of memory (fake)") {
+		t.Fatalf("failing server: exit %d, stderr %q", code, stderr)
+	}
+	t.Logf("stderr: %s", lines[len(lines)-1])
+	part := servedReport(t, out)
+	if !part.Partial || part.WindowsScored != 3 {
+		t.Fatalf("partial report: partial %v, %d windows", part.Partial, part.WindowsScored)
+	}
+	srv.Fault = nil
+	if code, _, stderr = runCLI(t, append(args, "--resume")...); code != 0 {
+		t.Fatalf("--resume: %s", stderr)
+	}
+	got := servedReport(t, out)
+	if got.Partial || got.WindowsScored != 8 || !relClose(got.Perplexity, whole.Perplexity) {
+		t.Fatalf("resumed: partial %v, %d windows, PPL %.17g, uninterrupted %.17g", got.Partial, got.WindowsScored, got.Perplexity, whole.Perplexity)
+	}
+}
+
+func servedReport(t *testing.T, path string) scoring.Report {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decodeReport(t, string(data))
 }
