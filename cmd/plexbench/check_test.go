@@ -143,4 +143,17 @@ func TestCtxTrainWarning(t *testing.T) {
 	if code, _, stderr := runCLI(t, "score", "--quiet", "--perplexity-ctx", "128", "--perplexity-chunks", "1"); code != 0 || stderr != "" {
 		t.Fatalf("score at the trained ctx: exit %d, stderr %q", code, stderr)
 	}
+	// ab: once for both sides.
+	dir := t.TempDir()
+	prof := func(name, kv string) string {
+		p := filepath.Join(dir, name+".toml")
+		if code, _, stderr := runCLI(t, "profile", "new", name, "--perplexity-ctx", "256", "--perplexity-chunks", "2", "--kv-cache-dtype", kv, "-o", p); code != 0 {
+			t.Fatalf("profile new: %s", stderr)
+		}
+		return p
+	}
+	code, _, stderr = runCLI(t, "ab", "--quiet", "--profile", prof("f16kv", "f16"), "--profile", prof("f32kv", "f32"))
+	if code != 0 || strings.Count(stderr, want) != 1 || !strings.HasPrefix(stderr, "plexbench: warning: A and B: "+want) {
+		t.Fatalf("ab at ctx 256: exit %d, stderr %q", code, stderr)
+	}
 }
