@@ -23,6 +23,7 @@ import (
 
 	"plexbench/hip"
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 // denseBlock is one pre-norm block of GQA attention and a SwiGLU FFN, as
@@ -161,6 +162,7 @@ type deviceStack struct {
 	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
 	embd                                         devMatrix  // token_embd; zero when the CPU embeds
 	fp                                           devFlashPrefill
+	traffic                                      deviceTraffic // the weight-traffic count (devicetraffic.go)
 }
 
 // deviceStackOps are the ops a device stack runs.
@@ -180,6 +182,8 @@ func canRunStack(m *Model) string {
 		return "the " + m.hp.arch + " layers"
 	case !slices.Contains(deviceKVTypes, m.opt.KVType):
 		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
+	case m.hp.headDim > gpu.AttnMaxHeadDim:
+		return fmt.Sprintf("a head dim of %d (attention.cu takes at most %d)", m.hp.headDim, gpu.AttnMaxHeadDim)
 	}
 	for _, w := range ws {
 		if w != nil && !onDevice(w.Type) {
@@ -358,6 +362,9 @@ func (st *deviceStack) uploadAll(vs []vecUp, ms []matUp) error {
 		}
 		var err error
 		if *w.dst, err = st.matrix(w.src); err != nil {
+			return err
+		}
+		if err := st.markWeights(*w.dst); err != nil {
 			return err
 		}
 	}

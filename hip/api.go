@@ -39,7 +39,8 @@ type driverAPI struct {
 	moduleGetFunc    func(f *uintptr, m uintptr, name string) int32
 	moduleUnload     func(m uintptr) int32
 	launch           func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, s uintptr, params unsafe.Pointer, extra unsafe.Pointer) int32
-	funcSetAttr      func(f uintptr, attr int32, v int32) int32 // CUDA only
+	funcSetAttr      func(f uintptr, attr int32, v int32) int32 // cuFuncSetAttribute; HIP's hipFuncSetAttribute takes host functions: unbound
+	funcGetAttr      func(v *int32, attr int32, f uintptr) int32
 	eventCreate      func(e *uintptr, flags uint32) int32
 	eventRecord      func(e uintptr, s uintptr) int32
 	eventSync        func(e uintptr) int32
@@ -48,6 +49,9 @@ type driverAPI struct {
 	sync             func() int32
 	cuErrName        func(code int32, s **byte) int32 // CUDA
 	hipErrName       func(code int32) string          // HIP
+	// The emulator's own (hip/emu), for the weight traffic count.
+	markWeights func(p uintptr, n uintptr, tag uint64) int32
+	traffic     func(tag uint64, weight, read *uint64) int32
 }
 
 // binding ties a function-table field to its C name.
@@ -81,6 +85,9 @@ func cudaBindings(a *driverAPI) []binding {
 		{&a.moduleUnload, "cuModuleUnload", false},
 		{&a.launch, "cuLaunchKernel", false},
 		{&a.funcSetAttr, "cuFuncSetAttribute", true},
+		{&a.funcGetAttr, "cuFuncGetAttribute", true},
+		{&a.markWeights, "pbemu_mark_weights", true},
+		{&a.traffic, "pbemu_traffic", true},
 		{&a.eventCreate, "cuEventCreate", false},
 		{&a.eventRecord, "cuEventRecord", false},
 		{&a.eventSync, "cuEventSynchronize", false},
@@ -114,6 +121,9 @@ func hipBindings(a *driverAPI) []binding {
 		{&a.moduleGetFunc, "hipModuleGetFunction", false},
 		{&a.moduleUnload, "hipModuleUnload", false},
 		{&a.launch, "hipModuleLaunchKernel", false},
+		{&a.funcGetAttr, "hipFuncGetAttribute", true},
+		{&a.markWeights, "pbemu_mark_weights", true},
+		{&a.traffic, "pbemu_traffic", true},
 		{&a.eventCreate, "hipEventCreateWithFlags", false},
 		{&a.eventRecord, "hipEventRecord", false},
 		{&a.eventSync, "hipEventSynchronize", false},

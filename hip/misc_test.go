@@ -169,6 +169,26 @@ func TestCheckArch(t *testing.T) {
 		{HIP, "gfx1100", "hiprtc 9.0 (HIP runtime 60242134)", true},
 		{HIP, "gfx1100", "hiprtc 9.0 (HIP runtime 50422804)", false},
 		{HIP, "sm_90", "hiprtc", false},
+		// NVRTC by version: 13 dropped sm_70/72; 11.8 knows sm_90 but not sm_90a or Blackwell.
+		{CUDA, "sm_70", "nvrtc 12.9", true},
+		{CUDA, "sm_70", "nvrtc 13.0", false},
+		{CUDA, "sm_72", "nvrtc 13.1", false},
+		{CUDA, "sm_75", "nvrtc 13.0", true},
+		{CUDA, "sm_80", "nvrtc 11.8", true},
+		{CUDA, "sm_90", "nvrtc 11.8", true},
+		{CUDA, "sm_90", "nvrtc 11.7", false},
+		{CUDA, "sm_90a", "nvrtc 11.8", false},
+		{CUDA, "sm_90a", "nvrtc 12.0", true},
+		{CUDA, "sm_120", "nvrtc 12.4", false},
+		{CUDA, "sm_120", "nvrtc 12.8", true},
+		{CUDA, "sm_86", "nvrtc", true}, // no version: not refused
+		// hiprtc by version: Debian's 5.2 (HIP runtime 50221153) aborts on MI300/MI350.
+		{HIP, "gfx942", "hiprtc 9.0 (HIP runtime 50221153)", false},
+		{HIP, "gfx940", "hiprtc 9.0 (HIP runtime 50221153)", false},
+		{HIP, "gfx942", "hiprtc 9.0 (HIP runtime 60032830)", true},
+		{HIP, "gfx950", "hiprtc 9.0 (HIP runtime 60443483)", false},
+		{HIP, "gfx950", "hiprtc 7.0 (HIP runtime 70051831)", true},
+		{HIP, "gfx908", "hiprtc 9.0 (HIP runtime 50221153)", true},
 		{HIP, "gfx", "hiprtc", false},
 	} {
 		err := CheckArch(c.kind, c.arch, c.cv)

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -34,6 +35,7 @@ type Runtime struct {
 	// emulated: the library is hip/emu's (it exports pbemu_runtime), whose
 	// device pointers are host pointers: a vendor BLAS must not see them.
 	emulated bool
+	tags     atomic.Uint64 // the last weight tag handed out (NewWeightTag)
 }
 
 // Open loads kind's runtime, initializes it and counts its devices. No
@@ -173,7 +175,10 @@ type Device struct {
 	Units    int // SMs / CUs
 	MaxBlock int
 	Shared   int // bytes of shared memory per block
-	TotalMem uint64
+	// SharedOptIn is the most shared memory a block may have when its
+	// kernel opts in (CUDA: 227 KB on an H100/H200; AMD: = Shared).
+	SharedOptIn int
+	TotalMem    uint64
 }
 
 // Kind is the runtime d belongs to.
@@ -220,6 +225,7 @@ func (d *Device) open() error {
 		return int(v)
 	}
 	d.MaxBlock, d.Shared, d.Warp, d.Units = attr(1, 56), attr(8, 74), attr(10, 87), attr(16, 63)
+	d.SharedOptIn = max(attr(97, 75), d.Shared)
 	if r.Kind == CUDA {
 		d.Arch = fmt.Sprintf("sm_%d%d", attr(75, 23), attr(76, 61))
 		d.Target = d.Arch
@@ -385,6 +391,86 @@ type Function struct {
 	m    *Module
 	h    uintptr
 	Name string
+	// dynMax is the dynamic shared memory the kernel opted in to (CUDA's
+	// MAX_DYNAMIC_SHARED_SIZE_BYTES as this package set it); 0: none yet.
+	// Read and written on the runtime's thread only.
+	dynMax int
+}
+
+// CUDA's CUfunction_attribute numbers (HIP's hipFunction_attribute agrees).
+const (
+	funcMaxThreads    = 0
+	funcStaticShared  = 1
+	funcLocalBytes    = 3
+	funcRegisters     = 4
+	funcMaxDynShared  = 8
+	defaultSharedCUDA = 48 << 10 // a block's shared memory on CUDA without an opt-in
+)
+
+// Attribute is one of the kernel's attributes by CUDA's CUfunction_attribute
+// number (0 max threads per block, 1 static shared bytes, 3 local bytes
+// per thread, 4 registers, 8 max dynamic shared bytes); ok is false when
+// the runtime does not export the query.
+func (f *Function) Attribute(attr int) (v int, ok bool, err error) {
+	d := f.m.d
+	if d.rt.api.funcGetAttr == nil {
+		return 0, false, nil
+	}
+	var x int32
+	err = d.call("FuncGetAttribute", func() int32 { return d.rt.api.funcGetAttr(&x, int32(attr), f.h) })
+	return int(x), err == nil, err
+}
+
+// OptInShared lets f's blocks take up to n bytes of dynamic shared memory
+// beyond CUDA's 48 KB default (cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES));
+// at most d.SharedOptIn with the static part. AMD has no opt-in: its
+// limit is the same either way, so this does nothing there.
+func (f *Function) OptInShared(n int) error {
+	d := f.m.d
+	var err error
+	d.rt.th.do(func() {
+		if err = d.current(); err == nil {
+			err = f.optIn(n)
+		}
+	})
+	return err
+}
+
+// optIn is OptInShared on the runtime's thread.
+func (f *Function) optIn(n int) error {
+	a := &f.m.d.rt.api
+	if f.m.d.rt.Kind != CUDA || n <= f.dynMax {
+		return nil
+	}
+	if a.funcSetAttr == nil {
+		return &Error{Kind: CUDA, Op: "cuFuncSetAttribute", Detail: f.Name + ": not exported by the driver", Err: ErrAPI}
+	}
+	if rc := a.funcSetAttr(f.h, funcMaxDynShared, int32(n)); rc != 0 {
+		err := f.m.d.rt.apiError("cuFuncSetAttribute", rc, ErrAPI)
+		err.(*Error).Detail = fmt.Sprintf("%s: %d bytes of dynamic shared memory", f.Name, n)
+		return err
+	}
+	f.dynMax = n
+	return nil
+}
+
+// autoOptIn opts f in when a launch with shared bytes of dynamic shared
+// memory would pass CUDA's 48 KB default with f's static shared memory
+// (as the driver reports it), so that a kernel sized for the device's
+// larger limit launches; beyond that limit the launch fails as it would.
+// On the runtime's thread.
+func (f *Function) autoOptIn(shared int) {
+	a := &f.m.d.rt.api
+	if f.m.d.rt.Kind != CUDA || shared <= f.dynMax || a.funcGetAttr == nil || a.funcSetAttr == nil {
+		return
+	}
+	var static int32
+	if a.funcGetAttr(&static, funcStaticShared, f.h) != 0 || shared+int(static) <= defaultSharedCUDA {
+		return
+	}
+	if shared+int(static) <= f.m.d.SharedOptIn {
+		f.optIn(shared) // a refusal shows in the launch's own error
+	}
 }
 
 // Compile compiles prog for d (through the on-disk cache) and loads it.
@@ -463,6 +549,9 @@ func (s *Stream) Launch(f *Function, grid, block Dim3, shared int, args *Args) e
 		params = args.params(&pin)
 	}
 	err := s.d.call("LaunchKernel", func() int32 {
+		if shared > f.dynMax {
+			f.autoOptIn(shared)
+		}
 		return s.d.rt.api.launch(f.h, gx, gy, gz, bx, by, bz, uint32(shared), s.h, params, nil)
 	})
 	if err != nil {
@@ -505,9 +594,13 @@ func (e *Event) Destroy() error {
 }
 
 // CheckArch says whether this package's kernels and the named compiler
-// can target arch: CUDA needs sm_70+ (the *_sync warp intrinsics); HIP
-// needs a known gfx family, gfx11 a ROCm 5.5+ hiprtc and gfx12 a 6.4+ one
-// (older ones abort the process on them).
+// can target arch, by the compiler's version, before anything is compiled
+// (hiprtc aborts the whole process on a target its device libraries lack;
+// NVRTC refuses one it does not know with an unhelpful option error).
+// CUDA needs sm_70+ (the *_sync warp intrinsics) and an NVRTC that knows
+// the arch: nvrtcArchs; NVRTC 13 dropped sm_70 and sm_72. HIP needs a
+// known gfx family and a hiprtc of the ROCm that brought the target:
+// hipArchs. An unknown compiler version is not refused.
 func CheckArch(kind Kind, arch, compilerVersion string) error {
 	bad := func(why string) error {
 		return &Error{Kind: kind, Op: "arch " + arch, Detail: why, Err: ErrUnsupportedArch}
@@ -520,27 +613,70 @@ func CheckArch(kind Kind, arch, compilerVersion string) error {
 		if n < 70 {
 			return bad("kernels need sm_70 or newer")
 		}
+		v := nvrtcVersion(compilerVersion)
+		if v >= 1300 && n < 75 {
+			return bad(fmt.Sprintf("NVRTC %d.%d dropped it (CUDA 13 supports sm_75 and newer; use NVRTC 12)", v/100, v%100))
+		}
+		for _, a := range nvrtcArchs {
+			if strings.TrimPrefix(arch, "sm_") == a.arch && v > 0 && v < a.since {
+				return bad(fmt.Sprintf("NVRTC %d.%d cannot target it (NVRTC %d.%d or newer needed)", v/100, v%100, a.since/100, a.since%100))
+			}
+		}
 		return nil
 	}
 	if !strings.HasPrefix(arch, "gfx") || len(arch) < 6 {
 		return bad("not a gfx name")
 	}
 	switch fam := arch[3:5]; {
-	case arch[3] == '9' && len(arch) == 6, fam == "10":
-	case fam == "11" || fam == "12":
-		// hiprtc aborts the process on a target its device libraries
-		// lack: gfx11 came with ROCm 5.5, gfx12 (RX 9000) with 6.4.
-		need, name := 50500000, "5.5"
-		if fam == "12" {
-			need, name = 60400000, "6.4"
-		}
-		if v := hipRuntimeVersion(compilerVersion); v > 0 && v < need {
-			return bad(fmt.Sprintf("hiprtc of HIP runtime %d cannot target it (ROCm %s or newer needed)", v, name))
-		}
+	case arch[3] == '9' && len(arch) == 6, fam == "10", fam == "11", fam == "12":
 	default:
 		return bad("unknown AMD family")
 	}
+	v := hipRuntimeVersion(compilerVersion)
+	for _, a := range hipArchs {
+		if strings.HasPrefix(arch, a.prefix) && v > 0 && v < a.since {
+			return bad(fmt.Sprintf("hiprtc of HIP runtime %d cannot target it (ROCm %d.%d or newer needed)", v, a.since/10000000,
+				a.since/100000%100))
+		}
+	}
 	return nil
+}
+
+// nvrtcArchs are the CUDA targets newer than NVRTC 11.0 and the NVRTC
+// version (major·100 + minor) that brought each.
+var nvrtcArchs = []struct {
+	arch  string
+	since int
+}{
+	{"86", 1101}, {"87", 1104}, {"89", 1108}, {"90", 1108}, {"90a", 1200},
+	{"100", 1208}, {"100a", 1208}, {"101", 1208}, {"120", 1208}, {"120a", 1208}, {"103", 1209}, {"121", 1209}, {"110", 1300},
+}
+
+// hipArchs are the AMD targets (by prefix) newer than ROCm 5.2's and the
+// HIP runtime version that brought each: RDNA3 (gfx11) with ROCm 5.5,
+// MI300 (gfx940–942) with 6.0, RDNA4 (gfx12) with 6.4, MI350 (gfx950)
+// with 7.0 (taken late rather than early: a refusal costs a message,
+// a compiler that lacks the target the process).
+var hipArchs = []struct {
+	prefix string
+	since  int
+}{
+	{"gfx11", 50500000}, {"gfx94", 60000000}, {"gfx12", 60400000}, {"gfx950", 70000000},
+}
+
+// nvrtcVersion reads "nvrtc M.m" as M·100 + m; 0 when absent.
+func nvrtcVersion(compilerVersion string) int {
+	rest, ok := strings.CutPrefix(compilerVersion, "nvrtc ")
+	if !ok {
+		return 0
+	}
+	ma, mi, _ := strings.Cut(rest, ".")
+	a, err1 := strconv.Atoi(ma)
+	b, err2 := strconv.Atoi(strings.Fields(mi + " ")[0])
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return a*100 + b
 }
 
 // hipRuntimeVersion reads N from a HIP compiler's "… (HIP runtime N)"
@@ -610,4 +746,33 @@ func Probe(kind Kind, cfg Config) Status {
 		st.Err = &Error{Kind: kind, Op: r.Path, Detail: "no device with a supported architecture", Err: ErrUnsupportedArch}
 	}
 	return st
+}
+
+// NewWeightTag is a fresh tag for MarkWeights: one per model.
+func (d *Device) NewWeightTag() uint64 { return d.rt.tags.Add(1) }
+
+// MarkWeights tells an emulated runtime that counts weight traffic
+// (hip/emu with PLEXBENCH_EMU_TRAFFIC=1) that b holds weights under tag;
+// elsewhere it does nothing. A freed buffer is unmarked.
+func (d *Device) MarkWeights(b Buffer, tag uint64) error {
+	if d.rt.api.markWeights == nil || b.n == 0 {
+		return nil
+	}
+	return d.call("pbemu_mark_weights", func() int32 { return d.rt.api.markWeights(b.ptr, uintptr(b.n), tag) })
+}
+
+// WeightTraffic is the bytes marked as tag's weights and the bytes every
+// launch so far loaded from them; ok is false unless the runtime counts
+// (hip/emu with PLEXBENCH_EMU_TRAFFIC=1).
+func (d *Device) WeightTraffic(tag uint64) (weight, read uint64, ok bool) {
+	if d.rt.api.traffic == nil {
+		return 0, 0, false
+	}
+	err := d.do(func() error {
+		if rc := d.rt.api.traffic(tag, &weight, &read); rc != 0 {
+			return d.rt.apiError("pbemu_traffic", rc, ErrAPI)
+		}
+		return nil
+	})
+	return weight, read, err == nil
 }

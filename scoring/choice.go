@@ -153,6 +153,9 @@ func newChoiceRunner(ctx context.Context, eng Engine, mode choiceMode, o ChoiceO
 	r.nSeq = ChoiceParallel(o.Parallel, answers)
 	r.limit = ChoiceContext(r.ctxLen, r.nSeq)
 	hidden := eng.Info().HiddenSize
+	if rowsEngineOf(eng) != nil {
+		return r, nil // its rows come as log-probabilities (rowsengine.go)
+	}
 	if hidden <= 0 {
 		return nil, fmt.Errorf("engine reports hidden size %d", hidden)
 	}
@@ -383,6 +386,9 @@ func (r *choiceRunner) sequence(s int) error {
 		if rd.seq == s {
 			r.byRow[rd.pos-lo] = append(r.byRow[rd.pos-lo], k)
 		}
+	}
+	if re := rowsEngineOf(r.eng); re != nil {
+		return r.rowsSequence(re, s, lo, hi)
 	}
 	r.rows.reset(lo, hi)
 	// A task in flight always finishes: cancellation is honoured between tasks.

@@ -413,7 +413,11 @@ func (m runModel) headerView(s Styles, w int) string {
 	if choice {
 		input, geometry = method+" "+base(path, ""), m.tasksLine(method)
 	}
-	l2 := s.Label.Render("model ") + base(p.Model, "demo (stories260K)") + s.Dim.Render(" · ") + input
+	model := base(p.Model, "demo (stories260K)")
+	if p.Server != "" {
+		model = "served at " + p.Server
+	}
+	l2 := s.Label.Render("model ") + model + s.Dim.Render(" · ") + input
 	if r := m.report; r != nil && r.Config.Model.Architecture != "" {
 		if c := r.Choice(); c != nil {
 			l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tasks in the file", r.Config.Model.Architecture, c.TasksInFile))

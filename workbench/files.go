@@ -26,6 +26,7 @@ func (j Job) Files() *outfile.Files {
 	var f outfile.Files
 	p := j.Profile
 	f.In("--model", p.Model)
+	f.In("--tokenizer", p.Tokenizer)
 	f.In("--perplexity", p.Text)
 	f.In("--perplexity", p.Corpora...)
 	f.In("--perplexity-tokens", p.Tokens)

@@ -74,13 +74,13 @@ func (c *cli) score(j workbench.Job, x scoreFlags) int {
 		fmt.Fprintf(c.stderr, "plexbench: %v\n", err) // nothing scored: no report
 		return 130
 	}
-	if err != nil && !errors.Is(err, scoring.ErrStopped) && !errors.Is(err, workbench.ErrNotKept) {
+	if err != nil && !errors.Is(err, scoring.ErrStopped) && !errors.Is(err, workbench.ErrNotKept) && !keepsPartial(err) {
 		return c.fail(err)
 	}
 	if werr := c.writeScoreOutputs(x, &out, err); werr != nil {
 		return c.fail(werr)
 	}
-	if errors.Is(err, workbench.ErrNotKept) {
+	if errors.Is(err, workbench.ErrNotKept) || keepsPartial(err) {
 		return c.fail(err) // the report is written; the journal stays
 	}
 	if err != nil {

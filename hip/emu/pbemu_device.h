@@ -23,9 +23,12 @@
 #ifdef PBEMU_SCAN
 #define __global__ __pbemu_global__
 #define __shared__ __pbemu_shared__
+#define __launch_bounds__(...) __pbemu_lb__(__VA_ARGS__)
 #else
 #define __global__
 #define __shared__ thread_local
+#define __launch_bounds__(...)
+#define __pbemu_lb__(...)
 #endif
 #define __device__
 #define __host__
@@ -34,7 +37,6 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
-#define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
 #ifdef PBEMU_HIP
@@ -120,8 +122,15 @@ struct Block {
     void (*call)(void*, void**);
     void* fn;
     void** params;
-    int failed; // 3 trap, 4 assert
+    int failed; // 3 trap, 4 assert, 6 shared memory over the limit
     char why[256];
+    // Static shared memory: the __shared__ variables this worker's blocks
+    // declared (noted as each declaration runs), their bytes, the launch's
+    // dynamic bytes and the limit on both together (0: none).
+    struct { const void* p; unsigned long n; } noted[64];
+    unsigned nnoted;
+    unsigned long static_bytes, dyn_bytes, shared_limit;
+    bool poison;
 };
 
 static thread_local Block* blk;
@@ -348,6 +357,7 @@ struct KernelInfo {
     unsigned nparams;
     const unsigned* sizes;
     const unsigned* aligns;
+    unsigned launch_bound; // __launch_bounds__'s threads per block; 0: none
 };
 
 template <class... A> struct Sig {
@@ -356,8 +366,35 @@ template <class... A> struct Sig {
     template <unsigned... I> static void go(void (*k)(A...), void** p, seq<I...>) { k(*static_cast<A*>(p[I])...); }
     static void call(void* fn, void** p) { go(reinterpret_cast<void (*)(A...)>(fn), p, typename mkseq<sizeof...(A)>::type{}); }
 };
-template <class... A> constexpr KernelInfo info(void (*k)(A...)) {
-    return KernelInfo{1, &Sig<A...>::call, (void*)k, (unsigned)sizeof...(A), Sig<A...>::sizes, Sig<A...>::aligns};
+template <class... A> constexpr KernelInfo info(void (*k)(A...), unsigned bound) {
+    return KernelInfo{2, &Sig<A...>::call, (void*)k, (unsigned)sizeof...(A), Sig<A...>::sizes, Sig<A...>::aligns, bound};
+}
+
+// shared_note records a __shared__ variable as its declaration runs (the
+// compiler puts a call after each one): the block's static shared memory
+// is the sum of the distinct variables its threads declared, checked with
+// the dynamic bytes against the launch's limit as a real launch checks
+// them before it starts (the emulator learns a kernel's static size on
+// its first launch, then checks before launching too). A variable seen
+// for the first time is poisoned, like the rest of shared memory at each
+// block's start. Variables at namespace scope are not counted (no kernel
+// here has one). Returns 0: it initializes a dummy variable, so that the
+// note is a declaration at any scope.
+inline int shared_note(const void* p, unsigned long n) {
+    Block* b = blk;
+    if (!b) return 0;
+    for (unsigned i = 0; i < b->nnoted; i++)
+        if (b->noted[i].p == p) return 0;
+    if (b->nnoted < 64) b->noted[b->nnoted++] = {p, n};
+    b->static_bytes += n;
+    if (b->poison) memset((void*)p, 0xff, n);
+    if (b->shared_limit && b->static_bytes + b->dyn_bytes > b->shared_limit) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%lu bytes of static and %lu of dynamic shared memory, limit %lu", b->static_bytes,
+                 b->dyn_bytes, b->shared_limit);
+        fail(6, msg);
+    }
+    return 0;
 }
 
 // DynShared stands for an `extern __shared__ T name[]` declaration: it
@@ -372,8 +409,62 @@ template <class T> struct DynShared {
 };
 
 // ---- the launch ----
+// LaunchCtl is what the driver says about a launch beyond its shape, and
+// what the launch tells it back.
+struct LaunchCtl {
+    unsigned long shared_limit;    // static + dynamic shared bytes per block; 0: unchecked
+    int poison;                    // fill shared memory with 0xFF bytes at each block
+    const uintptr_t* ranges;       // traffic: sorted, disjoint [lo, hi) pairs of weight memory
+    unsigned nranges;
+    unsigned long long* counts;    // out: bytes loaded from each range (modules built with PBEMU_TRAFFIC)
+    unsigned long static_shared;   // out: the static shared bytes a block declared
+};
+
+// Weight traffic (PLEXBENCH_EMU_TRAFFIC=1: the compiler builds the module
+// with -fsanitize=kernel-address and PBEMU_TRAFFIC, so every load calls
+// one of the __asan_load* hooks below; without it there are no hooks and
+// no cost). A load inside [lo, lo+span) is looked up in the launch's
+// ranges and counted per worker and range; a launch with no ranges has
+// span 0, so nothing counts.
+static thread_local uintptr_t tr_lo, tr_span;
+static thread_local const uintptr_t* tr_ranges;
+static thread_local unsigned tr_n;
+static thread_local unsigned long long* tr_counts;
+
+static inline void traffic_begin(const LaunchCtl* c) {
+    tr_n = c->counts ? c->nranges : 0;
+    tr_counts = tr_n ? (unsigned long long*)calloc(tr_n, sizeof *tr_counts) : nullptr;
+    if (!tr_counts) tr_n = 0;
+    tr_ranges = c->ranges;
+    tr_lo = tr_n ? c->ranges[0] : 0;
+    tr_span = tr_n ? c->ranges[2 * tr_n - 1] - tr_lo : 0;
+}
+// traffic_end adds the worker's counts to c's (the launch's lock held).
+static inline void traffic_end(LaunchCtl* c) {
+    for (unsigned i = 0; i < tr_n; i++) c->counts[i] += tr_counts[i];
+    free(tr_counts);
+    tr_counts = nullptr;
+    tr_span = 0;
+    tr_n = 0;
+}
+
+#ifdef PBEMU_TRAFFIC
+#define PBEMU_NO_HOOKS __attribute__((no_sanitize_address, noinline))
+PBEMU_NO_HOOKS static void traffic_load(uintptr_t a, unsigned long n) {
+    if (a - tr_lo >= tr_span) return;
+    unsigned lo = 0, hi = tr_n; // the last range starting at or below a
+    while (hi - lo > 1) {
+        unsigned mid = (lo + hi) / 2;
+        if (tr_ranges[2 * mid] <= a) lo = mid;
+        else hi = mid;
+    }
+    if (a >= tr_ranges[2 * lo] && a < tr_ranges[2 * lo + 1]) tr_counts[lo] += n;
+}
+#endif
+
 struct Launch {
     const KernelInfo* k;
+    LaunchCtl* ctl;
     unsigned gx, gy, gz, bx, by, bz, shmem, warp;
     void** params;
     size_t stack_size;
@@ -402,6 +493,10 @@ static int run_block(Launch* L, Block* b, unsigned long long idx) {
         b->wbar[w] = Barrier{0, cnt, first, cnt};
     }
     b->failed = 0;
+    if (b->poison) {
+        for (unsigned i = 0; i < b->nnoted; i++) memset((void*)b->noted[i].p, 0xff, b->noted[i].n);
+        if (L->shmem) memset(dyn_smem, 0xff, L->shmem);
+    }
     switch_to(b, nullptr, &b->f[0]);
     if (b->failed) return b->failed;
     if (b->done != n) {
@@ -471,6 +566,10 @@ static void* worker(void* arg) {
     b.fn = L->k->fn;
     b.params = L->params;
     b.stack_size = L->stack_size;
+    b.shared_limit = L->ctl->shared_limit;
+    b.dyn_bytes = L->shmem;
+    b.poison = L->ctl->poison != 0;
+    traffic_begin(L->ctl);
     b.f = (Fiber*)calloc(b.n, sizeof(Fiber));
     b.wbar = (Barrier*)calloc(b.nwarps, sizeof(Barrier));
     b.xchg = (unsigned long long*)calloc(b.n, sizeof(unsigned long long));
@@ -492,14 +591,14 @@ static void* worker(void* arg) {
         if (idx >= L->nblocks) break;
         rc = run_block(L, &b, idx);
     }
-    if (rc) {
-        pthread_mutex_lock(&L->mu);
-        if (!L->failed) {
-            L->failed = rc;
-            memcpy(L->why, b.why, sizeof L->why);
-        }
-        pthread_mutex_unlock(&L->mu);
+    pthread_mutex_lock(&L->mu);
+    if (rc && !L->failed) {
+        L->failed = rc;
+        memcpy(L->why, b.why, sizeof L->why);
     }
+    if (b.static_bytes > L->ctl->static_shared) L->ctl->static_shared = b.static_bytes;
+    traffic_end(L->ctl);
+    pthread_mutex_unlock(&L->mu);
     blk = nullptr;
     dyn_smem = nullptr;
     if (stacks != MAP_FAILED) stacks_put(stacks, b.stack_size * b.n);
@@ -512,6 +611,28 @@ static void* worker(void* arg) {
 
 } // namespace pbemu
 
+#ifdef PBEMU_TRAFFIC
+#define PBEMU_LOAD_HOOK(n) \
+    extern "C" PBEMU_NO_HOOKS void __asan_load##n##_noabort(uintptr_t a) { pbemu::traffic_load(a, n); }
+PBEMU_LOAD_HOOK(1)
+PBEMU_LOAD_HOOK(2)
+PBEMU_LOAD_HOOK(4)
+PBEMU_LOAD_HOOK(8)
+PBEMU_LOAD_HOOK(16)
+#define PBEMU_STORE_HOOK(n) \
+    extern "C" PBEMU_NO_HOOKS void __asan_store##n##_noabort(uintptr_t) {}
+PBEMU_STORE_HOOK(1)
+PBEMU_STORE_HOOK(2)
+PBEMU_STORE_HOOK(4)
+PBEMU_STORE_HOOK(8)
+PBEMU_STORE_HOOK(16)
+extern "C" PBEMU_NO_HOOKS void __asan_loadN_noabort(uintptr_t a, unsigned long n) { pbemu::traffic_load(a, n); }
+extern "C" PBEMU_NO_HOOKS void __asan_storeN_noabort(uintptr_t, unsigned long) {}
+extern "C" PBEMU_NO_HOOKS void __asan_handle_no_return() {}
+extern "C" PBEMU_NO_HOOKS void __asan_before_dynamic_init(const char*) {}
+extern "C" PBEMU_NO_HOOKS void __asan_after_dynamic_init() {}
+#endif
+
 extern "C" void pbemu_fiber_main() {
     pbemu::Block* b = pbemu::blk;
     b->call(b->fn, b->params);
@@ -519,12 +640,15 @@ extern "C" void pbemu_fiber_main() {
 }
 
 // __pbemu_launch runs the whole grid and returns when it is done: 0, or 2
-// (deadlock), 3 (__trap), 4 (assert), 5 (host memory), with why filled.
+// (deadlock), 3 (__trap), 4 (assert), 5 (host memory), 6 (shared memory
+// over the limit), with why filled.
 extern "C" PBEMU_EXPORT int __pbemu_launch(const pbemu::KernelInfo* k, const unsigned* dims, unsigned shmem, unsigned warp,
-                                           void** params, unsigned workers, unsigned stack_kib, char* why, unsigned whylen) {
+                                           void** params, unsigned workers, unsigned stack_kib, pbemu::LaunchCtl* ctl,
+                                           char* why, unsigned whylen) {
     pbemu::Launch L;
     memset(&L, 0, sizeof L);
     L.k = k;
+    L.ctl = ctl;
     L.gx = dims[0], L.gy = dims[1], L.gz = dims[2], L.bx = dims[3], L.by = dims[4], L.bz = dims[5];
     L.shmem = shmem;
     L.warp = warp ? warp : 32;
@@ -556,9 +680,11 @@ extern "C" PBEMU_EXPORT int __pbemu_launch(const pbemu::KernelInfo* k, const uns
     return L.failed;
 }
 
-extern "C" PBEMU_EXPORT const unsigned __pbemu_abi = 1;
+extern "C" PBEMU_EXPORT const unsigned __pbemu_abi = 2;
 
-#define PBEMU_ENTRY(k) extern "C" PBEMU_EXPORT const ::pbemu::KernelInfo __pbemu_kernel_##k = ::pbemu::info(&k);
+#define PBEMU_ENTRY(k) extern "C" PBEMU_EXPORT const ::pbemu::KernelInfo __pbemu_kernel_##k = ::pbemu::info(&k, 0);
+#define PBEMU_ENTRY_LB(k, bound, ...) \
+    extern "C" PBEMU_EXPORT const ::pbemu::KernelInfo __pbemu_kernel_##k = ::pbemu::info(&k, (unsigned)(bound));
 
 // ---- the dialect's built-in functions ----
 inline void __syncthreads() { pbemu::block_sync(); }

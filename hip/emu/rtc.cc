@@ -82,6 +82,7 @@ std::set<Prog*> progs;
 
 struct Config {
     bool fail_compile = false;
+    bool traffic = false; // PLEXBENCH_EMU_TRAFFIC=1: modules count their loads
     std::string cache_dir; // "" = none
     std::string cxx;       // "" = none found
     std::string cxx_ident;
@@ -110,6 +111,7 @@ const Config& config() {
         Config c;
         c.fail_compile = env_long("PLEXBENCH_EMU_FAIL_COMPILE", 0) != 0;
         c.keep = env_long("PLEXBENCH_EMU_KEEP", 0) != 0;
+        c.traffic = env_long("PLEXBENCH_EMU_TRAFFIC", 0) != 0;
         std::string d = env_str("PLEXBENCH_EMU_CACHE_DIR");
         if (d == "off" || d == "-") {
             d.clear();
@@ -240,14 +242,41 @@ std::string trim(const std::string& s) {
     return s.substr(a, b - a);
 }
 
+// declarator_names are the names a declaration (no ';') declares:
+// "thread_local int a[4], b[4]" → a, b.
+std::vector<std::string> declarator_names(const std::string& decl) {
+    std::vector<std::string> names;
+    std::string t = strip_attributes(decl);
+    int depth = 0;
+    size_t start = 0;
+    for (size_t k = 0; k <= t.size(); k++) {
+        char c = k < t.size() ? t[k] : ',';
+        if (c == '[' || c == '(' || c == '{') depth++;
+        if (c == ']' || c == ')' || c == '}') depth--;
+        if (c != ',' || depth != 0) continue;
+        std::string d = t.substr(start, k - start);
+        start = k + 1;
+        size_t e = d.find_first_of("[=");
+        if (e == std::string::npos) e = d.size();
+        while (e > 0 && !is_ident(d[e - 1])) e--;
+        size_t a = e;
+        while (a > 0 && is_ident(d[a - 1])) a--;
+        if (a < e) names.push_back(d.substr(a, e - a));
+    }
+    return names;
+}
+
 // rewrite turns the preprocessed source into the module's text: the
-// __shared__ markers into per-block storage, and collects the __global__
-// functions that have a body (templates are skipped: they have no
-// extern "C" name to look up).
-std::string rewrite(const std::string& ii, std::vector<std::string>* kernels, std::string* err) {
-    static const std::string G = "__pbemu_global__", S = "__pbemu_shared__";
+// __shared__ markers into per-block storage, each followed by a note of
+// its size (pbemu::shared_note), and collects the __global__ functions
+// that have a body (templates are skipped: they have no extern "C" name
+// to look up) with their __launch_bounds__ (bounds[i], "" for none).
+std::string rewrite(const std::string& ii, std::vector<std::string>* kernels, std::vector<std::string>* bounds,
+                    std::string* err) {
+    static const std::string G = "__pbemu_global__", S = "__pbemu_shared__", LB = "__pbemu_lb__";
     std::string out;
     size_t i = 0;
+    unsigned notes = 0;
     while (i < ii.size()) {
         size_t g = ii.find(G, i), sh = ii.find(S, i);
         size_t m = g < sh ? g : sh;
@@ -260,25 +289,32 @@ std::string rewrite(const std::string& ii, std::vector<std::string>* kernels, st
             i = g + G.size();
             size_t st = stmt_start(ii, g);
             bool templ = has_word(ii.substr(st, g - st), "template");
-            size_t p = ii.find('(', i);
-            if (p == std::string::npos) continue;
-            size_t q = p;
-            while (q > i && !is_ident(ii[q - 1])) q--;
-            size_t a = q;
-            while (a > i && is_ident(ii[a - 1])) a--;
-            std::string name = ii.substr(a, q - a);
-            int depth = 0;
-            size_t k = p;
-            for (; k < ii.size(); k++) {
-                if (ii[k] == '(') depth++;
-                if (ii[k] == ')' && --depth == 0) break;
+            std::string bound, name;
+            size_t p = i, k = i;
+            for (;;) {
+                p = ii.find('(', k);
+                if (p == std::string::npos) break;
+                size_t q = p;
+                while (q > i && !is_ident(ii[q - 1])) q--;
+                size_t a = q;
+                while (a > i && is_ident(ii[a - 1])) a--;
+                name = ii.substr(a, q - a);
+                int depth = 0;
+                for (k = p; k < ii.size(); k++) {
+                    if (ii[k] == '(') depth++;
+                    if (ii[k] == ')' && --depth == 0) break;
+                }
+                if (name != LB) break;
+                bound = trim(ii.substr(p + 1, k - p - 1)); // __launch_bounds__(threads[, …])
+                k++;
             }
+            if (p == std::string::npos) continue;
             size_t after = skip_space(ii, k + 1);
             bool body = after < ii.size() && ii[after] == '{';
             if (!templ && body && !name.empty()) {
                 bool seen = false;
                 for (auto& n : *kernels) seen = seen || n == name;
-                if (!seen) kernels->push_back(name);
+                if (!seen) kernels->push_back(name), bounds->push_back(bound);
             }
             continue;
         }
@@ -286,8 +322,15 @@ std::string rewrite(const std::string& ii, std::vector<std::string>* kernels, st
         size_t st = stmt_start(ii, sh);
         std::string before = ii.substr(st, sh - st);
         if (!has_word(before, "extern")) {
-            out += ii.substr(i, sh - i) + "thread_local";
-            i = sh + S.size();
+            size_t semi = ii.find(';', sh);
+            if (semi == std::string::npos) {
+                *err = "unterminated __shared__ declaration";
+                return "";
+            }
+            out += ii.substr(i, sh - i) + "thread_local" + ii.substr(sh + S.size(), semi + 1 - sh - S.size());
+            for (auto& n : declarator_names(ii.substr(sh + S.size(), semi - sh - S.size())))
+                out += " int __pbemu_sn" + std::to_string(notes++) + " = ::pbemu::shared_note(&" + n + ", sizeof " + n + ");";
+            i = semi + 1;
             continue;
         }
         size_t semi = ii.find(';', sh);
@@ -511,20 +554,31 @@ int compile(Prog* p, int n, const char* const* opts) {
     // (and __FILE__), so that the text, and the cache key, depend only on
     // the program.
     for (size_t at; (at = ii.find(dir + "/")) != std::string::npos;) ii.erase(at, dir.size() + 1);
-    std::vector<std::string> kernels;
-    std::string body = rewrite(ii, &kernels, &err);
+    std::vector<std::string> kernels, bounds;
+    std::string body = rewrite(ii, &kernels, &bounds, &err);
     if (!err.empty()) {
         p->log = p->name + ": error: " + err + "\n";
         return RTC_COMPILATION;
     }
     std::string mod = "#include \"pbemu_device.h\"\n" + body + "\n# 1 \"<pbemu entries>\"\n";
-    for (auto& k : kernels) mod += "PBEMU_ENTRY(" + k + ")\n";
+    for (size_t k = 0; k < kernels.size(); k++)
+        mod += bounds[k].empty() ? "PBEMU_ENTRY(" + kernels[k] + ")\n" : "PBEMU_ENTRY_LB(" + kernels[k] + ", " + bounds[k] + ")\n";
     mod += "extern \"C\" PBEMU_EXPORT const char __pbemu_dialect[] = \"" + std::string(kDialect) + "\";\n";
     mod += "extern \"C\" PBEMU_EXPORT const char __pbemu_target[] = \"" + target + "\";\n";
     // Pass 2: the shared object.
     std::vector<std::string> a2 = {cfg.cxx, "-std=" + o.std, o.debug ? "-O0" : "-O2", "-fPIC", "-shared",
                                    "-fvisibility=hidden", "-ffp-contract=off", "-fno-fast-math", "-pthread", "-w"};
     if (o.debug) a2.push_back("-g");
+    if (cfg.traffic) {
+        // Every load calls a hook (pbemu_device.h): the sanitizer's
+        // instrumentation with the hooks as its runtime, nothing else of it.
+        bool clang = base_name(cfg.cxx).find("clang") != std::string::npos;
+        a2.insert(a2.end(), {"-fsanitize=kernel-address", "-DPBEMU_TRAFFIC=1"});
+        for (const char* prm : {"asan-stack=0", "asan-globals=0", "asan-instrumentation-with-call-threshold=0"}) {
+            if (clang) a2.insert(a2.end(), {"-mllvm", std::string("-") + prm});
+            else a2.insert(a2.end(), {"--param", prm});
+        }
+    }
 #ifdef PBEMU_HIP
     a2.push_back("-DPBEMU_HIP=1");
 #endif
@@ -598,6 +652,10 @@ API const char* RTC(GetErrorString)(int rc) {
     return "NVRTC_ERROR unknown";
 #endif
 }
+
+// pbemu_rtc_ident says what of the emulated compiler's configuration
+// changes its code (the traffic hooks): plexbench's kernel cache keys on it.
+API const char* pbemu_rtc_ident() { return config().traffic ? "pbemu traffic" : "pbemu"; }
 
 API int RTC(Version)(int* major, int* minor) {
     if (!major || !minor) return RTC_INVALID_INPUT;

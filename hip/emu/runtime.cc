@@ -17,6 +17,18 @@
 // allocated so far past N fails with out-of-memory), PLEXBENCH_EMU_FAIL_LAUNCH=N
 // (the Nth launch fails: launch failed, 719), PLEXBENCH_EMU_LOST_AFTER=N
 // (after N launches the device is lost: every call returns 999, unknown).
+//
+// The vendors' limits, with their result codes: at most 1024 threads per
+// block, and no more than a kernel's __launch_bounds__ (too many resources,
+// 701); shared memory, static (the __shared__ variables a block declares)
+// and dynamic together, at most 48 KB on CUDA unless the kernel opted in
+// with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES), never above the
+// opt-in maximum (227 KB, an H100's or H200's), 64 KB on AMD (160 KB on
+// gfx950): invalid value (1). Fresh allocations and shared memory are
+// filled with 0xFF bytes, as garbage a kernel must not read
+// (PLEXBENCH_EMU_POISON=0: not filled). PLEXBENCH_EMU_TRAFFIC=1 counts the
+// bytes kernels load from the ranges marked as weights (pbemu_mark_weights,
+// pbemu_traffic below).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -107,7 +119,7 @@ struct Config {
     int cc_major, cc_minor;
     int devices;
     unsigned workers, stack_kib;
-    bool verbose;
+    bool verbose, poison, traffic;
 };
 
 Config load_config() {
@@ -139,6 +151,8 @@ Config load_config() {
     c.stack_kib = (unsigned)env_long("PLEXBENCH_EMU_STACK_KIB", 256);
     if (c.stack_kib < 16) c.stack_kib = 16;
     c.verbose = env_long("PLEXBENCH_EMU_VERBOSE", 0) != 0;
+    c.poison = env_long("PLEXBENCH_EMU_POISON", 1) != 0;
+    c.traffic = env_long("PLEXBENCH_EMU_TRAFFIC", 0) != 0;
     // The vendors' visibility variables: an empty list hides every device.
     const char* vis = getenv(kHIP ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
     if (kHIP && !vis) vis = getenv("ROCR_VISIBLE_DEVICES");
@@ -164,9 +178,18 @@ struct Function {
     Module* m;
     const void* info; // pbemu::KernelInfo
     std::string name;
-    int max_dyn_shared;
+    int max_dyn_shared;          // the opt-in (cuFuncSetAttribute); -1: none
+    unsigned long static_shared; // learnt from its launches
 };
-typedef int (*LaunchFn)(const void*, const unsigned*, unsigned, unsigned, void**, unsigned, unsigned, char*, unsigned);
+struct LaunchCtl { // pbemu::LaunchCtl's layout
+    unsigned long shared_limit;
+    int poison;
+    const uintptr_t* ranges;
+    unsigned nranges;
+    unsigned long long* counts;
+    unsigned long static_shared;
+};
+typedef int (*LaunchFn)(const void*, const unsigned*, unsigned, unsigned, void**, unsigned, unsigned, LaunchCtl*, char*, unsigned);
 struct Module {
     void* dl;
     int fd; // the memfd it was loaded from, open while loaded: the loader knows modules by path
@@ -189,9 +212,19 @@ struct KernelInfo { // pbemu::KernelInfo's layout
     unsigned nparams;
     const unsigned* sizes;
     const unsigned* aligns;
+    unsigned launch_bound;
+};
+
+// A range of device memory marked as weights (pbemu_mark_weights), and
+// the bytes launches loaded from each tag's ranges.
+struct WeightRange {
+    uintptr_t hi;
+    unsigned long long tag;
 };
 
 std::mutex mu;
+std::map<uintptr_t, WeightRange> weights;                      // lo → range
+std::map<unsigned long long, unsigned long long> weight_reads; // tag → bytes
 Config cfg;
 bool loaded = false, inited = false, lost = false;
 long long launches = 0;
@@ -293,6 +326,7 @@ int mem_alloc(const char* call, void** p, size_t n) {
     size_t rounded = (n + 255) / 256 * 256;
     void* m = aligned_alloc(256, rounded);
     if (!m) return fail(OUT_OF_MEMORY, "%s: %zu bytes: host allocation failed", call, n);
+    if (cfg.poison) memset(m, 0xff, rounded);
     allocs[(uintptr_t)m] = {n, dev};
     live[dev] += n;
     allocated_total += n;
@@ -305,6 +339,8 @@ int mem_free(const char* call, void* p) {
     auto it = allocs.find((uintptr_t)p);
     if (it == allocs.end()) return fail(INVALID_VALUE, "%s: %p is not an allocation's start", call, p);
     live[it->second.second] -= it->second.first;
+    for (auto w = weights.lower_bound((uintptr_t)p); w != weights.end() && w->first < (uintptr_t)p + it->second.first;)
+        w = weights.erase(w);
     allocs.erase(it);
     free(p);
     return OK;
@@ -424,7 +460,7 @@ int module_load(const char* call, void** out, const void* image) {
         dlclose(dl);
         if (fd >= 0) close(fd);
     };
-    if (!abi || !dialect || !target || !launch || *abi != 1) {
+    if (!abi || !dialect || !target || !launch || *abi != 2) {
         drop();
         return fail(NO_BINARY_FOR_GPU, "%s: an ELF that is no emulated module", call);
     }
@@ -478,7 +514,7 @@ int get_function(const char* call, void** out, void* mod, const char* name) {
     }
     const void* info = dlsym(m->dl, ("__pbemu_kernel_" + std::string(name)).c_str());
     if (!info) return fail(NOT_FOUND, "%s: no kernel %s", call, name);
-    Function* f = new Function{m, info, name, 0};
+    Function* f = new Function{m, info, name, -1, 0};
     m->fns[name] = f;
     functions.insert(f);
     *out = f;
@@ -487,6 +523,13 @@ int get_function(const char* call, void** out, void* mod, const char* name) {
 
 const unsigned kMaxShared = 48 << 10;
 const unsigned kMaxSharedOptin = kHIP ? 64 << 10 : 227 << 10;
+
+// shared_max is a block's shared memory limit (static and dynamic): HIP's
+// LDS size, CUDA's 48 KB or, for a kernel that opted in, the maximum.
+unsigned long shared_max(const Function* f) {
+    if (kHIP) return cfg.arch.compare(0, 6, "gfx950") == 0 ? 160 << 10 : kMaxSharedOptin;
+    return f->max_dyn_shared >= 0 ? kMaxSharedOptin : kMaxShared;
+}
 
 int launch(const char* call, void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
            unsigned shmem, void* s, void** params, void** extra) {
@@ -501,9 +544,18 @@ int launch(const char* call, void* fn, unsigned gx, unsigned gy, unsigned gz, un
         return fail(INVALID_VALUE, "%s %s: grid (%u,%u,%u)", call, f->name.c_str(), gx, gy, gz);
     if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024)
         return fail(INVALID_VALUE, "%s %s: block (%u,%u,%u)", call, f->name.c_str(), bx, by, bz);
-    unsigned limit = kHIP ? kMaxSharedOptin : (f->max_dyn_shared > (int)kMaxShared ? (unsigned)f->max_dyn_shared : kMaxShared);
-    if (shmem > limit) return fail(INVALID_VALUE, "%s %s: %u bytes of dynamic shared memory, limit %u", call, f->name.c_str(), shmem, limit);
     const KernelInfo* k = (const KernelInfo*)f->info;
+    unsigned long threads = (unsigned long)bx * by * bz;
+    if (k->launch_bound && threads > k->launch_bound)
+        return fail(LAUNCH_OUT_OF_RESOURCES, "%s %s: %lu threads per block, __launch_bounds__(%u)", call, f->name.c_str(), threads,
+                    k->launch_bound);
+    unsigned long smax = shared_max(f);
+    if (!kHIP && f->max_dyn_shared >= 0 && shmem > (unsigned)f->max_dyn_shared)
+        return fail(INVALID_VALUE, "%s %s: %u bytes of dynamic shared memory, above its MAX_DYNAMIC_SHARED_SIZE_BYTES %d", call,
+                    f->name.c_str(), shmem, f->max_dyn_shared);
+    if (shmem + f->static_shared > smax)
+        return fail(INVALID_VALUE, "%s %s: %lu bytes of static and %u of dynamic shared memory, limit %lu", call, f->name.c_str(),
+                    f->static_shared, shmem, smax);
     std::vector<void*> unpacked;
     if (params && extra) return fail(INVALID_VALUE, "%s %s: both kernelParams and extra", call, f->name.c_str());
     if (extra) {
@@ -536,14 +588,58 @@ int launch(const char* call, void* fn, unsigned gx, unsigned gy, unsigned gz, un
         return fail(LAUNCH_FAILED, "%s %s: launch %lld fails (PLEXBENCH_EMU_FAIL_LAUNCH)", call, f->name.c_str(), launches);
     LaunchFn run = f->m->launch;
     unsigned warp = cfg.warp, workers = cfg.workers, stack = cfg.stack_kib;
+    LaunchCtl ctl = {smax, cfg.poison, nullptr, 0, nullptr, 0};
+    std::vector<uintptr_t> ranges; // traffic: the weight ranges as they are now, their tags and counts
+    std::vector<unsigned long long> tags, counts;
+    if (cfg.traffic && !weights.empty()) {
+        for (auto& w : weights) ranges.push_back(w.first), ranges.push_back(w.second.hi), tags.push_back(w.second.tag);
+        counts.assign(tags.size(), 0);
+        ctl.ranges = ranges.data(), ctl.nranges = (unsigned)tags.size(), ctl.counts = counts.data();
+    }
     lk.unlock(); // the kernel runs without the lock: it may take long
     unsigned dims[6] = {gx, gy, gz, bx, by, bz};
     char why[256] = "";
-    int rc = run(k, dims, shmem, warp, params, workers, stack, why, sizeof why);
-    if (rc == 0) return OK;
+    int rc = run(k, dims, shmem, warp, params, workers, stack, &ctl, why, sizeof why);
     lk.lock();
-    return fail(rc == 4 ? (kHIP ? LAUNCH_FAILED : ASSERT) : (rc == 5 ? LAUNCH_OUT_OF_RESOURCES : LAUNCH_FAILED), "%s %s: %s", call,
-                f->name.c_str(), why);
+    if (ctl.static_shared > f->static_shared && functions.count(fn)) f->static_shared = ctl.static_shared;
+    for (size_t i = 0; i < counts.size(); i++) weight_reads[tags[i]] += counts[i];
+    if (rc == 0) return OK;
+    int code = rc == 4 ? (kHIP ? LAUNCH_FAILED : ASSERT) : rc == 5 ? LAUNCH_OUT_OF_RESOURCES : rc == 6 ? INVALID_VALUE : LAUNCH_FAILED;
+    return fail(code, "%s %s: %s", call, f->name.c_str(), why);
+}
+
+// func_get_attribute answers CUDA's CUfunction_attribute (HIP's
+// hipFunction_attribute has the same numbers) for what the emulator knows.
+int func_get_attribute(const char* call, int* v, int attr, void* fn) {
+    if (!v) return fail(INVALID_VALUE, "%s: null result pointer", call);
+    if (!functions.count(fn)) return fail(INVALID_HANDLE, "%s: %p is not a function", call, fn);
+    Function* f = (Function*)fn;
+    const KernelInfo* k = (const KernelInfo*)f->info;
+    switch (attr) {
+    case 0: *v = k->launch_bound ? (int)k->launch_bound : 1024; return OK; // MAX_THREADS_PER_BLOCK
+    case 1: *v = (int)f->static_shared; return OK;                         // SHARED_SIZE_BYTES (as far as launches showed)
+    case 2: case 3: case 4: case 7: *v = 0; return OK;                     // const, local, registers, cache mode: not modelled
+    case 5: case 6: *v = kHIP ? 0 : cfg.cc_major * 10 + cfg.cc_minor; return OK;
+    case 8: // MAX_DYNAMIC_SHARED_SIZE_BYTES
+        *v = f->max_dyn_shared >= 0 ? f->max_dyn_shared : (int)(shared_max(f) - f->static_shared);
+        return OK;
+    case 9: *v = -1; return OK; // the preferred carveout: none
+    }
+    return fail(INVALID_VALUE, "%s: attribute %d", call, attr);
+}
+
+int func_set_attribute(const char* call, void* fn, int attr, int v) {
+    if (!functions.count(fn)) return fail(INVALID_HANDLE, "%s: %p is not a function", call, fn);
+    Function* f = (Function*)fn;
+    if (attr == 8) { // MAX_DYNAMIC_SHARED_SIZE_BYTES
+        unsigned long most = kHIP ? shared_max(f) : kMaxSharedOptin;
+        if (v < 0 || (unsigned long)v + f->static_shared > most)
+            return fail(INVALID_VALUE, "%s: %d bytes of dynamic shared memory (%lu static, maximum %lu)", call, v, f->static_shared, most);
+        if (!kHIP) f->max_dyn_shared = v;
+        return OK;
+    }
+    if (attr == 9) return v >= -1 && v <= 100 ? OK : fail(INVALID_VALUE, "%s: carveout %d", call, v);
+    return fail(INVALID_VALUE, "%s: attribute %d", call, attr);
 }
 
 int event_create(const char* call, void** e, unsigned flags) {
@@ -638,6 +734,35 @@ bool attribute(int attr, int* v) {
 // a vendor BLAS only where an override names one (a real one would fault on
 // host pointers), and the emulated BLAS (blas.cc) only works beside it.
 API int pbemu_runtime() { return 1; }
+
+// pbemu_mark_weights marks [p, p+n), inside one allocation, as weights
+// under tag (non-zero: one model's), replacing marks it overlaps. Freeing
+// an allocation unmarks it.
+API int pbemu_mark_weights(void* p, size_t n, unsigned long long tag) {
+    ENTER("pbemu_mark_weights");
+    uintptr_t lo = (uintptr_t)p;
+    if (tag == 0 || n == 0) return fail(INVALID_VALUE, "pbemu_mark_weights: tag %llu, %zu bytes", tag, n);
+    if (int rc = range("pbemu_mark_weights", lo, n)) return rc;
+    auto it = weights.lower_bound(lo);
+    if (it != weights.begin() && std::prev(it)->second.hi > lo) --it;
+    while (it != weights.end() && it->first < lo + n) it = weights.erase(it);
+    weights[lo] = WeightRange{lo + n, tag};
+    return OK;
+}
+
+// pbemu_traffic gives tag's marked bytes and the bytes launches loaded
+// from them so far; not supported (801) unless PLEXBENCH_EMU_TRAFFIC=1.
+API int pbemu_traffic(unsigned long long tag, unsigned long long* weight_bytes, unsigned long long* read_bytes) {
+    ENTER("pbemu_traffic");
+    if (!weight_bytes || !read_bytes) return fail(INVALID_VALUE, "pbemu_traffic: null");
+    if (!cfg.traffic) return fail(NOT_SUPPORTED, "pbemu_traffic: PLEXBENCH_EMU_TRAFFIC is not set");
+    unsigned long long w = 0;
+    for (auto& r : weights)
+        if (r.second.tag == tag) w += r.second.hi - r.first;
+    *weight_bytes = w;
+    *read_bytes = weight_reads[tag];
+    return OK;
+}
 
 // ---------------------------------------------------------------- CUDA
 #ifndef PBEMU_HIP
@@ -859,14 +984,13 @@ API int cuFuncSetAttribute(void* fn, int attr, int v) {
     ENTER("cuFuncSetAttribute");
     DEVICE("cuFuncSetAttribute", dev);
     (void)dev;
-    if (!functions.count(fn)) return fail(INVALID_HANDLE, "cuFuncSetAttribute: %p is not a function", fn);
-    if (attr == 8) { // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        if (v < 0 || (unsigned)v > kMaxSharedOptin) return fail(INVALID_VALUE, "cuFuncSetAttribute: %d bytes of shared memory", v);
-        ((Function*)fn)->max_dyn_shared = v;
-        return OK;
-    }
-    if (attr == 9) return OK; // the preferred carveout: nothing to do
-    return fail(INVALID_VALUE, "cuFuncSetAttribute: attribute %d", attr);
+    return func_set_attribute("cuFuncSetAttribute", fn, attr, v);
+}
+API int cuFuncGetAttribute(int* v, int attr, void* fn) {
+    ENTER("cuFuncGetAttribute");
+    DEVICE("cuFuncGetAttribute", dev);
+    (void)dev;
+    return func_get_attribute("cuFuncGetAttribute", v, attr, fn);
 }
 API int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                        void* s, void** params, void** extra) {
@@ -1102,6 +1226,17 @@ API int hipModuleGetFunction(void** f, void* m, const char* name) {
 API int hipModuleUnload(void* m) {
     ENTER("hipModuleUnload");
     return module_unload("hipModuleUnload", m);
+}
+API int hipFuncGetAttribute(int* v, int attr, void* fn) {
+    ENTER("hipFuncGetAttribute");
+    return func_get_attribute("hipFuncGetAttribute", v, attr, fn);
+}
+// hipFuncSetAttribute takes a host function in HIP (the runtime API's);
+// the emulator takes its module functions too. AMD needs no opt-in: the
+// LDS limit is the same with or without it.
+API int hipFuncSetAttribute(void* fn, int attr, int v) {
+    ENTER("hipFuncSetAttribute");
+    return func_set_attribute("hipFuncSetAttribute", fn, attr, v);
 }
 API int hipModuleLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                               unsigned shmem, void* s, void** params, void** extra) {
