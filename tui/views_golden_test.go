@@ -127,3 +127,23 @@ func TestRunHelpGolden(t *testing.T) {
 		golden(t, "help_run_"+suffix, screen(m))
 	}
 }
+
+// TestRunLongNamesGolden: a long model name gives way in its middle and a
+// long description at a word's end, and the state badge stays on screen.
+func TestRunLongNamesGolden(t *testing.T) {
+	a, _ := recordings(t)
+	p := a.Profile
+	p.Model = "../models/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL.gguf"
+	p.Description = "dense attention, f32 KV cache, the reference every other profile of this sweep is compared with"
+	for _, sz := range sizes {
+		suffix := fmt.Sprintf("%dx%d", sz.w, sz.h)
+		m := newTestModel(t, sz.w, sz.h, Config{Profiles: []profiles.Profile{p}})
+		m = feed(m, 1, a, 0, -1)
+		m = finish(m, 1, a, "f32kv_fake_a")
+		s := screen(m)
+		if first := strings.Split(s, "\n")[0]; !strings.Contains(first, "DONE") {
+			t.Errorf("%s: the badge is off the title line %q", suffix, first)
+		}
+		golden(t, "run_long_names_"+suffix, s)
+	}
+}
