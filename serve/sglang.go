@@ -67,6 +67,11 @@ func (t triple) MarshalJSON() ([]byte, error) {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitScoring()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req generateRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -76,7 +81,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	hasText, hasIDs := given(req.Text), given(req.InputIDs)
 	var prompts [][]int32
-	var e *apiError
 	switch {
 	case hasText == hasIDs:
 		return badRequest("input_ids", "give either text or input_ids")
@@ -115,6 +119,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
+	release() // the queue's place: what is left is writing
 	out := make([]generateResponse, len(prompts))
 	for i, p := range prompts {
 		out[i] = s.generateResponse(p, results[i], &jobs[i], req.ReturnTextInLogprobs)

@@ -34,6 +34,11 @@ type tokenizeResponse struct {
 // so that a client that finds those ids by tokenizing their texts
 // (lm-evaluation-harness's remote tokenizer) finds them.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitLight()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req tokenizeRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -83,6 +88,11 @@ type detokenizeRequest struct {
 // detokenize is vLLM's /detokenize: ids to their text, control tokens
 // rendering as nothing.
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitLight()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req detokenizeRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
