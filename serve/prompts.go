@@ -76,6 +76,37 @@ func (s *Server) prompts(raw json.RawMessage, param string, addSpecial bool) ([]
 	return nil, badRequest(param, "%s: want a text, a list of token ids, or a list of either: %v", param, err)
 }
 
+// idsOf reads a list of token ids, at most limit of them (0: no limit):
+// typed (4 bytes an id), or, for a small value of the wrong shape, read
+// again generically to say which element is wrong.
+func (s *Server) idsOf(raw json.RawMessage, name string, limit int) ([]int32, *apiError) {
+	var ids []int32
+	err := json.Unmarshal(raw, &ids)
+	if err != nil {
+		var v []any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if len(raw) > 1<<20 || dec.Decode(&v) != nil {
+			return nil, badRequest(name, "%s: want a list of token ids: %v", name, err)
+		}
+		for i, x := range v {
+			if _, e := s.tokenID(x, name+"["+strconv.Itoa(i)+"]"); e != nil {
+				return nil, e
+			}
+		}
+		return nil, badRequest(name, "%s: want a list of token ids: %v", name, err)
+	}
+	if limit > 0 && len(ids) > limit {
+		return nil, badRequest(name, "%s names %d ids; at most %d", name, len(ids), limit)
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= s.vocab {
+			return nil, badRequest(name, "%s[%d] is %d: not a token id of this vocabulary (0..%d)", name, i, id, s.vocab-1)
+		}
+	}
+	return ids, nil
+}
+
 // tooMany refuses a batch of n prompts.
 func (s *Server) tooMany(param string, n int) *apiError {
 	return badRequest(param, "%s holds %d prompts; at most %d per request (serve --max-prompts)", param, n, s.cfg.MaxPrompts)

@@ -157,22 +157,16 @@ func (s *Server) generateJob(req *generateRequest, i, n int, batch bool, g *gene
 		return e
 	}
 	if given(req.TokenIDsLogprob) {
-		var ids []json.Number
+		var raw json.RawMessage
 		perPrompt := bytes.HasPrefix(bytes.TrimSpace(req.TokenIDsLogprob), []byte("[["))
-		if e := item(req.TokenIDsLogprob, "token_ids_logprob", i, n, perPrompt, &ids); e != nil {
+		if e := item(req.TokenIDsLogprob, "token_ids_logprob", i, n, perPrompt, &raw); e != nil {
 			return e
 		}
-		if len(ids) > maxNamedIDs {
-			return badRequest("token_ids_logprob", "token_ids_logprob names %d ids; at most %d", len(ids), maxNamedIDs)
+		ids, e := s.idsOf(raw, "token_ids_logprob", maxNamedIDs)
+		if e != nil {
+			return e
 		}
-		g.idsGiven = true
-		for x, v := range ids {
-			id, e := s.tokenID(v, "token_ids_logprob["+strconv.Itoa(x)+"]")
-			if e != nil {
-				return e
-			}
-			g.ids = append(g.ids, id)
-		}
+		g.idsGiven, g.ids = true, ids
 	}
 	switch {
 	case !g.logprob:
