@@ -99,12 +99,7 @@ func (s *Server) idsOf(raw json.RawMessage, name string, limit int) ([]int32, *a
 	if limit > 0 && len(ids) > limit {
 		return nil, badRequest(name, "%s names %d ids; at most %d", name, len(ids), limit)
 	}
-	for i, id := range ids {
-		if id < 0 || int(id) >= s.vocab {
-			return nil, badRequest(name, "%s[%d] is %d: not a token id of this vocabulary (0..%d)", name, i, id, s.vocab-1)
-		}
-	}
-	return ids, nil
+	return ids, s.inVocab(ids, name)
 }
 
 // tooMany refuses a batch of n prompts.
@@ -117,6 +112,11 @@ func (s *Server) checkIDs(ids []int32, name string) *apiError {
 	if e := s.checkLen(ids, name); e != nil {
 		return e
 	}
+	return s.inVocab(ids, name)
+}
+
+// inVocab refuses an id outside the vocabulary.
+func (s *Server) inVocab(ids []int32, name string) *apiError {
 	for i, id := range ids {
 		if id < 0 || int(id) >= s.vocab {
 			return badRequest(name, "%s[%d] is %d: not a token id of this vocabulary (0..%d)", name, i, id, s.vocab-1)
