@@ -111,6 +111,11 @@ func (s *Server) topK(param string, k *int) (int, *apiError) {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitScoring()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req completionRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -155,6 +160,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
+	release() // the queue's place: what is left is writing
 	resp := completionResponse{ID: "cmpl-" + strconv.FormatInt(s.seq.Add(1), 10), Object: "text_completion",
 		Created: time.Now().Unix(), Model: s.cfg.ModelName}
 	for i, p := range prompts {
