@@ -58,7 +58,7 @@ type Server struct {
 
 // New starts a fake of api serving m (closed by the caller's Close).
 func New(m *engine.Model, api string) *Server {
-	s := &Server{API: api, Name: "fake-" + api, SlowFor: 2 * time.Second, m: m}
+	s := &Server{API: api, Name: "fake-" + api, SlowFor: time.Minute, m: m}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("POST /tokenize", s.tokenize)
@@ -109,7 +109,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 
 // fault answers the request's fault, if any, and says whether it did;
 // for the faults that damage a good answer it returns them to apply.
-func (s *Server) fault(w http.ResponseWriter) (Fault, bool) {
+func (s *Server) fault(w http.ResponseWriter, r *http.Request) (Fault, bool) {
 	n := int(s.requests.Add(1))
 	f := None
 	if s.Fault != nil {
@@ -123,7 +123,11 @@ func (s *Server) fault(w http.ResponseWriter) (Fault, bool) {
 		fail(w, 503, "overloaded (fake)")
 		return f, true
 	case Slow:
-		time.Sleep(s.SlowFor)
+		select { // until the client gives up, or SlowFor
+		case <-r.Context().Done():
+			return f, true
+		case <-time.After(s.SlowFor):
+		}
 	case ResetConn:
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
@@ -216,7 +220,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, err.Error())
 		return
 	}
-	f, done := s.fault(w)
+	f, done := s.fault(w, r)
 	if done {
 		return
 	}
@@ -286,7 +290,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, err.Error())
 		return
 	}
-	f, done := s.fault(w)
+	f, done := s.fault(w, r)
 	if done {
 		return
 	}
