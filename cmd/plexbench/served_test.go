@@ -81,19 +81,21 @@ func TestServedScore(t *testing.T) {
 	}
 }
 
-// TestServedChoiceTasks: HellaSwag (vLLM form) and Winogrande (SGLang,
-// whose reads name the other sentence's tokens) through a server choose
+// TestServedChoiceTasks: HellaSwag (vLLM and OpenAI echo forms) and
+// Winogrande (SGLang, whose reads name the other sentence's tokens)
+// through a server choose
 // as the in-process tasks do, task for task, their scores from the
 // server's log-probabilities.
 func TestServedChoiceTasks(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ api, flag, file, count string }{
 		{"vllm", "--hellaswag", choicetest.HellaSwagFile(t, 40), "--hellaswag-tasks"},
+		{"openai", "--hellaswag", choicetest.HellaSwagFile(t, 40), "--hellaswag-tasks"},
 		{"sglang", "--winogrande", choicetest.WinograndeFile(t, 40), "--winogrande-tasks"},
 	} {
 		srv, model := servedFake(t, "f32", c.api)
 		wr := scoreChoice(t, "--model", model, c.flag, c.file, c.count, "30")
-		gr := scoreChoice(t, "--server", srv.URL, "--tokenizer", model, c.flag, c.file, c.count, "30")
+		gr := scoreChoice(t, "--server", srv.URL, "--api", c.api, "--tokenizer", model, c.flag, c.file, c.count, "30")
 		want, got := wr.Choice(), gr.Choice()
 		if len(got.Results) != 30 || len(want.Results) != 30 {
 			t.Fatalf("%s: %d and %d results", c.flag, len(got.Results), len(want.Results))
