@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"plexbench/engine"
+	"plexbench/kernels"
 	"plexbench/scoring"
 )
 
@@ -51,6 +52,7 @@ type Server struct {
 	NoTokenize bool
 
 	m        *engine.Model
+	owned    bool       // loaded by Load: closed with the server
 	mu       sync.Mutex // the model runs one request at a time
 	requests atomic.Int64
 	// Requests counts the scoring requests answered (good or not).
@@ -66,6 +68,26 @@ func New(m *engine.Model, api string) *Server {
 	mux.HandleFunc("POST /generate", s.generate)
 	s.Server = httptest.NewServer(mux)
 	return s
+}
+
+// Load serves the GGUF model at path (f16 KV cache of kvLen positions)
+// through a fake of api; Close closes the model too.
+func Load(path string, kvLen int, api string) (*Server, error) {
+	m, err := engine.Load(path, engine.Options{KVLen: kvLen, KVType: kernels.F16})
+	if err != nil {
+		return nil, err
+	}
+	s := New(m, api)
+	s.owned = true
+	return s, nil
+}
+
+// Close stops the server (and closes the model Load loaded).
+func (s *Server) Close() {
+	s.Server.Close()
+	if s.owned {
+		s.m.Close()
+	}
 }
 
 // Requests is how many scoring requests came.
