@@ -45,7 +45,8 @@ type RowsQuery struct {
 	// Named, when not nil, holds per scored position the ids whose
 	// log-probabilities the row's Named returns.
 	Named [][]int32
-	// TopK is how many of each position's top ids to return (>= 1).
+	// TopK is how many of each position's top ids a base recorded needs
+	// (0: none); every row returns at least its top id.
 	TopK int
 }
 
@@ -107,7 +108,7 @@ func (r *runner) newRowsPipe() *rowsPipe {
 		slots = max(slots, w.Scored)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.ctx))
-	p := &rowsPipe{eng: r.rowsEng, ctx: ctx, cancel: cancel, slots: slots, topK: max(1, r.recordTopK())}
+	p := &rowsPipe{eng: r.rowsEng, ctx: ctx, cancel: cancel, slots: slots, topK: r.recordTopK()}
 	for i := range par {
 		p.free = append(p.free, i)
 	}
@@ -315,7 +316,7 @@ func (r *choiceRunner) rowsSequence(re RowsEngine, s, lo, hi int) error {
 		}
 	}
 	out := make([]LogProbRow, hi-lo+1)
-	if err := re.Rows(context.WithoutCancel(r.ctx), seq, lo, RowsQuery{Named: named, TopK: 1}, out); err != nil {
+	if err := re.Rows(context.WithoutCancel(r.ctx), seq, lo, RowsQuery{Named: named}, out); err != nil {
 		return err
 	}
 	for i, ks := range r.byRow {

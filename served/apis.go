@@ -314,8 +314,8 @@ type openaiResp struct {
 // the top by text only, so the argmax id is known only when it is the
 // token's own; no named ids.
 func (e *Engine) openaiRows(ctx context.Context, input []int32, from int, q scoring.RowsQuery, out []scoring.LogProbRow) error {
-	if q.Named != nil || q.TopK > 1 {
-		return fmt.Errorf("%w %s: the OpenAI echo form names top tokens by text, not id: it gives perplexity only (for KLD use --api vllm or sglang)",
+	if q.Named != nil || q.TopK > 0 {
+		return fmt.Errorf("%w %s: the OpenAI echo form names top tokens by text, not id: it gives perplexity only (for a KLD or a base use --api vllm or sglang)",
 			ErrServer, e.c.base)
 	}
 	one := 1

@@ -190,7 +190,7 @@ func TestServedFaults(t *testing.T) {
 		{"sglang", "short top", servedtest.ShortTop, "top log-probabilities, 16 asked"},
 		{"vllm", "wrong length", servedtest.WrongLength, "prompt_logprobs holds 127 positions for a prompt of 128 tokens"},
 		{"sglang", "wrong length", servedtest.WrongLength, "/generate returned 63 token"},
-		{"vllm", "slow", servedtest.Slow, "no answer within 200ms (--server-timeout)"},
+		{"vllm", "slow", servedtest.Slow, "no answer within 2s (--server-timeout)"},
 	}
 	for _, c := range cases {
 		t.Run(c.api+" "+c.name, func(t *testing.T) {
@@ -204,8 +204,11 @@ func TestServedFaults(t *testing.T) {
 				}
 				return servedtest.None
 			}
-			e := open(t, served.Config{URL: srv.URL, Tokenizer: path, Parallel: 1, Timeout: 200 * time.Millisecond,
-				Retries: 1, Backoff: time.Millisecond})
+			cfg := served.Config{URL: srv.URL, Tokenizer: path, Parallel: 1, Retries: 1, Backoff: time.Millisecond}
+			if c.fault == servedtest.Slow {
+				cfg.Timeout = 2 * time.Second
+			}
+			e := open(t, cfg)
 			r := req(text)
 			r.Journal = filepath.Join(t.TempDir(), "run.journal")
 			r.KLDTopK = 16

@@ -45,3 +45,39 @@ func servedWarnings(p profiles.Profile, rep *scoring.Report) {
 		rep.Warnings = append(rep.Warnings, "no bits per byte: the server's tokens have no local tokenizer to measure their bytes (give --tokenizer FILE.gguf)")
 	}
 }
+
+// IsServerURL says whether a sweep's model names a server (http:// or
+// https://) rather than a model file.
+func IsServerURL(model string) bool {
+	return strings.HasPrefix(model, "http://") || strings.HasPrefix(model, "https://")
+}
+
+// withModel is p scoring model: a model file, or a server's URL (a
+// sweep over endpoints).
+func withModel(p profiles.Profile, model string) profiles.Profile {
+	if IsServerURL(model) {
+		p.Server, p.Model = model, ""
+		return p
+	}
+	p.Model = model
+	return p
+}
+
+// sweptModel is what a sweep's run scores: its model file or server.
+func sweptModel(p profiles.Profile) string {
+	if p.Server != "" {
+		return p.Server
+	}
+	return p.Model
+}
+
+// modelFiles are the models that are files, not servers.
+func modelFiles(models ...string) []string {
+	var files []string
+	for _, m := range models {
+		if !IsServerURL(m) {
+			files = append(files, m)
+		}
+	}
+	return files
+}

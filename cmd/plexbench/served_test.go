@@ -81,19 +81,21 @@ func TestServedScore(t *testing.T) {
 	}
 }
 
-// TestServedChoiceTasks: HellaSwag (vLLM form) and Winogrande (SGLang,
-// whose reads name the other sentence's tokens) through a server choose
+// TestServedChoiceTasks: HellaSwag (vLLM and OpenAI echo forms) and
+// Winogrande (SGLang, whose reads name the other sentence's tokens)
+// through a server choose
 // as the in-process tasks do, task for task, their scores from the
 // server's log-probabilities.
 func TestServedChoiceTasks(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ api, flag, file, count string }{
 		{"vllm", "--hellaswag", choicetest.HellaSwagFile(t, 40), "--hellaswag-tasks"},
+		{"openai", "--hellaswag", choicetest.HellaSwagFile(t, 40), "--hellaswag-tasks"},
 		{"sglang", "--winogrande", choicetest.WinograndeFile(t, 40), "--winogrande-tasks"},
 	} {
 		srv, model := servedFake(t, "f32", c.api)
 		wr := scoreChoice(t, "--model", model, c.flag, c.file, c.count, "30")
-		gr := scoreChoice(t, "--server", srv.URL, "--tokenizer", model, c.flag, c.file, c.count, "30")
+		gr := scoreChoice(t, "--server", srv.URL, "--api", c.api, "--tokenizer", model, c.flag, c.file, c.count, "30")
 		want, got := wr.Choice(), gr.Choice()
 		if len(got.Results) != 30 || len(want.Results) != 30 {
 			t.Fatalf("%s: %d and %d results", c.flag, len(got.Results), len(want.Results))
@@ -202,4 +204,42 @@ func servedReport(t *testing.T, path string) scoring.Report {
 		t.Fatal(err)
 	}
 	return decodeReport(t, string(data))
+}
+
+// TestServedSweep: a sweep's models may be servers (their URLs): the
+// served q8_0 is compared with the base model's base as the in-process
+// q8_0 is, its record named by the served model.
+func TestServedSweep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv, q8 := servedFake(t, "q8_0", "sglang")
+	f32 := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	geo := []string{"--perplexity", shareddata.Path(t, "tinystories", "tinystories-16k.txt"), "--perplexity-ctx", "128",
+		"--perplexity-chunks", "6", "--kv-cache-dtype", "f16"}
+	base, root := filepath.Join(dir, "base.kld"), filepath.Join(dir, "sweep")
+	code, _, stderr := runCLI(t, append([]string{"sweep", "--base-model", f32, "--perplexity-kld-base-out", base, "--results", root,
+		"--tokenizer", q8, "--quiet", srv.URL, q8}, geo...)...)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, append([]string{"score", "--model", q8, "--perplexity-kld", base}, geo...)...)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	want := decodeReport(t, out)
+	var served, local *scoring.Report
+	for _, r := range rootRecords(t, root) {
+		switch r.Record.Model.File {
+		case srv.Name:
+			served = &r
+		case filepath.Base(q8):
+			local = &r
+		}
+	}
+	if served == nil || local == nil || served.KLD == nil || served.KLD.Method != scoring.KLDNamedIDs {
+		t.Fatalf("sweep records: served %v, in-process %v", served != nil, local != nil)
+	}
+	if !relClose(served.KLD.MeanKLD, want.KLD.MeanKLD) || !relClose(served.Perplexity, local.Perplexity) {
+		t.Errorf("swept server: KLD %.12g PPL %.12g; in-process %.12g %.12g", served.KLD.MeanKLD, served.Perplexity, want.KLD.MeanKLD, local.Perplexity)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"plexbench/engine"
+	"plexbench/kernels"
 	"plexbench/scoring"
 )
 
@@ -51,6 +52,7 @@ type Server struct {
 	NoTokenize bool
 
 	m        *engine.Model
+	owned    bool       // loaded by Load: closed with the server
 	mu       sync.Mutex // the model runs one request at a time
 	requests atomic.Int64
 	// Requests counts the scoring requests answered (good or not).
@@ -58,7 +60,7 @@ type Server struct {
 
 // New starts a fake of api serving m (closed by the caller's Close).
 func New(m *engine.Model, api string) *Server {
-	s := &Server{API: api, Name: "fake-" + api, SlowFor: 2 * time.Second, m: m}
+	s := &Server{API: api, Name: "fake-" + api, SlowFor: time.Minute, m: m}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("POST /tokenize", s.tokenize)
@@ -66,6 +68,26 @@ func New(m *engine.Model, api string) *Server {
 	mux.HandleFunc("POST /generate", s.generate)
 	s.Server = httptest.NewServer(mux)
 	return s
+}
+
+// Load serves the GGUF model at path (f16 KV cache of kvLen positions)
+// through a fake of api; Close closes the model too.
+func Load(path string, kvLen int, api string) (*Server, error) {
+	m, err := engine.Load(path, engine.Options{KVLen: kvLen, KVType: kernels.F16})
+	if err != nil {
+		return nil, err
+	}
+	s := New(m, api)
+	s.owned = true
+	return s, nil
+}
+
+// Close stops the server (and closes the model Load loaded).
+func (s *Server) Close() {
+	s.Server.Close()
+	if s.owned {
+		s.m.Close()
+	}
 }
 
 // Requests is how many scoring requests came.
@@ -109,7 +131,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 
 // fault answers the request's fault, if any, and says whether it did;
 // for the faults that damage a good answer it returns them to apply.
-func (s *Server) fault(w http.ResponseWriter) (Fault, bool) {
+func (s *Server) fault(w http.ResponseWriter, r *http.Request) (Fault, bool) {
 	n := int(s.requests.Add(1))
 	f := None
 	if s.Fault != nil {
@@ -123,7 +145,11 @@ func (s *Server) fault(w http.ResponseWriter) (Fault, bool) {
 		fail(w, 503, "overloaded (fake)")
 		return f, true
 	case Slow:
-		time.Sleep(s.SlowFor)
+		select { // until the client gives up, or SlowFor
+		case <-r.Context().Done():
+			return f, true
+		case <-time.After(s.SlowFor):
+		}
 	case ResetConn:
 		if hj, ok := w.(http.Hijacker); ok {
 			if c, _, err := hj.Hijack(); err == nil {
@@ -216,7 +242,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, err.Error())
 		return
 	}
-	f, done := s.fault(w)
+	f, done := s.fault(w, r)
 	if done {
 		return
 	}
@@ -286,7 +312,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, err.Error())
 		return
 	}
-	f, done := s.fault(w)
+	f, done := s.fault(w, r)
 	if done {
 		return
 	}
