@@ -57,7 +57,9 @@ them, through OpenAI's completions with echo + logprobs (lm-evaluation-harness's
 local-completions), vLLM's prompt_logprobs, SGLang's /generate with token_ids_logprob,
 and /tokenize, /detokenize, /tokenizer_info, /v1/models, /version, /health. It binds
 127.0.0.1 unless --host says otherwise, runs one request at a time with --queue more
-waiting (429 beyond), and stops on SIGINT or SIGTERM once the requests in flight end.`
+waiting (429 beyond), and stops on SIGINT or SIGTERM once the requests in flight end.
+The longest prompt is --kv-len tokens (default: the model's training context, at most
+4096). docs/serving.md has lm-eval's command line against it.`
 	a := bindServe(fs)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		if err := kernels.CPUError(); err != nil {
@@ -86,7 +88,7 @@ func bindServe(fs *pflag.FlagSet) *serveArgs {
 	fs.Int64Var(&a.maxBody, "max-body", serve.DefaultMaxBody, "the largest request body, in bytes (413 beyond)")
 	fs.IntVar(&a.maxPrompts, "max-prompts", serve.DefaultMaxPrompts, "prompts in one request, at most")
 	fs.IntVar(&a.maxLogprobs, "max-logprobs", serve.DefaultMaxLogprobs, "top log-probabilities per position, at most (logprobs, prompt_logprobs, top_logprobs_num)")
-	fs.BoolVar(&a.tokenizeBOS, "tokenize-bos", false, "/tokenize adds BOS when the vocabulary asks for it, even when the request says add_special_tokens false\n"+
+	fs.BoolVar(&a.tokenizeBOS, "tokenize-bos", false, "make /tokenize add BOS when the vocabulary asks for it, even to a request that says add_special_tokens false\n"+
 		"(lm-eval's remote tokenizer always does: with this its log-likelihood requests start with BOS, as score's windows do)")
 	fs.DurationVar(&a.grace, "shutdown-grace", 30*time.Second, "on SIGINT/SIGTERM, how long the requests in flight may take before they are cut")
 	return a
