@@ -55,7 +55,7 @@ test-long:
 	@t0=$$(date +%s); GO=$(GO) scripts/test-levels.sh --long $(TESTFLAGS) && echo "test-long: levels $$(($$(date +%s) - t0))s"
 
 test-race:
-	$(GO) test -race $(TESTFLAGS) ./scoring/... ./workbench/... ./results/... ./tui ./hip
+	$(GO) test -race $(TESTFLAGS) ./scoring/... ./workbench/... ./results/... ./tui ./hip ./serve/... ./served/...
 
 # The arm64 build's kernels and engine tests, short mode, under qemu-user.
 test-arm64:
