@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -204,9 +206,34 @@ func (e *Engine) detect(ctx context.Context, api string) error {
 		return fmt.Errorf("%w %s: /v1/models lists no model", ErrServer, e.c.base)
 	}
 	if e.maxTopK == 0 && e.api == APIVLLM {
-		e.maxTopK = VLLMMaxTopK
+		e.maxTopK = e.vllmMaxLogprobs(ctx)
 	}
 	return nil
+}
+
+// maxAllowed reads vLLM's refusal of too many prompt log-probabilities
+// ("… which is greater than max allowed: 20").
+var maxAllowed = regexp.MustCompile(`max allowed: (\d+)`)
+
+// vllmMaxLogprobs asks vLLM for its --max-logprobs: a two-token prompt
+// with scoring.MaxTopK prompt log-probabilities is answered, or refused
+// naming the limit; vLLM's default (20) when the answer says neither.
+func (e *Engine) vllmMaxLogprobs(ctx context.Context) int {
+	k := scoring.MaxTopK
+	var resp vllmResp
+	err := e.c.do(ctx, "/v1/completions", completionsReq{Model: e.model, Prompt: []int32{0, 1}, MaxTokens: 1, PromptLogprobs: &k}, &resp)
+	var se *statusError
+	switch {
+	case err == nil:
+		return k
+	case errors.As(err, &se) && se.status == http.StatusBadRequest:
+		if m := maxAllowed.FindStringSubmatch(se.body); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+				return min(n, scoring.MaxTopK)
+			}
+		}
+	}
+	return VLLMMaxTopK
 }
 
 // tokenizeReq is /tokenize's request (vLLM's and SGLang's share it).
