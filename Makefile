@@ -117,7 +117,9 @@ oracle-hybrid:
 # The prepared device check (issue 12): kernels against their CPU twins,
 # PPL against the CPU backend, one summary line per check. gpu-check-build
 # runs here; on the device machine run `bash scripts/gpu-check.sh run`
-# carrying bin/gpu-check (see the script).
+# carrying bin/gpu-check (see the script). With GPU_EMU=1 it runs on the
+# emulated CUDA runtime and prints the weight traffic of the stories260K
+# F32, Q8_0 and Q4_K_M files' passes, R/(W·P) (docs/gpu-numbers.md).
 gpu-check-build:
 	@GO=$(GO) scripts/gpu-check.sh build
 

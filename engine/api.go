@@ -70,6 +70,9 @@ type Config struct {
 	CPUFeatures string            `json:"cpu_features"`      // what the kernels could use ("avx2 fma f16c")
 	CPULevel    string            `json:"cpu_level"`         // PLEXBENCH_CPU in force: "native" or the masked level
 	Model       ModelInfo         `json:"model"`
+	// DeviceTraffic is the weight traffic of the device's passes, only on
+	// a device that counts it (the emulated one under PLEXBENCH_EMU_TRAFFIC=1).
+	DeviceTraffic *DeviceTraffic `json:"device_traffic,omitempty"`
 	// FlashPrefill is every FlashPrefill parameter, when it ran.
 	FlashPrefill *kernels.FlashPrefill `json:"flashprefill,omitempty"`
 }

@@ -173,6 +173,7 @@ func (s *deviceState) config(c *Config) {
 	if s.blas != nil {
 		c.DeviceBLAS = s.blas.String()
 	}
+	c.DeviceTraffic = s.stack.trafficReport()
 }
 
 // close releases the device's buffers and modules.

@@ -162,6 +162,7 @@ type deviceStack struct {
 	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
 	embd                                         devMatrix  // token_embd; zero when the CPU embeds
 	fp                                           devFlashPrefill
+	traffic                                      deviceTraffic // the weight-traffic count (devicetraffic.go)
 }
 
 // deviceStackOps are the ops a device stack runs.
@@ -361,6 +362,9 @@ func (st *deviceStack) uploadAll(vs []vecUp, ms []matUp) error {
 		}
 		var err error
 		if *w.dst, err = st.matrix(w.src); err != nil {
+			return err
+		}
+		if err := st.markWeights(*w.dst); err != nil {
 			return err
 		}
 	}

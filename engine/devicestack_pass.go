@@ -19,6 +19,7 @@ func (st *deviceStack) forward(p *pass) error {
 	e, half := hp.nEmbd, hp.nRot/2
 	s := st.s
 	st.err = nil
+	st.traffic.passes.Add(1)
 	if st.embd.b.Len() > 0 {
 		st.send("tokens", st.tok, kernels.BytesOf(p.tokens))
 		st.embed(p.n)

@@ -7,11 +7,11 @@ package engine
 
 type qwen3 struct{ dense }
 
-func loadQwen3(ld *loader, hp *hparams) *qwen3 {
-	m := &qwen3{loadDense(ld, hp, denseParts{qkNorm: true})}
+func loadQwen3(m *Model, ld *loader) *qwen3 {
+	q := &qwen3{loadDense(ld, m.hp, denseParts{qkNorm: true})}
 	// A reranker's classification head, which llama.cpp loads when present
 	// and language modelling does not use.
 	ld.skip("cls_out.weight")
 	ld.skip("cls_out.bias")
-	return m
+	return q
 }

@@ -28,7 +28,9 @@ type qwen35 struct {
 	layers []qwen35Layer
 }
 
-func loadQwen35(ld *loader, hp *hparams) *qwen35 {
+func loadQwen35(model *Model, ld *loader) *qwen35 {
+	hp := model.hp
+	model.rs = newRecurrentState(hp) // the GDN layers' state, beside the KV cache
 	m := &qwen35{hp: hp, layers: make([]qwen35Layer, hp.nLayer)}
 	e, hd := hp.nEmbd, hp.headDim
 	ld.skipBlocks(hp.nLayer, hp.nLayerAll) // the MTP blocks: known, never run

@@ -71,7 +71,7 @@ const (
 )
 
 var (
-	cublasMajors  = []int{13, 12, 11}
+	cublasMajors  = []string{"13", "12", "11"}
 	rocblasMajors = []int{5, 4, 3, 0} // rocBLAS 5 (ROCm 7), 4 (ROCm 6), 3 (5.6–5.7), 0 (≤ 5.5)
 )
 

@@ -21,7 +21,7 @@ var compileTargets = []struct {
 	warp int
 }{{"gfx1030", 32}, {"gfx90a", 64}}
 
-const childEnv = "PLEXBENCH_COMPILE_CHILD" // "file|arch|warp" for the child process
+const childEnv = "PLEXBENCH_COMPILE_CHILD" // "file|arch|warp[|out[|option]]" for the child process (out: where the code object goes)
 
 // TestCompileKernelsHIPRTC compiles every device source with hiprtc for
 // gfx1030 (wave32) and gfx90a (wave64), no GPU needed, each compile in a
@@ -114,7 +114,11 @@ func TestCompileChild(t *testing.T) {
 			}
 		}
 	}
-	code, log, err := c.Compile(Program{Name: file, Source: src, Options: []string{"-DWARP=" + warp}}, arch)
+	opts := []string{"-DWARP=" + warp}
+	if len(parts) > 4 {
+		opts = append(opts, parts[4])
+	}
+	code, log, err := c.Compile(Program{Name: file, Source: src, Options: opts}, arch)
 	if err != nil {
 		fmt.Println("RESULT", err)
 		t.Fatal(err)
@@ -122,6 +126,12 @@ func TestCompileChild(t *testing.T) {
 	if missing := missingSymbols(code, entries); missing != "" {
 		fmt.Println("RESULT", missing)
 		t.Fatal(missing)
+	}
+	if len(parts) > 3 {
+		if err := os.WriteFile(parts[3], code, 0o644); err != nil {
+			fmt.Println("RESULT", err)
+			t.Fatal(err)
+		}
 	}
 	warn := ""
 	if log != "" {

@@ -97,7 +97,7 @@ func openHIPRTC(hip *library, runtimeVersion int) (*Compiler, error) {
 	c.Version = fmt.Sprintf("hiprtc %d.%d (HIP runtime %d)", ma, mi, runtimeVersion)
 	// hiprtcVersion is a constant; the runtime version and the files
 	// (hiprtc's library and comgr beside it) identify the compiler.
-	c.ident = c.Version + " " + fileIdentity(c.Path)
+	c.ident = c.Version + " " + fileIdentity(c.Path) + emulatorIdent(lib)
 	if comgr, _ := filepath.Glob(filepath.Join(filepath.Dir(c.Path), "libamd_comgr.so.*")); len(comgr) > 0 {
 		c.ident += " " + fileIdentity(comgr[0])
 	}
@@ -123,7 +123,7 @@ func openNVRTC(env Env, driverMajor int) (*Compiler, error) {
 	var ma, mi int32
 	c.api.version(&ma, &mi)
 	c.Version = fmt.Sprintf("nvrtc %d.%d", ma, mi)
-	c.ident = c.Version + " " + fileIdentity(c.Path)
+	c.ident = c.Version + " " + fileIdentity(c.Path) + emulatorIdent(lib)
 	if b, _ := filepath.Glob(filepath.Join(filepath.Dir(c.Path), fmt.Sprintf("libnvrtc-builtins.so.%d.*", ma))); len(b) > 0 {
 		purego.Dlopen(b[0], purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	}
@@ -232,4 +232,17 @@ func firstLines(s string, n int) string {
 		}
 	}
 	return strings.Join(out, " | ")
+}
+
+// emulatorIdent is what the emulated compiler (hip/emu) says changes its
+// code beyond its file (its traffic hooks), for the cache key; "" for a
+// vendor's compiler.
+func emulatorIdent(lib *library) string {
+	p, err := lib.sym("pbemu_rtc_ident")
+	if err != nil {
+		return ""
+	}
+	var ident func() string
+	purego.RegisterFunc(&ident, p)
+	return " " + ident()
 }

@@ -151,7 +151,9 @@ func cudaCandidates(env Env) []string {
 	return []string{"libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"}
 }
 
-var nvrtcMajors = []int{13, 12}
+// nvrtcSonames are NVRTC's SONAME versions, newest first: every 11.x
+// release (Debian 12's non-free 11.8 included) is libnvrtc.so.11.2.
+var nvrtcSonames = []string{"13", "12", "11.2"}
 
 // nvrtcCandidates lists libnvrtc paths in cuda-pathfinder's order: the
 // override; NVIDIA's wheels under a named prefix ($PLEXBENCH_CUDA_PREFIX,
@@ -160,17 +162,17 @@ var nvrtcMajors = []int{13, 12}
 // first. Majors above the driver's (driverMajor > 0) go last: an NVRTC
 // newer than the driver emits code it cannot load.
 func nvrtcCandidates(env Env, driverMajor int) []string {
-	return toolkitCandidates(env, driverMajor, EnvNVRTCLib, "libnvrtc", nvrtcMajors, func(sp string) []string {
+	return toolkitCandidates(env, driverMajor, EnvNVRTCLib, "libnvrtc", nvrtcSonames, func(sp string) []string {
 		return []string{filepath.Join(sp, "nvidia", "cu13", "lib", "libnvrtc.so.13"),
 			filepath.Join(sp, "nvidia", "cuda_nvrtc", "lib", "libnvrtc.so.12")}
 	})
 }
 
 // toolkitCandidates is the CUDA toolkit search order for lib.so.N, N in
-// majors (nvrtcCandidates says it): the override variable alone when set;
+// sonames (nvrtcCandidates says it): the override variable alone when set;
 // wheels(site-packages) under each named prefix; the bare SONAMEs; the
 // toolkit directories. Majors above driverMajor (when > 0) go last.
-func toolkitCandidates(env Env, driverMajor int, override, lib string, majors []int, wheels func(sitePackages string) []string) []string {
+func toolkitCandidates(env Env, driverMajor int, override, lib string, sonames []string, wheels func(sitePackages string) []string) []string {
 	if p := env.getenv(override); p != "" {
 		return []string{p}
 	}
@@ -187,8 +189,8 @@ func toolkitCandidates(env Env, driverMajor int, override, lib string, majors []
 		}
 	}
 	add := func(dir string) {
-		for _, m := range majors {
-			name := lib + ".so." + strconv.Itoa(m)
+		for _, m := range sonames {
+			name := lib + ".so." + m
 			if dir != "" {
 				name = filepath.Join(dir, name)
 			}

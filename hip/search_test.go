@@ -72,11 +72,11 @@ func TestCUDASearchOrder(t *testing.T) {
 	want := []string{
 		"/v/lib/python3.12/site-packages/nvidia/cu13/lib/libnvrtc.so.13",
 		"/v/lib/python3.12/site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12",
-		"libnvrtc.so.13", "libnvrtc.so.12",
-		"/ch/lib64/libnvrtc.so.13", "/ch/lib64/libnvrtc.so.12",
-		"/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12",
-		"/usr/local/cuda-13.0/lib64/libnvrtc.so.13", "/usr/local/cuda-13.0/lib64/libnvrtc.so.12",
-		"/usr/local/cuda-12.4/lib64/libnvrtc.so.13", "/usr/local/cuda-12.4/lib64/libnvrtc.so.12",
+		"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", // 11.x's SONAME (Debian 12's non-free NVRTC 11.8)
+		"/ch/lib64/libnvrtc.so.13", "/ch/lib64/libnvrtc.so.12", "/ch/lib64/libnvrtc.so.11.2",
+		"/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so.11.2",
+		"/usr/local/cuda-13.0/lib64/libnvrtc.so.13", "/usr/local/cuda-13.0/lib64/libnvrtc.so.12", "/usr/local/cuda-13.0/lib64/libnvrtc.so.11.2",
+		"/usr/local/cuda-12.4/lib64/libnvrtc.so.13", "/usr/local/cuda-12.4/lib64/libnvrtc.so.12", "/usr/local/cuda-12.4/lib64/libnvrtc.so.11.2",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -84,7 +84,7 @@ func TestCUDASearchOrder(t *testing.T) {
 	// A CUDA 12 driver: every 13 goes after every 12, order kept otherwise.
 	got = nvrtcCandidates(env, 12)
 	for i, c := range got {
-		if soMajor(c) == 13 && i < 6 {
+		if soMajor(c) == 13 && i < 9 {
 			t.Errorf("driver 12: %s at %d, before the 12s", c, i)
 		}
 	}

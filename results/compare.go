@@ -325,12 +325,12 @@ func (g CompareGroup) dropOrder() []string {
 	case g.IsChoice():
 		return []string{"prefill tok/s", "bpw", "kv", "tasks", "#"}
 	}
-	return []string{"KLD max", "Δp", "prefill tok/s", "bits/byte ±", "KLD p99", "bpw", "ΔPPL ±", "kv", "same top ±", "#"}
+	return []string{"KLD max", "Δp", "prefill tok/s", "bits/byte ±", "KLD p99", "#", "bpw", "ΔPPL ±", "kv", "same top ±"}
 }
 
 // Table is g's table, to be fitted to a width.
 func (g CompareGroup) Table() Table {
-	t := Table{Header: g.Header(), Drop: g.dropOrder(), Squeeze: "model", MinSqueeze: 16}
+	t := Table{Header: g.Header(), Drop: g.dropOrder(), Squeeze: "model", MinSqueeze: 20}
 	for i := range g.Rows {
 		t.Rows = append(t.Rows, g.RowCells(i))
 	}

@@ -168,6 +168,7 @@ func flattenValue(out []idField, prefix string, v any) []idField {
 var placementFields = []string{
 	"config.backend", "config.device_arch", "config.device_ops", "config.device_blas",
 	"config.cpu_fallback_allowed", "config.cpu_fallback_ops",
+	"config.device_traffic.weight_bytes", "config.device_traffic.weight_read_bytes", "config.device_traffic.passes",
 }
 
 // mismatch names the first field where the journal (j) and this run (r)

@@ -445,6 +445,7 @@ func (r *runner) report(reason string, err error) (Report, error) {
 		Stride: plan.Stride, ChunkLimit: plan.ChunkLimit, WindowsTotal: len(plan.Windows),
 		Config: r.cfg, Text: req.TextPath, Partial: err != nil, PartialReason: reason,
 	}
+	rep.Config.DeviceTraffic = r.eng.Config().DeviceTraffic // counted over the run, not at its start
 	sum := TokenIDsSHA256(r.tokens)
 	rep.TokenIDsSHA256 = hex.EncodeToString(sum[:])
 	if r.mismatch != "" {

@@ -37,6 +37,12 @@
 #   kld         the F32 file on the GPU against a base the CPU recorded:
 #               mean KLD below 1e-6
 #   prefill     prefill tok/s of the F32 file, CPU and GPU (timed, not judged)
+#   traffic:*   with GPU_EMU=1 only (the emulator counts what kernels load,
+#               PLEXBENCH_EMU_TRAFFIC=1): the stories260K F32, Q8_0 and
+#               Q4_K_M files scored on the device, one window in ubatches of
+#               GPU_CHECK_TRAFFIC_UB (32); R/(W·P) from the report's
+#               config.device_traffic, the times a weight byte is loaded
+#               per pass (printed, not judged; docs/gpu-numbers.md)
 #   torch:*, time:*  prefill at ctx 4096 of the Qwen3-0.6B shape (F16, Q8_0)
 #               and the Qwen3-8B shape (Q4_K_M, F16), written by benchmodel,
 #               on the device; PyTorch eager bf16 of the same shapes
@@ -55,7 +61,7 @@
 # step under its own timeout cut to what is left; a check that finds too
 # little time left says SKIP. Variables: GPU_CHECK_QUICK=1 skips the
 # timings; GPU_CHECK_STEPS picks steps (default "kernels scores archs
-# flashprefill kld timings"; devices always runs); GPU_CHECK_CTX (scored windows, 512; emulated 64),
+# flashprefill kld traffic timings"; devices always runs); GPU_CHECK_CTX (scored windows, 512; emulated 64),
 # GPU_CHECK_FP_CTX (4096; emulated 1024), GPU_CHECK_TIME_CTX (4096),
 # GPU_CHECK_TIME_SHAPES ("qwen3-0.6b qwen3-8b"), GPU_CHECK_06B_LAYERS (28),
 # GPU_CHECK_8B_LAYERS (36: the 8B F16 file is 16.4 GB, ~20 s to write at
@@ -104,7 +110,7 @@ top() { sed -n "s/^  \"$1\": *\([0-9.eE+-]*\),*$/\1/p" "$2" | head -1; }
 field() { sed -n "s/^ *\"$1\": *\([0-9.eE+-]*\),*$/\1/p" "$2" | head -1; }
 
 # want STEP: whether GPU_CHECK_STEPS (default all) names STEP.
-want() { [[ " ${GPU_CHECK_STEPS:-kernels scores archs flashprefill kld timings} " == *" $1 "* ]]; }
+want() { [[ " ${GPU_CHECK_STEPS:-kernels scores archs flashprefill kld traffic timings} " == *" $1 "* ]]; }
 
 # limit N: N seconds, or what is left of the budget less a margin if that
 # is less; 0 when under 10 s are left.
@@ -214,6 +220,7 @@ run() {
   want archs && tiny_archs
   want flashprefill && flashprefill
   want kld && kld_and_prefill
+  want traffic && traffic
   want timings && timings
   summary total "$([ "$fails" -eq 0 ] && echo PASS || echo "FAIL ($fails failed)") in $((SECONDS - started)) s"
   rm -rf "$log"
@@ -270,6 +277,34 @@ tiny_archs() {
     devx=(--no-cpu-fallback)
     score_pair "arch:${a%-tiny}/$typ"
     rm -f "$m"
+  done
+}
+
+# traffic: R/(W·P) of the device's products, on the emulated device only.
+traffic() {
+  local ub=${GPU_CHECK_TRAFFIC_UB:-32} typ m secs w r p
+  if [ -z "$emu" ]; then
+    summary traffic "SKIP counted only on the emulated device (GPU_EMU=1)"
+    return
+  fi
+  for typ in f32 q8_0 q4_k_m; do
+    m=$out/models/stories260K-$typ.gguf
+    if [ ! -e "$m" ]; then
+      summary "traffic:$typ" "SKIP no ${m##*/}"
+      continue
+    fi
+    secs=$(limit 300)
+    if ! PLEXBENCH_EMU_TRAFFIC=1 pb_score traffic "$secs" --model "$m" --perplexity-chunks 1 --perplexity-ctx "$ctx" \
+      --ubatch-size "$ub" --kv-cache-dtype f32 --backend cuda --no-cpu-fallback; then
+      fail "traffic:$typ" "$(why traffic)"
+      continue
+    fi
+    w=$(field weight_bytes "$log/traffic.json") r=$(field weight_read_bytes "$log/traffic.json") p=$(field passes "$log/traffic.json")
+    if [ -z "$w" ] || [ -z "$r" ] || [ -z "$p" ]; then
+      fail "traffic:$typ" "no config.device_traffic in the report"
+      continue
+    fi
+    summary "traffic:$typ" "R/(W·P) $(awk -v w="$w" -v r="$r" -v p="$p" 'BEGIN { printf "%.2f", r / (w * p) }') (W $w bytes, R $r, P $p passes of ubatch $ub)"
   done
 }
 

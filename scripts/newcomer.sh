@@ -11,7 +11,8 @@
 #   3. checks that every relative link in README.md and docs/*.md names a
 #      file that exists.
 # `make demo` (run in step 1) and `make test` (CI's own stage) are not run
-# again. `go install` goes to a temporary GOBIN that is put first on PATH, so
+# again, nor a command that ends in a `# newcomer: skip (why)` comment (a
+# server that runs until stopped: its own tests exercise it). `go install` goes to a temporary GOBIN that is put first on PATH, so
 # `plexbench` is the clone's. A few minutes at most; the Go build cache is
 # shared. NEWCOMER_KEEP=1 keeps the folder (each block's output in
 # newcomer-logs/).
@@ -77,6 +78,7 @@ for cmdfile in $(ls "$logs"/block*.sh 2>/dev/null | sort -V); do
     case "$c" in
     '' | '#'*) continue ;;
     'make demo'* | 'make test'*) say "skip: $c (run above / CI's test stage)"; continue ;;
+    *'# newcomer: skip'*) say "skip: $c"; continue ;;
     esac
     t0=$SECONDS
     rc=0

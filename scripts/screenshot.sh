@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's screenshot, from a real run: the TUI's A/B of the embedded
-# demo model (f32 against f16 KV cache) in a 100×32 tmux pane, captured with
+# demo model (f32 against f16 KV cache, ctx 128) in a 100×32 tmux pane, captured with
 # its colours when the verdict is on screen and drawn as SVG by Charm's
 # freeze (go install github.com/charmbracelet/freeze@v0.2.2). Needs tmux.
 #   scripts/screenshot.sh [OUT.svg]   (default docs/tui-ab.svg)
@@ -16,8 +16,8 @@ dir=$(mktemp -d)
 session=plexbench-shot-$$
 trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$dir"' EXIT
 cd "$dir"
-"$bin" profile new f32kv --kv-cache-dtype f32 -o f32kv.toml
-"$bin" profile new f16kv --kv-cache-dtype f16 -o f16kv.toml
+"$bin" profile new f32kv --perplexity-ctx 128 --kv-cache-dtype f32 -o f32kv.toml
+"$bin" profile new f16kv --perplexity-ctx 128 --kv-cache-dtype f16 -o f16kv.toml
 tmux new-session -d -s "$session" -x 100 -y 32 \
   "TERM=xterm-256color COLORTERM=truecolor '$bin' tui --profile f32kv.toml --profile f16kv.toml; sleep 60"
 for _ in $(seq 120); do

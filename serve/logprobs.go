@@ -55,11 +55,11 @@ type scored struct {
 	next  *rowResult
 }
 
-// scoreAll runs jobs on the engine, once a place in the queue and then
-// the engine are had; the engine is free again when it returns, before
-// the response is written, so that a slow reader holds nothing.
+// scoreAll runs jobs on the engine once it is free; the engine is free
+// again when it returns, before the response is written, so that a slow
+// reader holds nothing.
 func (s *Server) scoreAll(ctx context.Context, jobs []*scoreJob) ([]*scored, *apiError) {
-	release, e := s.acquire(ctx)
+	release, e := s.engine(ctx)
 	if e != nil {
 		return nil, e
 	}

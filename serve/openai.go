@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -76,9 +75,6 @@ type promptLogprob struct {
 	DecodedToken string  `json:"decoded_token"`
 }
 
-// requestSeq numbers the responses' ids.
-var requestSeq atomic.Int64
-
 // greedyParams checks the sampling a request asks for: greedy, at most
 // one token (max; nil: 1), one choice, no streaming.
 func greedyParams(maxName string, max *int, temp *float64, n *int, stream bool) (int, *apiError) {
@@ -115,6 +111,11 @@ func (s *Server) topK(param string, k *int) (int, *apiError) {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitScoring()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req completionRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -159,7 +160,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	resp := completionResponse{ID: "cmpl-" + strconv.FormatInt(requestSeq.Add(1), 10), Object: "text_completion",
+	release() // the queue's place: what is left is writing
+	resp := completionResponse{ID: "cmpl-" + strconv.FormatInt(s.seq.Add(1), 10), Object: "text_completion",
 		Created: time.Now().Unix(), Model: s.cfg.ModelName}
 	for i, p := range prompts {
 		resp.Choices = append(resp.Choices, s.choice(i, p, results[i], &req, k, pk))
@@ -181,7 +183,7 @@ func (s *Server) choice(i int, p []int32, sc *scored, req *completionRequest, k,
 		c.Text += s.tok.Piece(sc.next.id)
 	}
 	if req.Logprobs != nil {
-		lps := &completionLogprobs{}
+		lps := &completionLogprobs{TextOffset: []int{}, TokenLogprobs: []*float64{}, Tokens: []string{}, TopLogprobs: []orderedMap{}}
 		add := func(id int32, lp *float64, top orderedMap) {
 			off := 0
 			if n := len(lps.Tokens); n > 0 {

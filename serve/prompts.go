@@ -15,11 +15,119 @@ import (
 // or a list of either. Texts are tokenized as the scoring path tokenizes
 // (BOS when the vocabulary asks and addSpecial; special-token texts never
 // parsed); ids are taken as given. Each prompt must be non-empty, within
-// the context and the vocabulary; a batch holds at most MaxPrompts.
+// the context and the vocabulary; a batch holds at most MaxPrompts. The
+// shape is told from the first bytes and read into typed lists (4 bytes
+// an id, however long the body); a value of the wrong shape is read again
+// generically, when small, to say where it goes wrong.
 func (s *Server) prompts(raw json.RawMessage, param string, addSpecial bool) ([][]int32, *apiError) {
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, badRequest(param, "%s is missing", param)
 	}
+	var out [][]int32
+	var err error
+	var e *apiError
+	switch {
+	case t[0] == '"':
+		var text string
+		if err = json.Unmarshal(t, &text); err == nil {
+			var ids []int32
+			if ids, e = s.text(text, param, addSpecial); e == nil {
+				out = [][]int32{ids}
+			}
+		}
+	case t[0] == '[' && len(bytes.TrimSpace(t[1:])) > 0:
+		switch bytes.TrimSpace(t[1:])[0] {
+		case ']':
+			return nil, badRequest(param, "%s is an empty list", param)
+		case '"':
+			var texts []string
+			if err = json.Unmarshal(t, &texts); err == nil && len(texts) > s.cfg.MaxPrompts {
+				return nil, s.tooMany(param, len(texts))
+			}
+			for i := 0; err == nil && e == nil && i < len(texts); i++ {
+				var ids []int32
+				if ids, e = s.text(texts[i], param+"["+strconv.Itoa(i)+"]", addSpecial); e == nil {
+					out = append(out, ids)
+				}
+			}
+		case '[':
+			if err = json.Unmarshal(t, &out); err == nil && len(out) > s.cfg.MaxPrompts {
+				return nil, s.tooMany(param, len(out))
+			}
+			for i := 0; err == nil && e == nil && i < len(out); i++ {
+				e = s.checkIDs(out[i], param+"["+strconv.Itoa(i)+"]")
+			}
+		default:
+			var ids []int32
+			if err = json.Unmarshal(t, &ids); err == nil {
+				out, e = [][]int32{ids}, s.checkIDs(ids, param)
+			}
+		}
+	}
+	switch {
+	case e != nil:
+		return nil, e
+	case err == nil && out != nil:
+		return out, nil
+	case len(t) <= 1<<20:
+		return s.promptsSlow(t, param, addSpecial)
+	}
+	return nil, badRequest(param, "%s: want a text, a list of token ids, or a list of either: %v", param, err)
+}
+
+// idsOf reads a list of token ids, at most limit of them (0: no limit):
+// typed (4 bytes an id), or, for a small value of the wrong shape, read
+// again generically to say which element is wrong.
+func (s *Server) idsOf(raw json.RawMessage, name string, limit int) ([]int32, *apiError) {
+	var ids []int32
+	err := json.Unmarshal(raw, &ids)
+	if err != nil {
+		var v []any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if len(raw) > 1<<20 || dec.Decode(&v) != nil {
+			return nil, badRequest(name, "%s: want a list of token ids: %v", name, err)
+		}
+		for i, x := range v {
+			if _, e := s.tokenID(x, name+"["+strconv.Itoa(i)+"]"); e != nil {
+				return nil, e
+			}
+		}
+		return nil, badRequest(name, "%s: want a list of token ids: %v", name, err)
+	}
+	if limit > 0 && len(ids) > limit {
+		return nil, badRequest(name, "%s names %d ids; at most %d", name, len(ids), limit)
+	}
+	return ids, s.inVocab(ids, name)
+}
+
+// tooMany refuses a batch of n prompts.
+func (s *Server) tooMany(param string, n int) *apiError {
+	return badRequest(param, "%s holds %d prompts; at most %d per request (serve --max-prompts)", param, n, s.cfg.MaxPrompts)
+}
+
+// checkIDs checks one prompt of token ids: its length, then each id.
+func (s *Server) checkIDs(ids []int32, name string) *apiError {
+	if e := s.checkLen(ids, name); e != nil {
+		return e
+	}
+	return s.inVocab(ids, name)
+}
+
+// inVocab refuses an id outside the vocabulary.
+func (s *Server) inVocab(ids []int32, name string) *apiError {
+	for i, id := range ids {
+		if id < 0 || int(id) >= s.vocab {
+			return badRequest(name, "%s[%d] is %d: not a token id of this vocabulary (0..%d)", name, i, id, s.vocab-1)
+		}
+	}
+	return nil
+}
+
+// promptsSlow is prompts read generically, for a value of the wrong shape:
+// it says which element is wrong and how.
+func (s *Server) promptsSlow(raw json.RawMessage, param string, addSpecial bool) ([][]int32, *apiError) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -49,7 +157,7 @@ func (s *Server) prompts(raw json.RawMessage, param string, addSpecial bool) ([]
 			}
 		case string, []any:
 			if len(v) > s.cfg.MaxPrompts {
-				return nil, badRequest(param, "%s holds %d prompts; at most %d per request (serve --max-prompts)", param, len(v), s.cfg.MaxPrompts)
+				return nil, s.tooMany(param, len(v))
 			}
 			for i, p := range v {
 				name := param + "[" + strconv.Itoa(i) + "]"

@@ -246,7 +246,7 @@ func TestClientGone(t *testing.T) {
 	fmt.Fprintf(stalled, "POST /v1/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", host, len(body), body)
 	var ok completion
 	postOK(t, url+"/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 1}, &ok)
-	waitFor(t, func() bool { return len(srv.admit) == 0 }, "the stalled request to leave the queue")
+	waitFor(t, func() bool { return len(srv.queue) == 0 }, "the stalled request to leave the queue")
 	postOK(t, url+"/v1/completions", map[string]any{"prompt": "Once upon a time", "max_tokens": 1}, &ok)
 
 	// While running and while queued: a held engine.
@@ -271,17 +271,17 @@ func TestClientGone(t *testing.T) {
 	<-g.started // its prefill waits on the gate
 	queued, stopQueued := context.WithCancel(context.Background())
 	go func() { errc <- send(queued) }()
-	waitFor(t, func() bool { return len(srv.admit) == 2 }, "the second request queued")
+	waitFor(t, func() bool { return len(srv.queue) == 2 }, "the second request queued")
 	stopQueued()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("queued request: %v, want it cancelled", err)
 	}
-	waitFor(t, func() bool { return len(srv.admit) == 1 }, "the queued request's slot freed")
+	waitFor(t, func() bool { return len(srv.queue) == 1 }, "the queued request's slot freed")
 	stopRunning()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("running request: %v, want it cancelled", err)
 	}
-	waitFor(t, func() bool { return len(srv.admit) == 0 && len(srv.run) == 0 }, "the engine freed")
+	waitFor(t, func() bool { return len(srv.queue) == 0 && len(srv.run) == 0 }, "the engine freed")
 	close(g.release)
 	if err := send(context.Background()); err != nil {
 		t.Errorf("after the clients left: %v", err)
@@ -361,5 +361,40 @@ func TestShutdown(t *testing.T) {
 		if _, err := http.Get(url + "/health"); err == nil {
 			t.Errorf("the server still answers after shutdown")
 		}
+	}
+}
+
+// TestLargeBodies: prompts of a megabyte and more are read as typed lists:
+// a million ids is refused for its length, a large batch is scored, and
+// a large value of the wrong shape is refused with what was wanted.
+func TestLargeBodies(t *testing.T) {
+	t.Parallel()
+	m := loadModel(t, "stories260K-q8_0.gguf")
+	_, url := start(t, m, Config{})
+	url += "/v1/completions"
+	million := make([]int32, 1_000_000)
+	for i := range million {
+		million[i] = 300
+	}
+	code, body := post(t, url, map[string]any{"prompt": million, "max_tokens": 0})
+	if code != 400 || !strings.Contains(string(body), "prompt has 1000000 tokens; this server's context holds 128") {
+		t.Errorf("a million ids: %d %s", code, body)
+	}
+	batch := make([][]int32, 256)
+	for i := range batch {
+		batch[i] = million[:testKV]
+	}
+	var c completion
+	postOK(t, url, map[string]any{"prompt": batch, "max_tokens": 0, "logprobs": 0, "echo": true}, &c)
+	if len(c.Choices) != 256 || len(c.Choices[255].Logprobs.TokenLogprobs) != testKV {
+		t.Errorf("a batch of 256: %d choices", len(c.Choices))
+	}
+	wrong := append(make([]any, 0, 3000), "x")
+	for range 3000 {
+		wrong = append(wrong, million[:testKV])
+	}
+	code, body = post(t, url, map[string]any{"prompt": wrong, "max_tokens": 0})
+	if code != 400 || !strings.Contains(string(body), "want a text, a list of token ids, or a list of either") {
+		t.Errorf("a large value of the wrong shape: %d %s", code, body)
 	}
 }

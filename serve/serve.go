@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"plexbench/engine"
@@ -48,6 +49,9 @@ type Engine interface {
 const (
 	maxNamedIDs = 1 << 16
 	maxValues   = 1 << 22
+	// lightRequests bounds the tokenizer requests in flight (their bodies
+	// read at once); more get 429.
+	lightRequests = 16
 )
 
 // Defaults of the limits (Config's zero values).
@@ -112,7 +116,9 @@ type Server struct {
 	idBuf  [][]int32
 	allIDs []int32
 
-	admit chan struct{} // one per request admitted: running or queued
+	seq   atomic.Int64  // numbers the responses' ids
+	queue chan struct{} // one per scoring request admitted: running or queued
+	light chan struct{} // one per tokenizer request in flight
 	run   chan struct{} // the engine, held by the request running
 	mux   map[string]route
 }
@@ -145,7 +151,7 @@ func New(eng Engine, cfg Config) (*Server, error) {
 		cfg.Queue = DefaultQueue
 	}
 	s := &Server{eng: eng, tok: eng.Tokenizer(), cfg: cfg, info: info, vocab: info.VocabSize,
-		created: time.Now().Unix(), admit: make(chan struct{}, cfg.Queue+1), run: make(chan struct{}, 1),
+		created: time.Now().Unix(), queue: make(chan struct{}, cfg.Queue+1), light: make(chan struct{}, lightRequests), run: make(chan struct{}, 1),
 		reqs: make([]engine.RowRequest, engine.HeadRows), res: make([]engine.RowResult, engine.HeadRows),
 		idBuf: make([][]int32, engine.HeadRows)}
 	if s.tok == nil {
@@ -326,21 +332,42 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError
 	return badRequest("", "malformed JSON: %v", err)
 }
 
-// acquire admits a request to the queue and waits for the engine. release
-// frees both; a nil release with an error is a full queue (429) or a
-// client gone before its turn.
-func (s *Server) acquire(ctx context.Context) (release func(), _ *apiError) {
+// admit takes a place in the queue, before the request's body is read
+// (so that the bodies read at once are bounded too): release frees it
+// (once, however often called: a handler frees it when its work is done,
+// before it writes, and again on its way out); a full queue is a 429.
+func (s *Server) admit(sem chan struct{}, what string) (release func(), _ *apiError) {
 	select {
-	case s.admit <- struct{}{}:
+	case sem <- struct{}{}:
+		held := true
+		return func() {
+			if held {
+				held = false
+				<-sem
+			}
+		}, nil
 	default:
-		return nil, errorf(http.StatusTooManyRequests, "TooManyRequests",
-			"the server is busy: 1 request running and %d waiting (serve --queue); retry later", s.cfg.Queue)
+		return nil, errorf(http.StatusTooManyRequests, "TooManyRequests", "the server is busy: %s; retry later", what)
 	}
+}
+
+// admitScoring admits a request that will need the engine.
+func (s *Server) admitScoring() (func(), *apiError) {
+	return s.admit(s.queue, fmt.Sprintf("1 request running and %d waiting (serve --queue)", s.cfg.Queue))
+}
+
+// admitLight admits a request that needs no engine (tokenizing).
+func (s *Server) admitLight() (func(), *apiError) {
+	return s.admit(s.light, fmt.Sprintf("%d tokenizer requests at once", cap(s.light)))
+}
+
+// engine waits for the engine; release frees it. A client gone before
+// its turn leaves the queue.
+func (s *Server) engine(ctx context.Context) (release func(), _ *apiError) {
 	select {
 	case s.run <- struct{}{}:
-		return func() { <-s.run; <-s.admit }, nil
+		return func() { <-s.run }, nil
 	case <-ctx.Done():
-		<-s.admit
 		return nil, errorf(499, "ClientClosedRequest", "client closed the request while queued")
 	}
 }

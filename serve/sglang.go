@@ -67,6 +67,11 @@ func (t triple) MarshalJSON() ([]byte, error) {
 }
 
 func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitScoring()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req generateRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -76,7 +81,6 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	hasText, hasIDs := given(req.Text), given(req.InputIDs)
 	var prompts [][]int32
-	var e *apiError
 	switch {
 	case hasText == hasIDs:
 		return badRequest("input_ids", "give either text or input_ids")
@@ -115,6 +119,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
+	release() // the queue's place: what is left is writing
 	out := make([]generateResponse, len(prompts))
 	for i, p := range prompts {
 		out[i] = s.generateResponse(p, results[i], &jobs[i], req.ReturnTextInLogprobs)
@@ -152,22 +157,16 @@ func (s *Server) generateJob(req *generateRequest, i, n int, batch bool, g *gene
 		return e
 	}
 	if given(req.TokenIDsLogprob) {
-		var ids []json.Number
+		var raw json.RawMessage
 		perPrompt := bytes.HasPrefix(bytes.TrimSpace(req.TokenIDsLogprob), []byte("[["))
-		if e := item(req.TokenIDsLogprob, "token_ids_logprob", i, n, perPrompt, &ids); e != nil {
+		if e := item(req.TokenIDsLogprob, "token_ids_logprob", i, n, perPrompt, &raw); e != nil {
 			return e
 		}
-		if len(ids) > maxNamedIDs {
-			return badRequest("token_ids_logprob", "token_ids_logprob names %d ids; at most %d", len(ids), maxNamedIDs)
+		ids, e := s.idsOf(raw, "token_ids_logprob", maxNamedIDs)
+		if e != nil {
+			return e
 		}
-		g.idsGiven = true
-		for x, v := range ids {
-			id, e := s.tokenID(v, "token_ids_logprob["+strconv.Itoa(x)+"]")
-			if e != nil {
-				return e
-			}
-			g.ids = append(g.ids, id)
-		}
+		g.idsGiven, g.ids = true, ids
 	}
 	switch {
 	case !g.logprob:
@@ -220,7 +219,7 @@ func (s *Server) generateResponse(p []int32, sc *scored, g *generateJob, withTex
 	tri := func(lp float64, id int32) triple { v := finite(lp); return triple{&v, id, text(id)} }
 	out := generateResponse{OutputIDs: []int32{}}
 	meta := map[string]any{
-		"id":                strconv.FormatInt(requestSeq.Add(1), 10),
+		"id":                strconv.FormatInt(s.seq.Add(1), 10),
 		"finish_reason":     map[string]any{"type": "length", "length": g.gen},
 		"prompt_tokens":     len(p),
 		"completion_tokens": g.gen,

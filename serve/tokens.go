@@ -7,9 +7,9 @@ package serve
 // talks to plexbench) and /health.
 
 import (
+	"encoding/json"
 	"net/http"
 	"runtime"
-	"strconv"
 )
 
 type tokenizeRequest struct {
@@ -34,6 +34,11 @@ type tokenizeResponse struct {
 // so that a client that finds those ids by tokenizing their texts
 // (lm-evaluation-harness's remote tokenizer) finds them.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitLight()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req tokenizeRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -76,13 +81,18 @@ func (s *Server) specialText(t string) (int32, bool) {
 }
 
 type detokenizeRequest struct {
-	Model  string `json:"model"`
-	Tokens []any  `json:"tokens"`
+	Model  string          `json:"model"`
+	Tokens json.RawMessage `json:"tokens"`
 }
 
 // detokenize is vLLM's /detokenize: ids to their text, control tokens
 // rendering as nothing.
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) *apiError {
+	release, e := s.admitLight()
+	if e != nil {
+		return e
+	}
+	defer release()
 	var req detokenizeRequest
 	if e := s.decode(w, r, &req); e != nil {
 		return e
@@ -90,16 +100,12 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) *apiError {
 	if e := s.checkModel(req.Model); e != nil {
 		return e
 	}
-	if req.Tokens == nil {
+	if !given(req.Tokens) {
 		return badRequest("tokens", "tokens is missing")
 	}
-	ids := make([]int32, len(req.Tokens))
-	for i, v := range req.Tokens {
-		id, e := s.tokenID(v, "tokens["+strconv.Itoa(i)+"]")
-		if e != nil {
-			return e
-		}
-		ids[i] = id
+	ids, e := s.idsOf(req.Tokens, "tokens", 0)
+	if e != nil {
+		return e
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": s.tok.Decode(ids)})
 	return nil

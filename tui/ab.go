@@ -348,7 +348,7 @@ func (m abModel) sideBySide(s Styles, w int) []string {
 		if k == nil {
 			return "–", "–", "–"
 		}
-		return s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)),
+		return s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)) + s.Dim.Render(" token SE"),
 			pctPM(k.SameTop, k.SameTopUncertainty) + " · Δp " + signedPct(k.MeanDeltaP),
 			fmt.Sprintf("p50 %s p99 %s max %s", small(k.P50), small(k.P99), small(k.Max))
 	}

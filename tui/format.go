@@ -151,10 +151,17 @@ func padRight(s string, w int) string {
 	return s
 }
 
-// spread lays out left and right parts on one line of width w.
+// spread lays out left and right parts on one line of width w; when both
+// do not fit, left gives way (cut at a word's end) so right, a state
+// badge, stays on screen.
 func spread(left, right string, w int) string {
 	gap := w - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
+		if room := w - 1 - lipgloss.Width(right); room >= 8 {
+			left = truncate(left, room)
+			gap = w - lipgloss.Width(left) - lipgloss.Width(right)
+			return left + strings.Repeat(" ", max(1, gap)) + right
+		}
 		return left + " " + right
 	}
 	return left + strings.Repeat(" ", gap) + right

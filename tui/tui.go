@@ -650,10 +650,14 @@ func (m Model) helpPage(w int) string {
 	if m.view == viewHistory {
 		pair("↑/↓", "choose a past run", "enter", "open it in the run view")
 		entry("b", "start a new run of "+m.cfg.Profiles[0].Name+" against the chosen run's kept base")
-		entry("esc", "back; the partial mark ✗ in done is a stopped run")
+		pair("esc", "back", "✗", "in done: stopped before its end")
 	} else {
 		pair("q/esc", "stop after the "+unit+" in flight", "space", "pause/resume between "+unit+"s")
-		pair("", "(nothing running: quit)", "c", "go on past a met stop rule")
+		if m.run.scoresTasks() {
+			entry("", "(nothing running: quit)")
+		} else {
+			pair("", "(nothing running: quit)", "c", "go on past a met stop rule")
+		}
 		pair("s", "save the profile(s)", "h", "history: past runs")
 		if !m.run.scoresTasks() {
 			pair("w", "worst tokens of the finished run", "t", "tokens ↔ windows (worst list)")

@@ -7,9 +7,11 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"plexbench/profiles"
 	"plexbench/results"
@@ -38,6 +40,16 @@ func sweepTable(a, b scoring.Report) results.CompareOutput {
 
 func TestSweepViewGolden(t *testing.T) {
 	a, b := recordings(t)
+	for _, sz := range sizes {
+		suffix := fmt.Sprintf("%dx%d", sz.w, sz.h)
+		golden(t, "sweep_"+suffix, screen(sweepMidway(t, sz.w, sz.h, a, b)))
+	}
+}
+
+// sweepMidway is a sweep of three long-named models at w × h: the base
+// and the first done, the last at window 9.
+func sweepMidway(t *testing.T, w, h int, a, b recording) Model {
+	t.Helper()
 	p := a.Profile
 	p.Name = "quants"
 	sj := workbench.SweepJob{Job: workbench.Job{Profile: p}, BaseModel: "../models/Qwen3-30B-A3B-Instruct-2507-F16.gguf",
@@ -55,24 +67,50 @@ func TestSweepViewGolden(t *testing.T) {
 		}
 		return msg
 	}
-	for _, sz := range sizes {
-		suffix := fmt.Sprintf("%dx%d", sz.w, sz.h)
-		m := newTestModel(t, sz.w, sz.h, Config{Sweep: &sj, Sweeper: never})
-		for i, r := range []recording{a, b} {
-			m = step(m, ev(workbench.SweepModelStarted, i, nil, nil))
-			for _, e := range r.Events {
-				m = step(m, ev(workbench.SweepModelRun, i, &e, nil))
-			}
-			m = step(m, ev(workbench.SweepModelDone, i, nil, &r.Report))
+	m := newTestModel(t, w, h, Config{Sweep: &sj, Sweeper: never})
+	for i, r := range []recording{a, b} {
+		m = step(m, ev(workbench.SweepModelStarted, i, nil, nil))
+		for _, e := range r.Events {
+			m = step(m, ev(workbench.SweepModelRun, i, &e, nil))
 		}
-		m = step(m, ev(workbench.SweepModelStarted, 2, nil, nil))
-		for _, e := range b.Events {
-			if e.Kind == scoring.EventWindowDone && e.Window.Index >= 9 || e.Kind == scoring.EventFinished {
-				break
-			}
-			m = step(m, ev(workbench.SweepModelRun, 2, &e, nil))
+		m = step(m, ev(workbench.SweepModelDone, i, nil, &r.Report))
+	}
+	m = step(m, ev(workbench.SweepModelStarted, 2, nil, nil))
+	for _, e := range b.Events {
+		if e.Kind == scoring.EventWindowDone && e.Window.Index >= 9 || e.Kind == scoring.EventFinished {
+			break
 		}
-		golden(t, "sweep_"+suffix, screen(m))
+		m = step(m, ev(workbench.SweepModelRun, 2, &e, nil))
+	}
+	return m
+}
+
+// TestMoreViewsFit: the sweep, history, help and worst views fit the
+// terminal exactly at every size, small ones included.
+func TestMoreViewsFit(t *testing.T) {
+	a, b := recordings(t)
+	pb, base, rep, path := worstFixture(t)
+	for _, sz := range []struct{ w, h int }{{80, 24}, {140, 45}, {100, 30}, {60, 16}, {40, 10}, {200, 60}} {
+		views := map[string]Model{"sweep": sweepMidway(t, sz.w, sz.h, a, b)}
+		m := newTestModel(t, sz.w, sz.h, Config{Profiles: []profiles.Profile{pb}, Base: base})
+		m = step(m, doneMsg{id: 1, rep: rep, saved: true, files: results.Run{Report: path}})
+		views["help"] = step(m, tea.KeyPressMsg{Code: '?', Text: "?"})
+		views["worst"] = step(m, tea.KeyPressMsg{Code: 'w', Text: "w"})
+		h := step(m, tea.KeyPressMsg{Code: 'h', Text: "h"})
+		long := b.Report
+		long.Config.Model.Path = "../models/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL.gguf"
+		views["history"] = step(h, historyMsg{entries: []results.Entry{{Report: "r.json", Profile: pb, HasProfile: true, Run: long}}})
+		for name, v := range views {
+			lines := strings.Split(screen(v), "\n")
+			if len(lines) != sz.h {
+				t.Errorf("%s %dx%d: %d lines", name, sz.w, sz.h, len(lines))
+			}
+			for i, l := range lines {
+				if w := lipgloss.Width(l); w > sz.w {
+					t.Errorf("%s %dx%d: line %d is %d wide: %q", name, sz.w, sz.h, i, w, l)
+				}
+			}
+		}
 	}
 }
 
@@ -87,5 +125,25 @@ func TestRunHelpGolden(t *testing.T) {
 		m = finish(m, 1, a, "f32kv_fake_a")
 		m = step(m, tea.KeyPressMsg{Code: '?', Text: "?"})
 		golden(t, "help_run_"+suffix, screen(m))
+	}
+}
+
+// TestRunLongNamesGolden: a long model name gives way in its middle and a
+// long description at a word's end, and the state badge stays on screen.
+func TestRunLongNamesGolden(t *testing.T) {
+	a, _ := recordings(t)
+	p := a.Profile
+	p.Model = "../models/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL.gguf"
+	p.Description = "dense attention, f32 KV cache, the reference every other profile of this sweep is compared with"
+	for _, sz := range sizes {
+		suffix := fmt.Sprintf("%dx%d", sz.w, sz.h)
+		m := newTestModel(t, sz.w, sz.h, Config{Profiles: []profiles.Profile{p}})
+		m = feed(m, 1, a, 0, -1)
+		m = finish(m, 1, a, "f32kv_fake_a")
+		s := screen(m)
+		if first := strings.Split(s, "\n")[0]; !strings.Contains(first, "DONE") {
+			t.Errorf("%s: the badge is off the title line %q", suffix, first)
+		}
+		golden(t, "run_long_names_"+suffix, s)
 	}
 }

@@ -38,11 +38,6 @@ type Checked struct {
 // Run's own errors.
 func Check(j Job) (Checked, error) {
 	var c Checked
-	if len(j.Profile.Corpora) > 1 {
-		if err := checkCorpora(j); err != nil {
-			return c, err // as RunCorpora refuses them
-		}
-	}
 	if err := j.Files().Check(); err != nil {
 		return c, err
 	}
@@ -117,13 +112,32 @@ func modelName(model string) string {
 	return filepath.Base(model)
 }
 
+// CheckCorpora is Check for RunCorpora: a job of several corpora is
+// refused as RunCorpora refuses it, else checked as its first corpus's
+// run (the others are scored alike), each corpus a readable file.
+func CheckCorpora(j Job) (Checked, error) {
+	cs := j.Profile.Corpora
+	if len(cs) <= 1 {
+		return Check(j)
+	}
+	if err := checkCorpora(j); err != nil {
+		return Checked{}, err
+	}
+	if err := checkInputs(j.Profile); err != nil {
+		return Checked{}, err
+	}
+	for _, in := range cs {
+		if _, err := outfile.StatInput(in); err != nil {
+			return Checked{}, err
+		}
+	}
+	j.Profile.Text, j.Profile.Corpora = cs[0], nil
+	return Check(j)
+}
+
 // checkGeometry is the ctx j's run takes, or the geometry's refusal:
 // against the header of the base it compares with, within kvLen.
 func checkGeometry(j Job, kvLen int) (int, error) {
-	if len(j.Profile.Corpora) > 1 {
-		// RunCorpora scores them one run each, in one geometry.
-		j.Profile.Text, j.Profile.Corpora = j.Profile.Corpora[0], nil
-	}
 	req, err := request(j)
 	if err != nil {
 		return 0, err

@@ -111,7 +111,7 @@ func tuiStart(t *testing.T, args ...string) (screen string, runs int32) {
 
 // TestTUIABRefusesBeforeA: the TUI's A/B checks both sides before A
 // starts and shows the refusal on screen, naming the side and the reason;
-// no run starts.
+// no run starts. A single run is checked alike.
 func TestTUIABRefusesBeforeA(t *testing.T) {
 	t.Parallel()
 	a, b := impossiblePair(t)
@@ -119,6 +119,11 @@ func TestTUIABRefusesBeforeA(t *testing.T) {
 	if runs != 0 || !strings.Contains(screen, "REFUSED") || !strings.Contains(screen, "not started: B (q8kv, "+b+") cannot run, so neither side was started: ") ||
 		!strings.Contains(screen, q8Reason) || !strings.Contains(screen, "nothing was scored") {
 		t.Fatalf("tui A/B with an impossible B: %d runs; screen:\n%s", runs, screen)
+	}
+	// One run: refused on screen the same way, before it starts.
+	screen, runs = tuiStart(t, "--profile", b)
+	if runs != 0 || !strings.Contains(screen, "FAILED") || !strings.Contains(screen, q8Reason) {
+		t.Fatalf("tui with an impossible run: %d runs; screen:\n%s", runs, screen)
 	}
 }
 
@@ -142,5 +147,18 @@ func TestCtxTrainWarning(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "score", "--quiet", "--perplexity-ctx", "128", "--perplexity-chunks", "1"); code != 0 || stderr != "" {
 		t.Fatalf("score at the trained ctx: exit %d, stderr %q", code, stderr)
+	}
+	// ab: once for both sides.
+	dir := t.TempDir()
+	prof := func(name, kv string) string {
+		p := filepath.Join(dir, name+".toml")
+		if code, _, stderr := runCLI(t, "profile", "new", name, "--perplexity-ctx", "256", "--perplexity-chunks", "2", "--kv-cache-dtype", kv, "-o", p); code != 0 {
+			t.Fatalf("profile new: %s", stderr)
+		}
+		return p
+	}
+	code, _, stderr = runCLI(t, "ab", "--quiet", "--profile", prof("f16kv", "f16"), "--profile", prof("f32kv", "f32"))
+	if code != 0 || strings.Count(stderr, want) != 1 || !strings.HasPrefix(stderr, "plexbench: warning: A and B: "+want) {
+		t.Fatalf("ab at ctx 256: exit %d, stderr %q", code, stderr)
 	}
 }

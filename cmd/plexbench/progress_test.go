@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +61,27 @@ func TestFinalLineKLD(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(final, " tokens; KLD ") || !strings.Contains(final, " (token SE), same top ") {
 		t.Fatalf("exit %d; the final line %q of:\n%s", code, final, stderr)
+	}
+}
+
+// TestFewerChunksThanBase: a complete base gives a run of fewer chunks its
+// first windows (saying so in the report); more chunks than the base holds
+// are refused, saying what to give.
+func TestFewerChunksThanBase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base := filepath.Join(dir, "f32.kld")
+	if code, _, stderr := runCLI(t, "score", "--quiet", "--model", stories(t, "f32"), "--perplexity-ctx", "128",
+		"--perplexity-chunks", "4", "--perplexity-kld-base-out", base, "-o", filepath.Join(dir, "f32.json")); code != 0 {
+		t.Fatalf("recording the base: %s", stderr)
+	}
+	rep, _ := scoreReport(t, 0, filepath.Join(dir, "q4.json"), "--model", stories(t, "q4_0"), "--perplexity-kld", base, "--perplexity-chunks", "2")
+	if rep.WindowsScored != 2 || rep.KLD == nil || !slices.Contains(rep.Warnings, "compared over the first 2 of the base's 4 windows") {
+		t.Fatalf("2 of the base's 4 chunks: %d windows, warnings %q", rep.WindowsScored, rep.Warnings)
+	}
+	code, _, stderr := runCLI(t, "score", "--quiet", "--model", stories(t, "q4_0"), "--perplexity-kld", base, "--perplexity-chunks", "50")
+	if code == 0 || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "f32.kld holds the first 4 chunks (its chunk limit), this run asks for 50: give --perplexity-chunks 4 or less, or leave it out") {
+		t.Fatalf("50 of the base's 4 chunks: exit %d, %q", code, stderr)
 	}
 }

@@ -49,7 +49,7 @@ func (c *cli) score(j workbench.Job, x scoreFlags) int {
 	if code := c.checkFiles(c.scoreFiles(j, x)); code >= 0 {
 		return code
 	}
-	checked, err := workbench.Check(j)
+	checked, err := workbench.CheckCorpora(j)
 	if err != nil {
 		return c.fail(err)
 	}

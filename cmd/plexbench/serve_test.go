@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"plexbench/internal/shareddata"
+	"plexbench/internal/testtier"
 	"plexbench/scoring"
 )
 
@@ -248,5 +250,37 @@ func TestScoreAgainstServe(t *testing.T) {
 			t.Logf("KLD: named ids %.9g (in process %.9g), top-k overlap %.9g with overlap %.4f",
 				got.KLD.MeanKLD, want.KLD.MeanKLD, k.MeanKLD, *k.TopKOverlap)
 		}
+	}
+}
+
+// TestLongServeDevice: `plexbench serve --backend cuda` on the emulated
+// CUDA device: score --server against it gives the in-process device
+// score's PPL and token hash, and the named-ids KLD against a base equal
+// to the in-process device run's, so the served head (its rows grouped by
+// the request, not by score's windows) reduces as score's does on a
+// device. Long tier: the emulated runs take minutes here; the default
+// tier's TestScoreAgainstServe is the same comparison on the CPU.
+func TestLongServeDevice(t *testing.T) {
+	testtier.SkipUnlessLong(t)
+	emulatedDevice(t, nil)
+	q8 := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
+	f32 := shareddata.Path(t, "models", "stories260K-f32.gguf")
+	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
+	base := filepath.Join(t.TempDir(), "base.kld")
+	common := []string{"--perplexity", text, "--perplexity-ctx", "128", "--perplexity-chunks", "4", "--kv-cache-dtype", "f32"}
+	deviceScore(t, append([]string{"--model", f32, "--perplexity-kld-base-out", base, "--perplexity-kld-top-k", "16"}, common...)...)
+	dev := []string{"--backend", "cuda", "--strict-device-kernels"}
+	want := deviceScore(t, append(append([]string{"--model", q8, "--perplexity-kld", base}, dev...), common...)...)
+	srv := startServe(t, os.Getenv, append([]string{"--model", q8, "--kv-cache-dtype", "f32"}, dev...)...)
+	got := deviceScore(t, append([]string{"--server", "http://" + srv.addr, "--perplexity-kld", base}, common...)...)
+	if got.TokenIDsSHA256 != want.TokenIDsSHA256 || !relClose(got.Perplexity, want.Perplexity) {
+		t.Errorf("served PPL %.17g tokens %s, in process %.17g %s", got.Perplexity, got.TokenIDsSHA256, want.Perplexity, want.TokenIDsSHA256)
+	}
+	if got.KLD == nil || want.KLD == nil || got.KLD.Method != scoring.KLDNamedIDs || !relClose(got.KLD.MeanKLD, want.KLD.MeanKLD) {
+		t.Errorf("served KLD %+v, in process %+v", got.KLD, want.KLD)
+	}
+	if got.KLD != nil && want.KLD != nil {
+		t.Logf("emulated CUDA: PPL %.17g served, %.17g in process; KLD %.9g served, %.9g in process",
+			got.Perplexity, want.Perplexity, got.KLD.MeanKLD, want.KLD.MeanKLD)
 	}
 }

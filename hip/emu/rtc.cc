@@ -653,6 +653,10 @@ API const char* RTC(GetErrorString)(int rc) {
 #endif
 }
 
+// pbemu_rtc_ident says what of the emulated compiler's configuration
+// changes its code (the traffic hooks): plexbench's kernel cache keys on it.
+API const char* pbemu_rtc_ident() { return config().traffic ? "pbemu traffic" : "pbemu"; }
+
 API int RTC(Version)(int* major, int* minor) {
     if (!major || !minor) return RTC_INVALID_INPUT;
 #ifdef PBEMU_HIP
