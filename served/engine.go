@@ -66,7 +66,14 @@ type Engine struct {
 	tokenize bool                 // the server has /tokenize
 	addBOS   bool
 	bos      int32
+	vocabBOS *bosRule // the BOS rule the server states (plexbench serve's /version)
 	info     scoring.ModelInfo
+}
+
+// bosRule is a vocabulary's BOS rule.
+type bosRule struct {
+	add bool
+	id  int32
 }
 
 var _ scoring.RowsEngine = (*Engine)(nil)
@@ -181,8 +188,15 @@ func (e *Engine) detect(ctx context.Context, api string) error {
 		Version     string `json:"version"`
 		Server      string `json:"server"`
 		MaxLogprobs int    `json:"max_logprobs"`
+		AddBOS      *bool  `json:"add_bos"`
+		BOS         int32  `json:"bos"`
 	}
 	if err := e.c.do(ctx, "/version", nil, &v); err == nil {
+		if v.Server == "plexbench" && v.AddBOS != nil {
+			// Its vocabulary's BOS rule, which a --tokenize-bos server's
+			// /tokenize does not show.
+			e.vocabBOS = &bosRule{*v.AddBOS, v.BOS}
+		}
 		if e.api == "" && v.Version != "" {
 			e.api = APIVLLM
 			if v.Server == "plexbench" {
@@ -273,6 +287,10 @@ func (e *Engine) probeTokenizer(ctx context.Context) error {
 	}
 	if !ok {
 		return fmt.Errorf("%w %s: it has no /tokenize: give the model's tokenizer with --tokenizer FILE.gguf", ErrServer, e.c.base)
+	}
+	if e.vocabBOS != nil {
+		e.addBOS, e.bos = e.vocabBOS.add, e.vocabBOS.id
+		return nil
 	}
 	without, _, err := e.serverTokenize(ctx, "a", false)
 	if err != nil {
