@@ -14,12 +14,18 @@ import (
 func TestDetect(t *testing.T) {
 	routes := func(r map[string]any) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			v, ok := r[req.URL.Path]
+			v, ok := r[req.Method+" "+req.URL.Path]
 			if !ok {
-				http.NotFound(w, req)
-				return
+				v, ok = r[req.URL.Path]
 			}
-			json.NewEncoder(w).Encode(v)
+			switch v := v.(type) {
+			case nil:
+				http.NotFound(w, req)
+			case refusal:
+				http.Error(w, string(v), http.StatusBadRequest)
+			default:
+				json.NewEncoder(w).Encode(v)
+			}
 		}))
 	}
 	models := func(owner string) map[string]any {
@@ -33,6 +39,8 @@ func TestDetect(t *testing.T) {
 		err    string
 	}{
 		{"vllm owned_by", map[string]any{"/v1/models": models("vllm")}, APIVLLM, VLLMMaxTopK, ""},
+		{"vllm --max-logprobs 64", map[string]any{"GET /v1/models": models("vllm"),
+			"POST /v1/completions": refusal(`{"object":"error","message":"Requested prompt logprobs of 1024, which is greater than max allowed: 64"}`)}, APIVLLM, 64, ""},
 		{"sglang owned_by", map[string]any{"/v1/models": models("sglang")}, APISGLang, 0, ""},
 		{"plexbench serve", map[string]any{"/v1/models": models("plexbench"), "/version": map[string]any{"version": "x", "server": "plexbench", "max_logprobs": 32}}, APISGLang, 32, ""},
 		{"sglang model info", map[string]any{"/get_model_info": map[string]any{"model_path": "/m"}}, APISGLang, 0, ""},
@@ -91,3 +99,6 @@ func TestSGLangGroups(t *testing.T) {
 		t.Errorf("no named ids: groups %v, want one", g)
 	}
 }
+
+// refusal is a 400 answer's body.
+type refusal string

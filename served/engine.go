@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,7 +66,14 @@ type Engine struct {
 	tokenize bool                 // the server has /tokenize
 	addBOS   bool
 	bos      int32
+	vocabBOS *bosRule // the BOS rule the server states (plexbench serve's /version)
 	info     scoring.ModelInfo
+}
+
+// bosRule is a vocabulary's BOS rule.
+type bosRule struct {
+	add bool
+	id  int32
 }
 
 var _ scoring.RowsEngine = (*Engine)(nil)
@@ -179,8 +188,15 @@ func (e *Engine) detect(ctx context.Context, api string) error {
 		Version     string `json:"version"`
 		Server      string `json:"server"`
 		MaxLogprobs int    `json:"max_logprobs"`
+		AddBOS      *bool  `json:"add_bos"`
+		BOS         int32  `json:"bos"`
 	}
 	if err := e.c.do(ctx, "/version", nil, &v); err == nil {
+		if v.Server == "plexbench" && v.AddBOS != nil {
+			// Its vocabulary's BOS rule, which a --tokenize-bos server's
+			// /tokenize does not show.
+			e.vocabBOS = &bosRule{*v.AddBOS, v.BOS}
+		}
 		if e.api == "" && v.Version != "" {
 			e.api = APIVLLM
 			if v.Server == "plexbench" {
@@ -204,9 +220,34 @@ func (e *Engine) detect(ctx context.Context, api string) error {
 		return fmt.Errorf("%w %s: /v1/models lists no model", ErrServer, e.c.base)
 	}
 	if e.maxTopK == 0 && e.api == APIVLLM {
-		e.maxTopK = VLLMMaxTopK
+		e.maxTopK = e.vllmMaxLogprobs(ctx)
 	}
 	return nil
+}
+
+// maxAllowed reads vLLM's refusal of too many prompt log-probabilities
+// ("… which is greater than max allowed: 20").
+var maxAllowed = regexp.MustCompile(`max allowed: (\d+)`)
+
+// vllmMaxLogprobs asks vLLM for its --max-logprobs: a two-token prompt
+// with scoring.MaxTopK prompt log-probabilities is answered, or refused
+// naming the limit; vLLM's default (20) when the answer says neither.
+func (e *Engine) vllmMaxLogprobs(ctx context.Context) int {
+	k := scoring.MaxTopK
+	var resp vllmResp
+	err := e.c.do(ctx, "/v1/completions", completionsReq{Model: e.model, Prompt: []int32{0, 1}, MaxTokens: 1, PromptLogprobs: &k}, &resp)
+	var se *statusError
+	switch {
+	case err == nil:
+		return k
+	case errors.As(err, &se) && se.status == http.StatusBadRequest:
+		if m := maxAllowed.FindStringSubmatch(se.body); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+				return min(n, scoring.MaxTopK)
+			}
+		}
+	}
+	return VLLMMaxTopK
 }
 
 // tokenizeReq is /tokenize's request (vLLM's and SGLang's share it).
@@ -246,6 +287,10 @@ func (e *Engine) probeTokenizer(ctx context.Context) error {
 	}
 	if !ok {
 		return fmt.Errorf("%w %s: it has no /tokenize: give the model's tokenizer with --tokenizer FILE.gguf", ErrServer, e.c.base)
+	}
+	if e.vocabBOS != nil {
+		e.addBOS, e.bos = e.vocabBOS.add, e.vocabBOS.id
+		return nil
 	}
 	without, _, err := e.serverTokenize(ctx, "a", false)
 	if err != nil {

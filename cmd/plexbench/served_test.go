@@ -242,4 +242,31 @@ func TestServedSweep(t *testing.T) {
 	if !relClose(served.KLD.MeanKLD, want.KLD.MeanKLD) || !relClose(served.Perplexity, local.Perplexity) {
 		t.Errorf("swept server: KLD %.12g PPL %.12g; in-process %.12g %.12g", served.KLD.MeanKLD, served.Perplexity, want.KLD.MeanKLD, local.Perplexity)
 	}
+	// compare reads the served record beside the file's.
+	code, out, stderr = runCLI(t, "compare", "--results", root, "--format", "csv")
+	if code != 0 || !strings.Contains(out, srv.Name) || !strings.Contains(out, filepath.Base(q8)) {
+		t.Errorf("compare: exit %d: %s%s", code, out, stderr)
+	}
+}
+
+// TestServedStopAtPrecision: a stopping rule ends a served run between
+// windows as it ends an in-process one: at the same window.
+func TestServedStopAtPrecision(t *testing.T) {
+	t.Parallel()
+	srv, model := servedFake(t, "q8_0", "vllm")
+	args := []string{"--perplexity", shareddata.Path(t, "tinystories", "tinystories-16k.txt"), "--perplexity-ctx", "128",
+		"--perplexity-chunks", "40", "--kv-cache-dtype", "f16", "--stop-at-precision", "0.1", "--stop-min-windows", "4", "--progress", "none"}
+	var reps []scoring.Report
+	for _, side := range [][]string{{"--model", model}, {"--server", srv.URL, "--tokenizer", model}} {
+		code, out, stderr := runCLI(t, append(append([]string{"score"}, side...), args...)...)
+		if code != 0 {
+			t.Fatalf("score %v: exit %d: %s", side, code, stderr)
+		}
+		reps = append(reps, decodeReport(t, out))
+	}
+	got, want := reps[1], reps[0]
+	if want.StoppedEarly == nil || want.WindowsScored >= 40 || got.StoppedEarly == nil || got.WindowsScored != want.WindowsScored ||
+		!relClose(got.Perplexity, want.Perplexity) {
+		t.Fatalf("served stopped at %d windows (%v), in-process at %d (%v)", got.WindowsScored, got.StoppedEarly, want.WindowsScored, want.StoppedEarly)
+	}
 }

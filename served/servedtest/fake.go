@@ -242,10 +242,6 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		fail(w, 400, err.Error())
 		return
 	}
-	f, done := s.fault(w, r)
-	if done {
-		return
-	}
 	if len(req.Prompt) < 2 {
 		fail(w, 400, "prompt too short")
 		return
@@ -262,6 +258,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		k = max(1, *req.Logprobs)
 	default:
 		fail(w, 400, "want prompt_logprobs (vllm) or echo with logprobs")
+		return
+	}
+	// A request refused above (vLLM's --max-logprobs probe) is no
+	// scoring request: faults count from the first one answered.
+	f, done := s.fault(w, r)
+	if done {
 		return
 	}
 	rows, err := s.rows(req.Prompt, 1, k, nil)
