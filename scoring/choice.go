@@ -244,10 +244,10 @@ func (r *choiceRunner) tokenizeAll(idx int, texts []string) ([][]int32, error) {
 	return seqs, nil
 }
 
-// commonPrefix counts the leading tokens all sequences share, leaving
+// CommonPrefix counts the leading tokens all sequences share, leaving
 // each at least one token of its own to score (llama.cpp reads past the
 // end of an answer that tokenizes to nothing of its own).
-func commonPrefix(seqs [][]int32) int {
+func CommonPrefix(seqs [][]int32) int {
 	n := len(seqs[0])
 	for _, s := range seqs[1:] {
 		n = min(n, len(s))

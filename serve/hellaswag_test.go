@@ -81,7 +81,7 @@ func TestHellaSwagThroughServer(t *testing.T) {
 			}
 		}
 		// llama-perplexity's scores, from the whole sequences.
-		prefix := commonPrefix(wholes)
+		prefix := scoring.CommonPrefix(wholes)
 		var means [4]float64
 		for s := range 4 {
 			lp := c.Choices[4+s].Logprobs.TokenLogprobs
@@ -122,22 +122,4 @@ func argmax(v []float64) int {
 		}
 	}
 	return best
-}
-
-// commonPrefix is llama-perplexity's HellaSwag prefix: the leading tokens
-// all sequences share, leaving each at least one token of its own.
-func commonPrefix(seqs [][]int32) int {
-	n := len(seqs[0])
-	for _, s := range seqs[1:] {
-		n = min(n, len(s))
-	}
-	n = max(n-1, 0)
-	for k := range n {
-		for _, s := range seqs[1:] {
-			if s[k] != seqs[0][k] {
-				return k
-			}
-		}
-	}
-	return n
 }
