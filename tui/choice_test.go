@@ -11,7 +11,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"plexbench/internal/choicetest"
@@ -339,15 +338,7 @@ func TestChoiceViewFitsAndReopens(t *testing.T) {
 	m = step(m, doneMsg{id: 1, rep: rep, saved: true, files: results.Run{Report: "plexbench-results/r.json"}})
 	for _, sz := range []struct{ w, h int }{{80, 24}, {120, 40}, {60, 16}, {40, 10}, {200, 60}} {
 		mm := step(m, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
-		lines := strings.Split(screen(mm), "\n")
-		if len(lines) != sz.h {
-			t.Errorf("%dx%d: %d lines", sz.w, sz.h, len(lines))
-		}
-		for i, l := range lines {
-			if w := lipgloss.Width(l); w > sz.w {
-				t.Errorf("%dx%d: line %d is %d wide: %q", sz.w, sz.h, i, w, l)
-			}
-		}
+		checkFits(t, "choice", screen(mm), sz.w, sz.h)
 	}
 	a, _ := abProfiles()
 	a.Text = ""

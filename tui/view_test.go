@@ -283,15 +283,7 @@ func TestViewsFitAndResize(t *testing.T) {
 	for _, sz := range []struct{ w, h int }{{80, 24}, {120, 40}, {60, 16}, {40, 10}, {200, 60}, {100, 30}} {
 		for name, mm := range map[string]Model{"ab": m, "run": single} {
 			mm = step(mm, tea.WindowSizeMsg{Width: sz.w, Height: sz.h})
-			lines := strings.Split(screen(mm), "\n")
-			if len(lines) != sz.h {
-				t.Errorf("%s %dx%d: %d lines", name, sz.w, sz.h, len(lines))
-			}
-			for i, l := range lines {
-				if w := lipgloss.Width(l); w > sz.w {
-					t.Errorf("%s %dx%d: line %d is %d wide: %q", name, sz.w, sz.h, i, w, l)
-				}
-			}
+			checkFits(t, name, screen(mm), sz.w, sz.h)
 		}
 	}
 }
@@ -497,5 +489,20 @@ func TestRunViewShowsKept(t *testing.T) {
 	}
 	if v := stripANSI((runModel{profile: p}).statsView(s)); !strings.Contains(v, "attn kept –") {
 		t.Errorf("FlashPrefill run view before a window: %q", v)
+	}
+}
+
+// checkFits fails t unless a view's screen is exactly h lines, none wider
+// than w cells.
+func checkFits(t *testing.T, name, screen string, w, h int) {
+	t.Helper()
+	lines := strings.Split(screen, "\n")
+	if len(lines) != h {
+		t.Errorf("%s %dx%d: %d lines", name, w, h, len(lines))
+	}
+	for i, l := range lines {
+		if lw := lipgloss.Width(l); lw > w {
+			t.Errorf("%s %dx%d: line %d is %d wide: %q", name, w, h, i, lw, l)
+		}
 	}
 }

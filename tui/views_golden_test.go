@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 
 	"plexbench/profiles"
 	"plexbench/results"
@@ -101,15 +100,7 @@ func TestMoreViewsFit(t *testing.T) {
 		long.Config.Model.Path = "../models/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL.gguf"
 		views["history"] = step(h, historyMsg{entries: []results.Entry{{Report: "r.json", Profile: pb, HasProfile: true, Run: long}}})
 		for name, v := range views {
-			lines := strings.Split(screen(v), "\n")
-			if len(lines) != sz.h {
-				t.Errorf("%s %dx%d: %d lines", name, sz.w, sz.h, len(lines))
-			}
-			for i, l := range lines {
-				if w := lipgloss.Width(l); w > sz.w {
-					t.Errorf("%s %dx%d: line %d is %d wide: %q", name, sz.w, sz.h, i, w, l)
-				}
-			}
+			checkFits(t, name, screen(v), sz.w, sz.h)
 		}
 	}
 }
