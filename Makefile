@@ -12,9 +12,15 @@ all: build
 build:
 	@$(GO) build -o $(BIN) ./cmd/plexbench
 
-# The embedded default: stories260K scored on the shipped TinyStories excerpt.
+# The embedded default: stories260K scored on the shipped TinyStories excerpt,
+# at the model's trained context (128: past it llama.cpp and plexbench warn of
+# a training context overflow). A short summary on the terminal; the JSON
+# report in DEMO_REPORT.
+DEMO_REPORT ?= demo-report.json
+DEMO_ARGS   := score --perplexity-ctx 128 --summary -o $(DEMO_REPORT)
+
 demo: build
-	@./$(BIN) score
+	@./$(BIN) $(DEMO_ARGS)
 
 # Tests, in tiers (README: Tests):
 #   test            the default tier, under 10 minutes on 2 cores: unit tests
@@ -49,7 +55,7 @@ test-long:
 	@t0=$$(date +%s); GO=$(GO) scripts/test-levels.sh --long $(TESTFLAGS) && echo "test-long: levels $$(($$(date +%s) - t0))s"
 
 test-race:
-	$(GO) test -race $(TESTFLAGS) ./scoring/... ./workbench/... ./results/... ./tui ./hip
+	$(GO) test -race $(TESTFLAGS) ./scoring/... ./workbench/... ./results/... ./tui ./hip ./serve/... ./served/...
 
 # The arm64 build's kernels and engine tests, short mode, under qemu-user.
 test-arm64:

@@ -110,9 +110,13 @@ func (st *deviceStack) sparseAttention(p *pass, q, k, v hip.Buffer, n, heads, kv
 		F64(kernels.FlashPrefillScale(hd)).F64(fp.f.Alpha).I32(int32(fp.f.SinkBlocks)).I32(int32(fp.f.Window)).
 		I32(int32(fp.f.LastNFull)).I32(int32(fp.f.MinBudget))
 	st.launch("fp_select", hip.Dim3{X: nqb, Y: heads}, hip.Dim3{X: 64}, 0)
+	g, ok := st.attnLaunch(n, heads)
+	if !ok {
+		return
+	}
 	a.Reset()
-	a.Ptr(q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
+	a.Ptr(q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(n)).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
 		I32(int32(st.m.kv.cap)).I32(int32(pos0)).F32(attnScale(hd)).Ptr(fp.sel, 0).I32(int32(nqb)).I32(int32(m)).
-		I32(int32(bits.TrailingZeros(uint(b))))
-	st.launch("attn_fp_"+st.kv, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
+		I32(int32(bits.TrailingZeros(uint(b)))).I32(int32(g.KeyTile)).I32(int32(g.KeyStride))
+	st.launchGeom("attn_fp_"+st.kv, g.Launch)
 }

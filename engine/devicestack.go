@@ -23,6 +23,7 @@ import (
 
 	"plexbench/hip"
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 // denseBlock is one pre-norm block of GQA attention and a SwiGLU FFN, as
@@ -181,6 +182,8 @@ func canRunStack(m *Model) string {
 		return "the " + m.hp.arch + " layers"
 	case !slices.Contains(deviceKVTypes, m.opt.KVType):
 		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
+	case m.hp.headDim > gpu.AttnMaxHeadDim:
+		return fmt.Sprintf("a head dim of %d (attention.cu takes at most %d)", m.hp.headDim, gpu.AttnMaxHeadDim)
 	}
 	for _, w := range ws {
 		if w != nil && !onDevice(w.Type) {

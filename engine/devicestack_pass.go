@@ -6,6 +6,7 @@ package engine
 import (
 	"plexbench/hip"
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 // forward runs p's pass on the device: the tokens (or, for an embedding
@@ -196,10 +197,35 @@ func (st *deviceStack) attention(p *pass, k, v hip.Buffer, n, heads, kv int) {
 		st.sparseAttention(p, q, k, v, n, heads, kv)
 		return
 	}
+	g, ok := st.attnLaunch(n, heads)
+	if !ok {
+		return
+	}
 	st.args.Reset()
-	st.args.Ptr(q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
-		I32(int32(st.m.kv.cap)).I32(int32(pos0)).F32(attnScale(hd))
-	st.launch("attn_"+st.kv, hip.Dim3{X: n, Y: heads}, hip.Dim3{X: 128}, 4*(pos0+n))
+	st.args.Ptr(q, 0).Ptr(k, 0).Ptr(v, 0).Ptr(st.att, 0).I32(int32(n)).I32(int32(heads)).I32(int32(kv)).I32(int32(hd)).
+		I32(int32(st.m.kv.cap)).I32(int32(pos0)).F32(attnScale(hd)).I32(int32(g.KeyTile)).I32(int32(g.KeyStride))
+	st.launchGeom("attn_"+st.kv, g.Launch)
+}
+
+// attnLaunch is attention.cu's geometry for n tokens of heads heads over
+// the stack's cache (gpu.Attention); false with st.err set when the head
+// dim does not fit (canRunStack refuses such models first).
+func (st *deviceStack) attnLaunch(n, heads int) (gpu.AttnLaunch, bool) {
+	hd := st.m.hp.headDim
+	rb, qrb := st.m.opt.KVType.RowBytes(hd), 4*hd
+	if st.m.opt.KVType == kernels.Q8_0 {
+		qrb = rb // the queries as Q8_0 blocks
+	}
+	g, err := gpu.Attention(n, heads, hd, rb, qrb)
+	if err != nil && st.err == nil {
+		st.err = errDevice("attention", err)
+	}
+	return g, err == nil
+}
+
+// launchGeom is launch with a geometry of kernels/gpu/launch.go.
+func (st *deviceStack) launchGeom(name string, l gpu.Launch) {
+	st.launch(name, hip.Dim3(l.Grid), hip.Dim3(l.Block), l.Shared)
 }
 
 // add adds n floats of y into x.

@@ -5,7 +5,6 @@ package engine
 // head so that one KV head's keys form a matrix MatMul reads in place.
 
 import (
-	"fmt"
 	"unsafe"
 
 	"plexbench/kernels"
@@ -48,12 +47,8 @@ func kvCacheBytes(hp *hparams, typ kernels.Type, kvLen int) int64 {
 // newKVCache allocates a cache of kvLen positions in typ for every
 // attention layer of hp.
 func newKVCache(hp *hparams, typ kernels.Type, kvLen int) (*kvCache, error) {
-	if typ == kernels.Q8_0 && hp.headDim%typ.BlockSize() != 0 {
-		return nil, fmt.Errorf("%w: a q8_0 KV cache needs a head dimension that is a multiple of 32, have %d",
-			ErrUnsupported, hp.headDim)
-	}
-	if kvCacheBytes(hp, typ, kvLen) > maxKVBytes {
-		return nil, fmt.Errorf("%w: a KV cache of %d positions would take more than %d GiB: lower --kv-len", ErrInput, kvLen, maxKVBytes>>30)
+	if err := checkKVCache(hp, typ, kvLen); err != nil {
+		return nil, err
 	}
 	c := &kvCache{typ: typ, cap: kvCapacity(kvLen), hd: hp.headDim, rb: typ.RowBytes(hp.headDim)}
 	c.k, c.v = make([][]byte, hp.nLayer), make([][]byte, hp.nLayer)

@@ -137,7 +137,7 @@ func TestMemoryCheckHybrid(t *testing.T) {
 		if err := m.Prefill(t.Context(), ids, 0, func(int, []float32, int) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
-		p, s := m.p, &m.layers.(*qwen35).s
+		p, s := m.p, &m.p.hyb
 		var n int
 		for _, b := range [][]float32{p.x, p.xn, p.tmp, p.q, p.k, p.v, p.att, p.gate, p.up, p.hidden, p.cos, p.sin,
 			s.qg, s.gate, s.gdn.mixed, s.gdn.act, s.gdn.z, s.gdn.b, s.gdn.a, s.gdn.ba, s.gdn.o,

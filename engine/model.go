@@ -64,9 +64,9 @@ type Options struct {
 }
 
 // layerStack is one architecture's transformer blocks: forward runs them
-// over the pass's residual stream p.x in place.
+// with o over the pass's residual stream (actX) in place.
 type layerStack interface {
-	forward(p *pass)
+	forward(o ops)
 }
 
 // Model is a loaded GGUF model with its KV cache and pass buffers. It is
@@ -84,13 +84,13 @@ type Model struct {
 	tokEmbd   *kernels.Matrix // (n_embd, n_vocab)
 	outNorm   []float32       // (n_embd)
 	output    *kernels.Matrix // (n_embd, n_vocab); token_embd when tied
-	outBias   []float32       // (n_vocab), qwen2 only, optional
-	ropeFreqs []float32       // (n_rot/2) RoPE frequency divisors, llama only, optional
+	outBias   []float32       // (n_vocab), optional; loaded by qwen2.go
+	ropeFreqs []float32       // (n_rot/2) RoPE frequency divisors, optional; loaded by llama.go
 	layers    layerStack
 
 	pool *kernels.Pool
 	kv   *kvCache
-	rs   *recurrentState // the GDN layers' conv and SSM states (hybrid archs), beside the KV cache
+	rs   *recurrentState // the GDN layers' conv and SSM states (hybrid archs, qwen35.go), beside the KV cache
 	p    *pass
 	head headState
 	dev  *deviceState // nil on the CPU backend
@@ -146,22 +146,15 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 	if m.output == nil {
 		m.output = m.tokEmbd
 	}
-	if hp.arch == "qwen2" {
-		m.outBias = ld.optVector("output.bias", hp.nVocab)
-	}
-	if hp.arch == "llama" {
-		m.ropeFreqs = ld.optVector("rope_freqs.weight", hp.nRot/2)
-	}
-	switch hp.arch {
+	switch hp.arch { // the architecture's file loads its blocks and what else it adds
 	case "llama":
-		m.layers = loadLlama(ld, hp)
+		m.layers = loadLlama(m, ld)
 	case "qwen2":
-		m.layers = loadQwen2(ld, hp)
+		m.layers = loadQwen2(m, ld)
 	case "qwen3":
-		m.layers = loadQwen3(ld, hp)
+		m.layers = loadQwen3(m, ld)
 	case "qwen35", "qwen35moe", "qwen3next":
-		m.layers = loadQwen35(ld, hp)
-		m.rs = newRecurrentState(hp)
+		m.layers = loadQwen35(m, ld)
 	}
 	if err := ld.finish(hp); err != nil {
 		return nil, err

@@ -35,6 +35,7 @@ type pass struct {
 
 	ms   kernels.MatScratch
 	attn attnJob
+	hyb  hybridScratch // the hybrids' own buffers (gate.go, gdn.go, moe.go)
 
 	// The row-parallel elementwise ops take their arguments from args and
 	// run as pool callbacks bound once, so that no call allocates.
@@ -47,7 +48,6 @@ type pass struct {
 type rowArgs struct {
 	out, in, w []float32
 	heads      int
-	mode       ropeMode
 	layer      int
 }
 
@@ -156,7 +156,7 @@ func (m *Model) forward(p *pass) error {
 	}
 	p.normed = false
 	p.embed()
-	m.layers.forward(p)
+	m.layers.forward(cpuOps{p})
 	return nil
 }
 

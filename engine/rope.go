@@ -45,8 +45,8 @@ func (p *pass) ropeTable() {
 
 // rope rotates the first n_rot dims of every head of x (p.n tokens ×
 // nHeads heads of hd) in place; dims >= n_rot are left alone.
-func (p *pass) rope(x []float32, nHeads int, mode ropeMode) {
-	p.args = rowArgs{out: x, heads: nHeads, mode: mode}
+func (p *pass) rope(x []float32, nHeads int) {
+	p.args = rowArgs{out: x, heads: nHeads}
 	p.m.pool.For(p.n, max(1, rowGrain/(nHeads*p.m.hp.headDim)), p.ropeFn)
 }
 
@@ -55,7 +55,7 @@ func (p *pass) rope(x []float32, nHeads int, mode ropeMode) {
 // of n_rot; ggml's fused products).
 func (p *pass) ropeRange(_, lo, hi int) {
 	hp, ks := p.m.hp, p.m.opt.Kernels
-	x, nHeads, neox := p.args.out, p.args.heads, p.args.mode == ropeNeox
+	x, nHeads, neox := p.args.out, p.args.heads, hp.rope == ropeNeox
 	hd, half := hp.headDim, hp.nRot/2
 	if half == 0 {
 		return

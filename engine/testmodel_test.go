@@ -1,8 +1,8 @@
 package engine
 
-// Test fixtures: tiny random llama/qwen2/qwen3 GGUFs written with the
-// project's writer, and a plain float64 forward pass over their
-// dequantized weights to compare the engine with.
+// Test fixtures: tiny random llama/qwen2/qwen3 GGUFs written by synth,
+// and a plain float64 forward pass over their dequantized weights to
+// compare the engine with.
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"plexbench/engine/gguf"
+	"plexbench/engine/synth"
 	"plexbench/kernels"
 )
 
@@ -26,9 +27,8 @@ type spec struct {
 	biases                 bool         // q/k/v (+ llama's o/ffn) biases, qwen2's output.bias
 	ropeFreqs              bool         // llama rope_freqs.weight
 	wtype                  kernels.Type // matrices; the zero value is F32
-	ctxTrain               int
-	kvPerLayer             []int // head_count_kv as a per-layer array (overrides kvHeads)
-	fusedQKV               bool  // one attn_qkv tensor instead of attn_q/k/v
+	kvPerLayer             []int        // head_count_kv as a per-layer array (overrides kvHeads)
+	fusedQKV               bool         // one attn_qkv tensor instead of attn_q/k/v
 }
 
 // kv is layer l's KV head count.
@@ -40,18 +40,18 @@ func (s spec) kv(l int) int {
 }
 
 // fixture is a written model and its weights in float32 as stored
-// (dequantized), by tensor name.
+// (dequantized), by tensor name; a fused attn_qkv is there as its parts.
 type fixture struct {
 	spec spec
 	path string
 	w    map[string][]float32
 }
 
-// spmVocab is a minimal SentencePiece vocabulary of n tokens: <unk>, <s>,
-// </s>, then pieces with and without the ▁ space marker.
-func spmVocab(n int) (tokens []string, scores []float32, types []int32) {
-	tokens = []string{"<unk>", "<s>", "</s>"}
-	types = []int32{2, 3, 3} // UNKNOWN, CONTROL, CONTROL
+// spmVocab is a minimal SentencePiece vocabulary of n tokens: <unk>, <s>
+// (BOS), </s> (EOS), then pieces with and without the ▁ space marker.
+func spmVocab(n int) synth.Vocab {
+	tokens := []string{"<unk>", "<s>", "</s>"}
+	types := []int32{2, 3, 3} // UNKNOWN, CONTROL, CONTROL
 	letters := "abcdefghijklmnopqrstuvwxyz"
 	for i := 0; len(tokens) < n; i++ {
 		piece := string(letters[i%26])
@@ -64,159 +64,70 @@ func spmVocab(n int) (tokens []string, scores []float32, types []int32) {
 		tokens = append(tokens, piece)
 		types = append(types, 1)
 	}
-	scores = make([]float32, n)
+	scores := make([]float32, n)
 	for i := range scores {
 		scores[i] = -float32(i)
 	}
-	return tokens, scores, types
+	v := synth.Vocab{Size: n}
+	for _, kv := range []struct {
+		key string
+		val any
+	}{
+		{"tokenizer.ggml.model", "llama"}, {"tokenizer.ggml.tokens", tokens}, {"tokenizer.ggml.scores", scores},
+		{"tokenizer.ggml.token_type", types}, {"tokenizer.ggml.bos_token_id", uint32(1)},
+		{"tokenizer.ggml.eos_token_id", uint32(2)}, {"tokenizer.ggml.unknown_token_id", uint32(0)},
+		{"tokenizer.ggml.add_bos_token", true},
+	} {
+		val, err := gguf.ValueOf(kv.val)
+		if err != nil {
+			panic(err)
+		}
+		v.KVs = append(v.KVs, gguf.KV{Key: kv.key, Value: val})
+	}
+	return v
 }
 
-// setSPMTokenizer sets a llama (SentencePiece) tokenizer with spmVocab's
-// layout: BOS 1, EOS 2.
-func setSPMTokenizer(w *gguf.Writer, tokens []string, scores []float32, types []int32) {
-	w.Set("tokenizer.ggml.model", "llama")
-	w.Set("tokenizer.ggml.tokens", tokens)
-	w.Set("tokenizer.ggml.scores", scores)
-	w.Set("tokenizer.ggml.token_type", types)
-	w.Set("tokenizer.ggml.bos_token_id", uint32(1))
-	w.Set("tokenizer.ggml.eos_token_id", uint32(2))
-}
-
-// build writes a random model of spec s into t.TempDir().
+// build writes a random model of spec s into t.TempDir() with synth and
+// reads its weights back.
 func build(t testing.TB, s spec, seed uint64) *fixture {
 	t.Helper()
 	if s.rot == 0 {
 		s.rot = s.hd
 	}
-	if s.ctxTrain == 0 {
-		s.ctxTrain = 256
-	}
-	rng := rand.New(rand.NewPCG(seed, 7))
-	fx := &fixture{spec: s, w: map[string][]float32{}}
-	w := gguf.NewWriter()
-	a := s.arch + "."
-	w.Set("general.architecture", s.arch)
-	w.Set(a+"context_length", uint32(s.ctxTrain))
-	w.Set(a+"embedding_length", uint32(s.embd))
-	w.Set(a+"block_count", uint32(s.layers))
-	w.Set(a+"feed_forward_length", uint32(s.ff))
-	w.Set(a+"attention.head_count", uint32(s.heads))
-	if s.kvPerLayer != nil {
-		arr := make([]int32, len(s.kvPerLayer))
-		for i, v := range s.kvPerLayer {
-			arr[i] = int32(v)
-		}
-		w.Set(a+"attention.head_count_kv", arr)
-	} else {
-		w.Set(a+"attention.head_count_kv", uint32(s.kvHeads))
-	}
-	w.Set(a+"attention.key_length", uint32(s.hd))
-	w.Set(a+"attention.value_length", uint32(s.hd))
-	w.Set(a+"rope.dimension_count", uint32(s.rot))
-	w.Set(a+"rope.freq_base", float32(10000))
-	w.Set(a+"attention.layer_norm_rms_epsilon", float32(1e-5))
-	toks, scores, types := spmVocab(s.vocab)
-	setSPMTokenizer(w, toks, scores, types)
-	w.Set("tokenizer.ggml.unknown_token_id", uint32(0))
-	w.Set("tokenizer.ggml.add_bos_token", true)
-
-	// draw makes a tensor of ggml shape {cols, rows} with values from gen
-	// in type typ and records the stored (dequantized) values under name.
-	draw := func(name string, typ kernels.Type, cols, rows int, gen func() float32) []byte {
-		vals := make([]float32, cols*rows)
-		for i := range vals {
-			vals[i] = gen()
-		}
-		data := make([]byte, typ.RowBytes(cols)*rows)
-		if err := kernels.Quantize(typ, vals, data); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := kernels.Dequantize(typ, data, vals); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		fx.w[name] = vals
-		return data
-	}
-	put := func(name string, typ kernels.Type, cols, rows int, data []byte) {
-		dims := []int64{int64(cols), int64(rows)}
-		if rows == 1 {
-			dims = dims[:1]
-		}
-		if err := w.AddTensor(name, typ, dims, data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	add := func(name string, typ kernels.Type, cols, rows int, gen func() float32) {
-		put(name, typ, cols, rows, draw(name, typ, cols, rows, gen))
-	}
-	uniform := func(scale float64) func() float32 {
-		return func() float32 { return float32((2*rng.Float64() - 1) * scale) }
-	}
-	norm := func() float32 { return float32(0.8 + 0.4*rng.Float64()) }
-	mat := func(name string, cols, rows int) { add(name, s.wtype, cols, rows, uniform(1/math.Sqrt(float64(cols)))) }
-	matData := func(name string, cols, rows int) []byte {
-		return draw(name, s.wtype, cols, rows, uniform(1/math.Sqrt(float64(cols))))
-	}
-	vec := func(name string, n int, gen func() float32) { add(name, kernels.F32, n, 1, gen) }
-
-	nq := s.heads * s.hd
-	mat("token_embd.weight", s.embd, s.vocab)
-	vec("output_norm.weight", s.embd, norm)
-	if !s.tied {
-		mat("output.weight", s.embd, s.vocab)
-	}
-	if s.arch == "qwen2" && s.biases {
-		vec("output.bias", s.vocab, uniform(0.5))
-	}
-	if s.arch == "llama" && s.ropeFreqs {
-		vec("rope_freqs.weight", s.rot/2, func() float32 { return float32(1 + 3*rng.Float64()) })
-	}
-	for l := range s.layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		nkv := s.kv(l) * s.hd
-		vec(p+"attn_norm.weight", s.embd, norm)
-		if s.fusedQKV {
-			// Draw the three projections, then store them as one matrix
-			// whose rows are [Q | K | V]; the reference reads the parts.
-			data := matData(p+"attn_q.weight", s.embd, nq)
-			data = append(data, matData(p+"attn_k.weight", s.embd, nkv)...)
-			data = append(data, matData(p+"attn_v.weight", s.embd, nkv)...)
-			put(p+"attn_qkv.weight", s.wtype, s.embd, nq+2*nkv, data)
-		} else {
-			mat(p+"attn_q.weight", s.embd, nq)
-			mat(p+"attn_k.weight", s.embd, nkv)
-			mat(p+"attn_v.weight", s.embd, nkv)
-		}
-		switch {
-		case s.biases && s.fusedQKV:
-			data := draw(p+"attn_q.bias", kernels.F32, nq, 1, uniform(0.3))
-			data = append(data, draw(p+"attn_k.bias", kernels.F32, nkv, 1, uniform(0.3))...)
-			data = append(data, draw(p+"attn_v.bias", kernels.F32, nkv, 1, uniform(0.3))...)
-			put(p+"attn_qkv.bias", kernels.F32, nq+2*nkv, 1, data)
-		case s.biases:
-			vec(p+"attn_q.bias", nq, uniform(0.3))
-			vec(p+"attn_k.bias", nkv, uniform(0.3))
-			vec(p+"attn_v.bias", nkv, uniform(0.3))
-		}
-		if s.arch == "qwen3" {
-			vec(p+"attn_q_norm.weight", s.hd, norm)
-			vec(p+"attn_k_norm.weight", s.hd, norm)
-		}
-		mat(p+"attn_output.weight", nq, s.embd)
-		vec(p+"ffn_norm.weight", s.embd, norm)
-		mat(p+"ffn_gate.weight", s.embd, s.ff)
-		mat(p+"ffn_up.weight", s.embd, s.ff)
-		mat(p+"ffn_down.weight", s.ff, s.embd)
-		if s.arch == "llama" && s.biases {
-			vec(p+"attn_output.bias", s.embd, uniform(0.1))
-			vec(p+"ffn_gate.bias", s.ff, uniform(0.1))
-			vec(p+"ffn_up.bias", s.ff, uniform(0.1))
-			vec(p+"ffn_down.bias", s.embd, uniform(0.1))
-		}
-	}
-	fx.path = filepath.Join(t.TempDir(), s.arch+".gguf")
-	if err := w.WriteFile(fx.path); err != nil {
+	// σ 1/√(3·n_embd): the spread of uniform(±1/√n_embd), the usual init.
+	shape := synth.Shape{Name: "test", Arch: s.arch, Embd: s.embd, Heads: s.heads, KVHeads: s.kvHeads, HeadDim: s.hd,
+		FFN: s.ff, Layers: s.layers, Untied: !s.tied, Sigma: 1 / math.Sqrt(3*float64(s.embd)), Rot: s.rot, KVPerLayer: s.kvPerLayer,
+		Biases: s.biases, RopeFreqs: s.ropeFreqs, FusedQKV: s.fusedQKV, RopeBase: 10000, Eps: 1e-5}
+	fx := &fixture{spec: s, path: filepath.Join(t.TempDir(), s.arch+".gguf"), w: map[string][]float32{}}
+	err := synth.Write(fx.path, synth.Config{Shape: shape, Layers: s.layers, Types: synth.AllOf(s.wtype), Vocab: spmVocab(s.vocab), Seed: seed})
+	if err != nil {
 		t.Fatal(err)
+	}
+	f, err := gguf.Open(fx.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, ti := range f.Tensors {
+		v := make([]float32, ti.Elements())
+		if err := kernels.Dequantize(ti.Type, f.TensorData(&ti), v); err != nil {
+			t.Fatalf("%s: %v", ti.Name, err)
+		}
+		fx.w[ti.Name] = v
+	}
+	// A fused projection's rows are [Q | K | V]: the reference reads the parts.
+	for l := range s.layers {
+		p, nq, nkv := fmt.Sprintf("blk.%d.", l), s.heads*s.hd, s.kv(l)*s.hd
+		for _, kind := range []string{"weight", "bias"} {
+			qkv, ok := fx.w[p+"attn_qkv."+kind]
+			if !ok {
+				continue
+			}
+			w := len(qkv) / (nq + 2*nkv) // row width: 1 for the bias
+			fx.w[p+"attn_q."+kind] = qkv[:nq*w]
+			fx.w[p+"attn_k."+kind] = qkv[nq*w : (nq+nkv)*w]
+			fx.w[p+"attn_v."+kind] = qkv[(nq+nkv)*w:]
+		}
 	}
 	return fx
 }

@@ -152,9 +152,9 @@ func checkFlashPrefillPass(t *testing.T, f kernels.FlashPrefill, pc fpCase, typ 
 	wantO, mag := refAttention(score, keep, v, func(x float32) float32 { return roundTo(typ, x) }, tokens, nh, nkv, hd, pc.cap, pc.pos0, attnScaleOf(hd))
 	bqa, bv, bo := upload(t, qin), upload(t, vb), output(t, 4*len(wantO))
 	a.Reset()
-	a.Ptr(bqa, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(int32(nh)).I32(int32(nkv)).I32(int32(hd)).I32(int32(pc.cap)).
+	a.Ptr(bqa, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(int32(tokens)).I32(int32(nh)).I32(int32(nkv)).I32(int32(hd)).I32(int32(pc.cap)).
 		I32(int32(pc.pos0)).F32(attnScaleOf(hd)).Ptr(bsel, 0).I32(int32(nqb)).I32(int32(m)).I32(4)
-	launch(t, fn(t, "attention.cu", "attn_fp_"+kv), Dim3{X: tokens, Y: nh}, Dim3{X: 128}, &a, 4*pc.window)
+	launchAttention(t, fn(t, "attention.cu", "attn_fp_"+kv), &a, typ, tokens, nh, hd)
 	got, worst := bytesF32(download(t, bo, 4*len(wantO))), 0.0
 	for i := range got {
 		worst = max(worst, math.Abs(float64(got[i])-wantO[i])/max(mag[i], 1e-30))

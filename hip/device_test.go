@@ -590,8 +590,8 @@ func checkAttention(t *testing.T) {
 		want, mag := refAttention(score, nil, v, rnd, tokens, nh, nkv, hd, capacity, pos0, scale)
 		bq, bk, bv, bo := upload(t, qb), upload(t, kb), upload(t, vb), output(t, 4*len(want))
 		var a Args
-		a.Ptr(bq, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(nh).I32(nkv).I32(hd).I32(capacity).I32(pos0).F32(scale)
-		launch(t, f, Dim3{X: tokens, Y: nh}, Dim3{X: 128}, &a, 4*(pos0+tokens))
+		a.Ptr(bq, 0).Ptr(bk, 0).Ptr(bv, 0).Ptr(bo, 0).I32(tokens).I32(nh).I32(nkv).I32(hd).I32(capacity).I32(pos0).F32(scale)
+		launchAttention(t, f, &a, c.typ, tokens, nh, hd)
 		got, worst := bytesF32(download(t, bo, 4*len(want))), 0.0
 		for i := range got {
 			worst = max(worst, math.Abs(float64(got[i])-want[i])/max(mag[i], 1e-30))

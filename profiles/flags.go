@@ -190,6 +190,12 @@ var fields = []field{
 			p.Kernels = m
 			return nil
 		}},
+	strField("server", "server", "score the model an HTTP server serves (vLLM, SGLang, OpenAI completions) at this URL instead of a model file", false, func(p *Profile) *string { return &p.Server }),
+	strField("api", "api", "the server's API: vllm | sglang | openai | auto (detected from what the server says)", false, func(p *Profile) *string { return &p.API }),
+	intField("server_parallel", "server-parallel", "requests in flight to the server (0: 4)", func(p *Profile) *int { return &p.ServerParallel }),
+	{key: "server_timeout", flag: "server-timeout", usage: "the timeout of each request to the server, e.g. 90s, 10m (empty: 10m)", arg: "DURATION",
+		get: func(p *Profile) string { return p.ServerTimeout }, set: func(p *Profile, s string) error { p.ServerTimeout = s; return nil }},
+	strField("tokenizer", "tokenizer", "a GGUF whose tokenizer tokenizes for the server and checks its /tokenize", true, func(p *Profile) *string { return &p.Tokenizer }),
 	floatField("stop_at_precision", "stop-at-precision", "stop once the headline's anytime-valid 95% interval (mean KLD against a base, else ln PPL)\n"+
 		"has half-width ≤ R × its value (0: no rule)", func(p *Profile) *float64 { return &p.StopAtPrecision }),
 	intField("stop_min_windows", "stop-min-windows", "windows scored before a stop rule may end the run (0: 10)", func(p *Profile) *int { return &p.StopMinWindows }),

@@ -74,6 +74,14 @@ type Profile struct {
 	StopMinWindows  int     `toml:"stop_min_windows,omitzero"`
 	StopWhenDecided string  `toml:"stop_when_decided,omitempty"`
 
+	// Server, when set, scores the model an HTTP server serves instead
+	// of a model file (server.go).
+	Server         string `toml:"server,omitempty"`
+	API            string `toml:"api,omitempty"`            // vllm | sglang | openai | auto ("")
+	ServerParallel int    `toml:"server_parallel,omitzero"` // requests in flight (0: 4)
+	ServerTimeout  string `toml:"server_timeout,omitempty"` // per request, a Go duration ("": 10m)
+	Tokenizer      string `toml:"tokenizer,omitempty"`      // a GGUF whose tokenizer checks the server's
+
 	// Sweep, when set, makes the profile a sweep's: `plexbench sweep
 	// --profile` and `plexbench tui --profile` score its models against
 	// its base model with the settings above (model is then unset: each
@@ -243,9 +251,11 @@ func Parse(name string, data []byte) (Profile, error) {
 func keyType(key string) (string, bool) {
 	switch key {
 	case "name", "description", "model", "text", "tokens", "method",
-		"kv_cache_dtype", "backend", "device", "prefill_attention", "stop_when_decided":
+		"kv_cache_dtype", "backend", "device", "prefill_attention", "stop_when_decided",
+		"server", "api", "server_timeout", "tokenizer":
 		return "String", true
-	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k", "stop_min_windows":
+	case "ctx", "stride", "chunks", "batch_size", "ubatch_size", "kv_len", "threads", "kld_top_k", "stop_min_windows",
+		"server_parallel":
 		return "Integer", true
 	case "stop_at_precision":
 		return "Float", true
@@ -398,6 +408,7 @@ func (p Profile) Validate() error {
 		bad("kld_top_k", "%d is outside 1..%d", p.KLDTopK, maxTopK)
 	}
 	p.validateStop(bad)
+	p.validateServer(bad)
 	p.validateSweep(bad)
 	for _, op := range slices.Sorted(maps.Keys(p.Kernels)) {
 		v := p.Kernels[op]
@@ -576,7 +587,7 @@ func (p Profile) Resolve() Profile {
 		}
 		return filepath.Clean(s)
 	}
-	p.Model, p.Text, p.Tokens = abs(p.Model), abs(p.Text), abs(p.Tokens)
+	p.Model, p.Text, p.Tokens, p.Tokenizer = abs(p.Model), abs(p.Text), abs(p.Tokens), abs(p.Tokenizer)
 	p.Corpora, p.Sweep = mapPaths(p.Corpora, abs), p.Sweep.mapPaths(abs)
 	return p
 }
@@ -609,7 +620,7 @@ func (p Profile) RelativeTo(dir string) Profile {
 		}
 		return filepath.ToSlash(r)
 	}
-	p.Model, p.Text, p.Tokens = rel(p.Model), rel(p.Text), rel(p.Tokens)
+	p.Model, p.Text, p.Tokens, p.Tokenizer = rel(p.Model), rel(p.Text), rel(p.Tokens), rel(p.Tokenizer)
 	p.Corpora, p.Sweep = mapPaths(p.Corpora, rel), p.Sweep.mapPaths(rel)
 	return p
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"plexbench/scoring"
 )
@@ -308,41 +307,87 @@ func Measurements(root string, compared []scoring.Report) []scoring.Report {
 }
 
 // WriteText writes the tables as `plexbench compare` prints them: aligned
-// text, or Markdown when md is set.
+// text, or Markdown when md is set; every column, whatever the width.
 func (out CompareOutput) WriteText(w io.Writer, md bool) error {
+	if md {
+		return out.writeMarkdown(w)
+	}
+	return out.WriteTable(w, 0)
+}
+
+// dropOrder is the order a group's columns are left out in when its table
+// is wider than the terminal: the model, its PPL and its mean KLD (or
+// accuracy, or bits per byte) always stay.
+func (g CompareGroup) dropOrder() []string {
+	switch {
+	case g.BytesOnly:
+		return []string{"prefill tok/s", "tokenizer", "kv", "bpw", "bytes", "tokens", "PPL ± (own tokens)", "Δ bits/byte", "#"}
+	case g.IsChoice():
+		return []string{"prefill tok/s", "bpw", "kv", "tasks", "#"}
+	}
+	return []string{"KLD max", "Δp", "prefill tok/s", "bits/byte ±", "KLD p99", "#", "bpw", "ΔPPL ±", "kv", "same top ±"}
+}
+
+// Table is g's table, to be fitted to a width.
+func (g CompareGroup) Table() Table {
+	t := Table{Header: g.Header(), Drop: g.dropOrder(), Squeeze: "model", MinSqueeze: 20}
+	for i := range g.Rows {
+		t.Rows = append(t.Rows, g.RowCells(i))
+	}
+	return t
+}
+
+// WriteTable writes the tables as aligned text in at most width cells a
+// line (width ≤ 0: no limit): a table too wide leaves out its least
+// important columns, and says which; titles and notes wrap at spaces.
+func (out CompareOutput) WriteTable(w io.Writer, width int) error {
+	var b strings.Builder
+	para := func(s string) {
+		for _, l := range WrapWords(s, width, "  ") {
+			b.WriteString(l + "\n")
+		}
+	}
+	for gi, g := range out.Groups {
+		if gi > 0 {
+			b.WriteString("\n")
+		}
+		para(fmt.Sprintf("group %d: %s", gi+1, g.Title))
+		lines, dropped := g.Table().Fit(width)
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+		if len(dropped) > 0 {
+			para(fmt.Sprintf("(left out at %d columns: %s; --format md shows them)", width, strings.Join(dropped, ", ")))
+		}
+		for _, n := range FloorNotes(g) {
+			para(n)
+		}
+	}
+	if len(out.Differ) > 0 {
+		b.WriteString("\n")
+		para(fmt.Sprintf("legend: the %d groups differ in %s; their numbers are not comparable across groups",
+			len(out.Groups), strings.Join(out.Differ, ", ")))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (out CompareOutput) writeMarkdown(w io.Writer) error {
 	for gi, g := range out.Groups {
 		if gi > 0 {
 			fmt.Fprintln(w)
 		}
-		if md {
-			fmt.Fprintf(w, "### Group %d: %s\n\n", gi+1, g.Title)
-			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(g.Header(), " | "), strings.Repeat(" --- |", len(g.Header())))
-			for i := range g.Rows {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(g.RowCells(i), " | "))
-			}
-			if notes := FloorNotes(g); len(notes) > 0 {
-				fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "  \n"))
-			}
-			continue
-		}
-		fmt.Fprintf(w, "group %d: %s\n", gi+1, g.Title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(g.Header(), "\t"))
+		fmt.Fprintf(w, "### Group %d: %s\n\n", gi+1, g.Title)
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(g.Header(), " | "), strings.Repeat(" --- |", len(g.Header())))
 		for i := range g.Rows {
-			fmt.Fprintln(tw, strings.Join(g.RowCells(i), "\t"))
+			fmt.Fprintf(w, "| %s |\n", strings.Join(g.RowCells(i), " | "))
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		for _, n := range FloorNotes(g) {
-			fmt.Fprintln(w, n)
+		if notes := FloorNotes(g); len(notes) > 0 {
+			fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "  \n"))
 		}
 	}
 	if len(out.Differ) > 0 {
-		if md {
-			fmt.Fprintln(w)
-		}
-		_, err := fmt.Fprintf(w, "\nlegend: the %d groups differ in %s; their numbers are not comparable across groups\n",
+		_, err := fmt.Fprintf(w, "\n\nlegend: the %d groups differ in %s; their numbers are not comparable across groups\n",
 			len(out.Groups), strings.Join(out.Differ, ", "))
 		return err
 	}

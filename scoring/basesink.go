@@ -63,7 +63,7 @@ func openSink(req *Request, plan Plan, tokens []int32, info ModelInfo, cfg Engin
 	if err != nil {
 		return nil, err
 	}
-	return &topKSink{w: w, path: req.KLDBaseOut, k: k, lp: make([]float32, k)}, nil
+	return &topKSink{w: w, path: req.KLDBaseOut, k: k}, nil
 }
 
 // topKSink records a plexbench base: each token's NLL and the run's top k
@@ -72,7 +72,6 @@ type topKSink struct {
 	w    *BaseWriter
 	path string
 	k    int
-	lp   []float32
 }
 
 func (s *topKSink) topK() int       { return s.k }
@@ -80,13 +79,12 @@ func (s *topKSink) fullVocab() bool { return false }
 func (s *topKSink) abort()          { s.w.Abort() }
 
 func (s *topKSink) append(row *scoredRow, jw *journalWindow) error {
-	ids := row.res.TopIDs[:s.k]
-	logProbs(s.lp, row.res.TopLogits[:s.k], row.res.Max, row.lnSum)
-	if err := s.w.Append(row.nll, ids, s.lp); err != nil {
+	ids, lp := row.topIDs[:s.k], row.topLP[:s.k]
+	if err := s.w.Append(row.nll, ids, lp); err != nil {
 		return err
 	}
 	if jw != nil {
-		jw.IDs, jw.LP = append(jw.IDs, ids...), append(jw.LP, s.lp...)
+		jw.IDs, jw.LP = append(jw.IDs, ids...), append(jw.LP, lp...)
 	}
 	return nil
 }
@@ -104,7 +102,7 @@ func (s *topKSink) finish(rep *Report, windows, scored int) error {
 			return err
 		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
-			"the KLD base holds the %d windows scored before the stop rule was met (marked partial: compare with --perplexity-chunks %d or fewer)", windows, windows))
+			"the KLD base holds the %d windows scored before the stop rule was met (marked partial: compare against it with --perplexity-chunks %s)", windows, chunksUpTo(windows)))
 	case !rep.Partial:
 		if err := s.w.Close(); err != nil {
 			return err

@@ -8,6 +8,8 @@ package scoring
 import (
 	"fmt"
 	"slices"
+
+	"plexbench/kernels"
 )
 
 // scoredRow is one scored token's reductions, as a base source compares
@@ -16,9 +18,18 @@ type scoredRow struct {
 	target int32
 	nll    float64
 	lnSum  float64    // ln Σ exp(logit − max)
-	res    *RowResult // the head's reductions
-	atBase []float32  // the run's logits at the base's top-k ids
+	res    *RowResult // the head's reductions; nil for a RowsEngine's row
 	vocab  []float32  // the run's logits over the whole vocabulary, when a full base needs them
+
+	argMax int32   // the run's most probable id
+	topP   float32 // and its probability
+	// atBaseLP is the run's log-probabilities at the base's top-k ids
+	// (NaN where a RowsEngine returned none); topIDs and topLP its own
+	// top ids and their log-probabilities, as many as a base recorded
+	// needs.
+	atBaseLP []float32
+	topIDs   []int32
+	topLP    []float32
 }
 
 // baseSource is the base a run compares against. Records are staged per
@@ -102,18 +113,25 @@ type topKSource struct {
 	ids       [][]int32 // per slot: the base's top-k ids (slices of the head requests)
 	baseLP    [][]float32
 	baseNLL   []float64
-	runLP     []float32
+	overlap   kldOverlap // of a RowsEngine's rows
 }
 
 func newTopKSource(b *BaseReader, vocab int) *topKSource {
 	k := b.Header.TopK
 	s := &topKSource{readerSource: readerSource{b}, vocab: vocab, restEmpty: vocab > 0 && k >= vocab,
-		ids: make([][]int32, HeadRows), baseLP: make([][]float32, HeadRows), baseNLL: make([]float64, HeadRows),
-		runLP: make([]float32, k)}
+		ids: make([][]int32, HeadRows), baseLP: make([][]float32, HeadRows), baseNLL: make([]float64, HeadRows)}
 	for i := range HeadRows {
 		s.baseLP[i] = make([]float32, k)
 	}
 	return s
+}
+
+// grow gives the source at least n slots (a RowsEngine run stages the
+// records of every window in flight).
+func (s *topKSource) grow(n int) {
+	for len(s.ids) < n {
+		s.ids, s.baseLP, s.baseNLL = append(s.ids, nil), append(s.baseLP, make([]float32, s.topK())), append(s.baseNLL, 0)
+	}
 }
 
 func (s *topKSource) topK() int       { return s.b.Header.TopK }
@@ -145,8 +163,13 @@ func (s *topKSource) skip(n int) error {
 }
 
 func (s *topKSource) compare(slot int, row *scoredRow) TokenComparison {
-	logProbs(s.runLP, row.atBase, row.res.Max, row.lnSum)
-	return CompareToken(row.nll, s.baseNLL[slot], row.res.ArgMax, s.ids[slot], s.baseLP[slot], s.runLP, s.restEmpty)
+	if row.res != nil {
+		return CompareToken(row.nll, s.baseNLL[slot], row.argMax, s.ids[slot], s.baseLP[slot], row.atBaseLP, s.restEmpty)
+	}
+	c, known := CompareTokenKnown(row.nll, s.baseNLL[slot], row.argMax, s.ids[slot], s.baseLP[slot], row.atBaseLP, s.restEmpty)
+	s.overlap.named += len(row.atBaseLP)
+	s.overlap.known += known
+	return c
 }
 
 func (s *topKSource) finish(k *KLDReport) { k.Base, k.TopK = s.b.Name, s.topK() }
@@ -202,9 +225,12 @@ func (s *llamaSource) finish(k *KLDReport) {
 	}
 }
 
-// logProbs writes the log-probabilities of logits into lp.
-func logProbs(lp, logits []float32, max float32, lnSum float64) {
+// logProbs writes the log-probabilities of logits into lp (grown when
+// too short) and returns it.
+func logProbs(lp, logits []float32, max float32, lnSum float64) []float32 {
+	lp = kernels.Grow(lp, len(logits))
 	for j, l := range logits {
 		lp[j] = LogProb(l, max, lnSum)
 	}
+	return lp
 }

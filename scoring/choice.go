@@ -153,6 +153,9 @@ func newChoiceRunner(ctx context.Context, eng Engine, mode choiceMode, o ChoiceO
 	r.nSeq = ChoiceParallel(o.Parallel, answers)
 	r.limit = ChoiceContext(r.ctxLen, r.nSeq)
 	hidden := eng.Info().HiddenSize
+	if rowsEngineOf(eng) != nil {
+		return r, nil // its rows come as log-probabilities (rowsengine.go)
+	}
 	if hidden <= 0 {
 		return nil, fmt.Errorf("engine reports hidden size %d", hidden)
 	}
@@ -241,10 +244,10 @@ func (r *choiceRunner) tokenizeAll(idx int, texts []string) ([][]int32, error) {
 	return seqs, nil
 }
 
-// commonPrefix counts the leading tokens all sequences share, leaving
+// CommonPrefix counts the leading tokens all sequences share, leaving
 // each at least one token of its own to score (llama.cpp reads past the
 // end of an answer that tokenizes to nothing of its own).
-func commonPrefix(seqs [][]int32) int {
+func CommonPrefix(seqs [][]int32) int {
 	n := len(seqs[0])
 	for _, s := range seqs[1:] {
 		n = min(n, len(s))
@@ -383,6 +386,9 @@ func (r *choiceRunner) sequence(s int) error {
 		if rd.seq == s {
 			r.byRow[rd.pos-lo] = append(r.byRow[rd.pos-lo], k)
 		}
+	}
+	if re := rowsEngineOf(r.eng); re != nil {
+		return r.rowsSequence(re, s, lo, hi)
 	}
 	r.rows.reset(lo, hi)
 	// A task in flight always finishes: cancellation is honoured between tasks.

@@ -44,9 +44,9 @@ func TestChoiceTasksLongerThanCtx(t *testing.T) {
 		for s, e := range tk.Endings {
 			seqs[s], _ = f.Tokenize(tk.Context + " " + e)
 		}
-		n := commonPrefix(seqs)
+		n := CommonPrefix(seqs)
 		for _, s := range seqs {
-			n += len(s) - commonPrefix(seqs)
+			n += len(s) - CommonPrefix(seqs)
 			longest = max(longest, len(s))
 		}
 		need = max(need, n)

@@ -63,7 +63,7 @@ func TestRunHellaSwagMatchesBrute(t *testing.T) {
 		}
 		best := 0
 		for s := range 4 {
-			want := bruteEndingScore(f, seq[s], commonPrefix(seq))
+			want := bruteEndingScore(f, seq[s], CommonPrefix(seq))
 			if math.Abs(res.Scores[s]-want) > 1e-5*math.Max(1, math.Abs(want)) {
 				t.Errorf("task %d ending %d: score %v, brute %v", res.Task, s, res.Scores[s], want)
 			}

@@ -52,7 +52,7 @@ func (r *choiceRunner) hellaswagTask(idx int, t *HellaSwagTask) (choiceTask, err
 	if err != nil {
 		return choiceTask{}, err
 	}
-	prefix := commonPrefix(seqs)
+	prefix := CommonPrefix(seqs)
 	if prefix == 0 {
 		return choiceTask{}, fmtBadTask(idx, "its four sequences share no first token")
 	}

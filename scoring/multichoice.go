@@ -247,7 +247,7 @@ func (r *choiceRunner) multipleChoiceTask(idx int, t *MultipleChoiceTask) (choic
 	if err != nil {
 		return choiceTask{}, err
 	}
-	prefix := commonPrefix(seqs)
+	prefix := CommonPrefix(seqs)
 	if prefix == 0 {
 		return choiceTask{}, fmtBadTask(idx, "its answers' sequences share no first token")
 	}

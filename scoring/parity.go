@@ -29,6 +29,9 @@ type TokenSide struct {
 	Tokens []int32
 	// Decode renders ids as text; nil shows them as numbers.
 	Decode func([]int32) string
+	// Base: the side is a recorded base, whose own tokens a run scores
+	// when it is given no text.
+	Base bool
 }
 
 // TokenParity is nil when a and b have the same tokenizer (or one hash is
@@ -51,7 +54,25 @@ func TokenParity(a, b TokenSide) error {
 		msg += fmt.Sprintf(": first different at token %d (of %d and %d): %s %s, %s %s", pos, len(a.Tokens), len(b.Tokens),
 			a.Name, around(a, pos), b.Name, around(b, pos))
 	}
-	return tokenMismatch(msg + "; compare them by bits per byte only (--allow-tokenizer-mismatch)")
+	return tokenMismatch(msg + "; " + parityFix(a, b))
+}
+
+// parityFix is what to do about a and b's mismatch: with one tokenizer the
+// texts differ, so the fix is the same text; across tokenizers, comparing
+// by bits per byte.
+func parityFix(a, b TokenSide) string {
+	const bytesOnly = "compare them by bits per byte only (--allow-tokenizer-mismatch)"
+	sameText := "score the same text on both"
+	if a.Base || b.Base {
+		sameText = "use the base's text (leave out --perplexity and --perplexity-tokens to score the base's own tokens)"
+	}
+	switch {
+	case a.Hash == "" || b.Hash == "":
+		return "if the texts differ, " + sameText + "; if the tokenizers do, " + bytesOnly
+	case a.Hash != b.Hash:
+		return bytesOnly
+	}
+	return "the tokenizer is the same, so the texts differ: " + sameText
 }
 
 // tokenMismatch is an error that is ErrTokenizerMismatch with its own text.
@@ -176,7 +197,7 @@ func (r *runner) checkParity(text []int32) error {
 	runSide := TokenSide{Name: "this run", Model: filepath.Base(r.info.Path), Hash: r.info.TokenizerSHA256,
 		Tokens: run, Decode: decodeOf(r.eng)}
 	baseSide := TokenSide{Name: "the base " + filepath.Base(b.Name), Model: b.Header.Meta.ModelFile,
-		Hash: b.Header.Meta.Config.Model.TokenizerSHA256, Tokens: b.Tokens, Decode: r.req.BaseDecode}
+		Hash: b.Header.Meta.Config.Model.TokenizerSHA256, Tokens: b.Tokens, Decode: r.req.BaseDecode, Base: true}
 	if baseSide.Decode == nil && (baseSide.Hash == "" || baseSide.Hash == runSide.Hash) {
 		baseSide.Decode = runSide.Decode // the same vocabulary, or none known: read with this one
 	}

@@ -66,4 +66,21 @@ func TestTokenParity(t *testing.T) {
 	if err := TokenParity(TokenSide{Name: "A", Tokens: ids}, TokenSide{Name: "B", Hash: "bb", Tokens: ids}); err != nil {
 		t.Fatalf("an unknown hash: %v", err)
 	}
+	// What to do: across tokenizers, bits per byte; with one tokenizer the
+	// texts differ, so the same text (against a base, the base's).
+	other := []int32{1, 2, 4}
+	for _, c := range []struct {
+		a, b TokenSide
+		want string
+	}{
+		{TokenSide{Name: "A", Hash: "aa", Tokens: ids}, TokenSide{Name: "B", Hash: "bb", Tokens: other}, "compare them by bits per byte only (--allow-tokenizer-mismatch)"},
+		{TokenSide{Name: "this run", Hash: "aa", Tokens: ids}, TokenSide{Name: "the base b.kld", Hash: "aa", Tokens: other, Base: true},
+			"the tokenizer is the same, so the texts differ: use the base's text (leave out --perplexity and --perplexity-tokens to score the base's own tokens)"},
+		{TokenSide{Name: "A", Hash: "aa", Tokens: ids}, TokenSide{Name: "B", Hash: "aa", Tokens: other}, "the tokenizer is the same, so the texts differ: score the same text on both"},
+	} {
+		err := TokenParity(c.a, c.b)
+		if msg := fmt.Sprint(err); !strings.HasSuffix(msg, "; "+c.want) || (c.a.Hash == c.b.Hash && strings.Contains(msg, "bits per byte")) {
+			t.Errorf("%s vs %s: %v\nwant it to end %q", c.a.Name, c.b.Name, err, c.want)
+		}
+	}
 }

@@ -153,6 +153,12 @@ type KLDReport struct {
 	RMSDeltaP               float64 `json:"rms_delta_p"`
 	MeanBaseTopMass         float64 `json:"mean_base_top_mass"`
 
+	// Method and TopKOverlap, for a run on a served model (RowsEngine):
+	// KLDNamedIDs or KLDTopKOverlap, and the fraction of the base's ids
+	// the server returned a log-probability for.
+	Method      string   `json:"method,omitempty"`
+	TopKOverlap *float64 `json:"top_k_overlap,omitempty"`
+
 	// Extras beyond lse-perplexity's kld object.
 	BasePerplexityUncertainty  float64 `json:"base_perplexity_uncertainty"`
 	PerplexityUncertainty      float64 `json:"perplexity_uncertainty"`

@@ -11,14 +11,30 @@ import (
 
 // geometryFor resolves method/ctx/stride/chunks from the request and, when
 // comparing, the base: zero request fields take the base's values, others
-// must agree with it. KV capacity is checked here, before tokenizing.
+// must agree with it, but for the chunks: a run may score fewer than the
+// base holds (its first ones; a partial base is checked after planning).
+// KV capacity is checked here, before tokenizing.
 func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfig) (Geometry, error) {
+	if base == nil {
+		return geometryOf(req, nil, "", info, cfg)
+	}
+	return geometryOf(req, &base.Header, base.Name, info, cfg)
+}
+
+// CheckGeometry is the geometry a run of req would take, or its refusal,
+// found before the model loads: against the base whose header is h (nil
+// when the run compares against none; name for messages) and, when
+// kvCapacity > 0, within a KV cache of that many positions.
+func CheckGeometry(req Request, h *BaseHeader, name string, kvCapacity int) (Geometry, error) {
+	return geometryOf(&req, h, name, ModelInfo{}, EngineConfig{KVCapacity: kvCapacity})
+}
+
+func geometryOf(req *Request, h *BaseHeader, name string, info ModelInfo, cfg EngineConfig) (Geometry, error) {
 	g := Geometry{Method: req.Method, Ctx: req.Ctx, Stride: req.Stride, Chunks: req.Chunks,
 		AddBOS: info.AddBOS, BOS: info.BOS, KVCapacity: cfg.KVCapacity}
-	if base != nil {
-		h := &base.Header
+	if h != nil {
 		mismatch := func(field string, b, run any) error {
-			return fmt.Errorf("%w: %s: %s is %v in the base, %v in this run", ErrBaseMismatch, base.Name, field, b, run)
+			return fmt.Errorf("%w: %s: %s is %v in the base, %v in this run", ErrBaseMismatch, name, field, b, run)
 		}
 		if g.Method == "" {
 			g.Method = h.Method
@@ -35,10 +51,12 @@ func geometryFor(req *Request, base *BaseReader, info ModelInfo, cfg EngineConfi
 		} else if g.Stride != h.Stride {
 			return g, mismatch("stride", h.Stride, g.Stride)
 		}
-		if g.Chunks <= 0 {
+		switch {
+		case g.Chunks <= 0:
 			g.Chunks = h.ChunkLimit
-		} else if g.Chunks != h.ChunkLimit && !h.Partial() { // a partial base is checked after planning
-			return g, mismatch("chunk limit", h.ChunkLimit, g.Chunks)
+		case h.ChunkLimit > 0 && g.Chunks > h.ChunkLimit && !h.Partial(): // a partial base is checked after planning
+			return g, fmt.Errorf("%w: %s holds the first %d chunks (its chunk limit), this run asks for %d: give --perplexity-chunks %d or less, or leave it out to score all the base holds",
+				ErrBaseMismatch, name, h.ChunkLimit, g.Chunks, h.ChunkLimit)
 		}
 	}
 	if g.Ctx == 0 {
@@ -95,16 +113,18 @@ func tokensFor(req *Request, tokens []int32, base *BaseReader, info ModelInfo) (
 }
 
 // baseCovers checks that a base holds the windows plan scores: all of
-// them, or for a partial base its first ones.
+// them, or its first ones (a partial base, or a run of fewer chunks).
 func baseCovers(base *BaseReader, plan Plan) error {
 	if base == nil {
 		return nil
 	}
 	h := &base.Header
-	if h.Partial() {
+	if h.Partial() || len(plan.Windows) < h.Windows {
+		// A partial base's first windows, or the first of a complete one
+		// (a run limited to fewer chunks).
 		if len(plan.Windows) > h.Windows {
-			return fmt.Errorf("%w: %s is a partial base holding %d windows, this run needs %d (use --perplexity-chunks %d or fewer)",
-				ErrBaseMismatch, base.Name, h.Windows, len(plan.Windows), h.Windows)
+			return fmt.Errorf("%w: %s is a partial base holding %d windows, this run needs %d: give --perplexity-chunks %s",
+				ErrBaseMismatch, base.Name, h.Windows, len(plan.Windows), chunksUpTo(h.Windows))
 		}
 		if plan.Scored > h.Scored {
 			return fmt.Errorf("%w: %s is a partial base holding %d scored tokens, this run scores %d",
@@ -135,4 +155,13 @@ func (p Plan) shard(s ShardSpec) Plan {
 		}
 	}
 	return p
+}
+
+// chunksUpTo is the --perplexity-chunks values that ask for at most n
+// windows (0 means all of them, so it is not one).
+func chunksUpTo(n int) string {
+	if n == 1 {
+		return "1"
+	}
+	return fmt.Sprintf("from 1 to %d", n)
 }

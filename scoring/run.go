@@ -38,15 +38,19 @@ func Run(ctx context.Context, eng Engine, req Request) (Report, error) {
 
 // runner holds one run's state and reusable buffers.
 type runner struct {
-	ctx    context.Context
-	eng    Engine
-	req    *Request
-	info   ModelInfo
-	cfg    EngineConfig
-	plan   Plan
-	todo   Plan // the windows this run scores: plan's, or its shard's
-	tokens []int32
-	bytes  []int32 // per token, the bytes it covers of the text (Engine.TokenBytes)
+	ctx context.Context
+	eng Engine
+	// rowsEng is eng when it returns log-probabilities (a served model,
+	// rowsengine.go); pipe keeps its windows in flight.
+	rowsEng RowsEngine
+	pipe    *rowsPipe
+	req     *Request
+	info    ModelInfo
+	cfg     EngineConfig
+	plan    Plan
+	todo    Plan // the windows this run scores: plan's, or its shard's
+	tokens  []int32
+	bytes   []int32 // per token, the bytes it covers of the text (Engine.TokenBytes)
 
 	base   baseSource // what the run compares against; nil for none
 	record baseSink   // the base the run records; nil for none
@@ -88,6 +92,9 @@ type runner struct {
 	rows  rowStage
 	reqs  []RowRequest // per head slot: [target, the base's top-k ids, the whole vocabulary]
 	res   []RowResult
+	// lpBase and lpTop are the row in flight's log-probabilities at the
+	// base's ids and at its own top k.
+	lpBase, lpTop []float32
 }
 
 // prepare resolves req against eng and its base and opens what the run
@@ -98,10 +105,10 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 		return nil, err
 	}
 	info, cfg := eng.Info(), runConfig(eng)
-	if info.HiddenSize <= 0 {
+	if rowsEngineOf(eng) == nil && info.HiddenSize <= 0 {
 		return nil, fmt.Errorf("engine reports hidden size %d", info.HiddenSize)
 	}
-	r := &runner{ctx: ctx, eng: eng, req: &req, info: info, cfg: cfg, start: start}
+	r := &runner{ctx: ctx, eng: eng, rowsEng: rowsEngineOf(eng), req: &req, info: info, cfg: cfg, start: start}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -145,6 +152,11 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 		return nil, err
 	}
 	r.stop = newStopper(req.Stop, r.base != nil)
+	if r.rowsEng != nil {
+		if err := r.checkRowsRequest(); err != nil {
+			return nil, err
+		}
+	}
 	if r.record, err = openSink(&req, r.plan, r.tokens, info, cfg); err != nil {
 		return nil, err
 	}
@@ -160,6 +172,9 @@ func prepare(ctx context.Context, eng Engine, req Request) (_ *runner, err error
 // alloc sizes the head requests: each row picks its target, the base's
 // top-k ids and, for a full-vocabulary base read or written, every id.
 func (r *runner) alloc() {
+	if r.rowsEng != nil {
+		return // its rows come scored (rowsengine.go)
+	}
 	baseTopK, recordTopK, vocab := r.baseTopK(), r.recordTopK(), 0
 	if (r.base != nil && r.base.fullVocab()) || (r.record != nil && r.record.fullVocab()) {
 		vocab = r.info.VocabSize
@@ -209,6 +224,9 @@ func (r *runner) baseTopK() int {
 // close releases what the run holds; a base still being recorded (a run
 // that never reached its report) is discarded.
 func (r *runner) close() {
+	if r.pipe != nil {
+		r.pipe.stop()
+	}
 	if r.record != nil {
 		r.record.abort()
 	}
@@ -257,6 +275,9 @@ func (r *runner) loop() (reason string, err error) {
 // window scores one window: prefill from its first scored row, the rows
 // staged for the head HeadRows at a time.
 func (r *runner) window(w Window) error {
+	if r.rowsEng != nil {
+		return r.rowsWindow(w)
+	}
 	t0 := time.Now()
 	r.w, r.wNLL, r.wTop = w, NLLStats{}, r.wTop[:0]
 	r.rows.reset(w.FirstRow, w.LastRow())
@@ -329,26 +350,40 @@ func (r *runner) score(i, pos, baseTopK int) error {
 		return fmt.Errorf("row %d (target token %d): the model's logits are not finite: NLL %v (max %v, sum exp %v, target logit %v)",
 			pos, q.IDs[0], nll, res.Max, res.SumExp, res.Picked[0])
 	}
-	r.wNLL.Add(nll)
+	row := scoredRow{target: q.IDs[0], nll: nll, lnSum: math.Log(res.SumExp), res: res,
+		argMax: res.ArgMax, topP: float32(1 / res.SumExp), vocab: res.Picked[1+baseTopK:]}
+	if baseTopK > 0 {
+		r.lpBase = logProbs(r.lpBase, res.Picked[1:1+baseTopK], res.Max, row.lnSum)
+		row.atBaseLP = r.lpBase
+	}
+	if k := r.recordTopK(); k > 0 {
+		r.lpTop = logProbs(r.lpTop, res.TopLogits[:k], res.Max, row.lnSum)
+		row.topIDs, row.topLP = res.TopIDs[:k], r.lpTop
+	}
+	return r.scoreRow(i, &row)
+}
+
+// scoreRow adds one scored token to the window, records, compares and
+// traces it: the statistics every engine shares (slot: its base slot).
+func (r *runner) scoreRow(slot int, row *scoredRow) error {
+	r.wNLL.Add(row.nll)
 	var jw *journalWindow
 	if r.journal != nil {
 		jw = &r.jw
-		jw.NLL = append(jw.NLL, nll)
+		jw.NLL = append(jw.NLL, row.nll)
 	}
-	row := scoredRow{target: q.IDs[0], nll: nll, lnSum: math.Log(res.SumExp), res: res,
-		atBase: res.Picked[1 : 1+baseTopK], vocab: res.Picked[1+baseTopK:]}
 	if r.record != nil {
-		if err := r.record.append(&row, jw); err != nil {
+		if err := r.record.append(row, jw); err != nil {
 			return err
 		}
 	}
 	var c *TokenComparison
 	if r.base != nil {
-		cmp := r.base.compare(i, &row)
+		cmp := r.base.compare(slot, row)
 		r.kld.Add(r.w.Index, cmp)
 		c = &cmp
 	}
-	ts := tokenScore(nll, res, c)
+	ts := traceTop(row.nll, row.argMax, row.topP, c)
 	r.wTop = append(r.wTop, ts)
 	if jw != nil {
 		jw.Top, jw.TopP = append(jw.Top, ts.RunTop), append(jw.TopP, ts.RunTopP)
@@ -476,6 +511,17 @@ func reportTiming(rep *Report, start time.Time, held time.Duration, timed int) {
 func (r *runner) kldReport(rep *Report) {
 	k := r.kld.Result()
 	r.base.finish(&k)
+	if r.rowsEng != nil {
+		var o kldOverlap
+		if s, ok := r.base.(*topKSource); ok {
+			o = s.overlap
+		}
+		f := o.fraction()
+		k.Method, k.TopKOverlap = KLDTopKOverlap, &f
+		if r.rowsEng.NamesIDs() {
+			k.Method = KLDNamedIDs
+		}
+	}
 	rep.KLD = &k
 	rep.Warnings = append(rep.Warnings, k.Warnings()...)
 	h := &r.base.file().Header
@@ -483,6 +529,8 @@ func (r *runner) kldReport(rep *Report) {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf(
 			"the base is partial (%d of the %d windows its run planned); compared over its first %d",
 			h.Windows, h.Meta.WindowsPlanned, len(r.plan.Windows)))
+	} else if n := len(r.plan.Windows); n < h.Windows {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compared over the first %d of the base's %d windows", n, h.Windows))
 	}
 	if v, mv := h.Meta.VocabSize, r.info.VocabSize; v > 0 && mv > 0 && v != mv {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf(

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,7 +256,7 @@ func TestRunRefusesMismatchedBase(t *testing.T) {
 		{Request{Text: "some other text entirely, long enough to not matter"}, "token ids differ"},
 		{Request{Method: MethodSliding}, "method is chunks in the base, sliding in this run"},
 		{Request{Ctx: 256}, "ctx is 128 in the base, 256 in this run"},
-		{Request{Chunks: 7}, "chunk limit is 5 in the base, 7 in this run"},
+		{Request{Chunks: 7}, "holds the first 5 chunks (its chunk limit), this run asks for 7: give --perplexity-chunks 5 or less"},
 		{Request{Stride: 64}, "stride is 128 in the base, 64 in this run"},
 	} {
 		c.req.KLDBase = path
@@ -269,8 +270,22 @@ func TestRunRefusesMismatchedBase(t *testing.T) {
 		}
 	}
 	// The same tokens given explicitly are accepted.
-	if _, err := Run(context.Background(), f, Request{KLDBase: path, Tokens: tokens, Ctx: 128, Chunks: 5}); err != nil {
+	full, err := Run(context.Background(), f, Request{KLDBase: path, Tokens: tokens, Ctx: 128, Chunks: 5})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Fewer chunks than the base holds: its first ones, the same figures.
+	first, err := Run(context.Background(), f, Request{KLDBase: path, Chunks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.WindowsScored != 3 || !slices.Contains(first.Warnings, "compared over the first 3 of the base's 5 windows") {
+		t.Fatalf("3 of the base's 5 chunks: %d windows, warnings %q", first.WindowsScored, first.Warnings)
+	}
+	for i := range 3 {
+		if a, b := first.Windows[i].MeanKLD, full.Windows[i].MeanKLD; a == nil || b == nil || *a != *b {
+			t.Fatalf("window %d: KLD %v over 3 chunks, %v over all 5", i, a, b)
+		}
 	}
 	// A truncated base is detected.
 	raw, _ := os.ReadFile(path)
@@ -403,7 +418,8 @@ func TestPartialBase(t *testing.T) {
 			}
 		}
 	}
-	// The complete base is not partial, and still refuses a prefix.
+	// The complete base is not partial, and gives a prefix too (issue 37:
+	// a complete base allows scoring fewer chunks), saying so.
 	b, err := OpenBase(full)
 	if err != nil {
 		t.Fatal(err)
@@ -412,8 +428,9 @@ func TestPartialBase(t *testing.T) {
 	if b.Header.Partial() || b.Header.Meta.WindowsPlanned != 10 {
 		t.Fatalf("full base header %+v", b.Header)
 	}
-	if _, err := Run(context.Background(), f, Request{KLDBase: full, Chunks: 3}); !errors.Is(err, ErrBaseMismatch) {
-		t.Errorf("complete base, chunks 3: %v", err)
+	if got, err := Run(context.Background(), f, Request{KLDBase: full, Chunks: 3}); err != nil || got.KLD == nil || got.KLD.Tokens != 3*49 ||
+		got.KLD.MeanKLD != 0 || !slices.Contains(got.Warnings, "compared over the first 3 of the base's 10 windows") {
+		t.Errorf("complete base, chunks 3: %v, warnings %q", err, got.Warnings)
 	}
 	// Stopped before any window: nothing is kept.
 	none := filepath.Join(dir, "none.kld")

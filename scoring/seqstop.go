@@ -122,6 +122,9 @@ func (e Event) StopSummary() string {
 		return ""
 	case s.MetAt > 0:
 		return fmt.Sprintf("rule met at window %d", s.MetAt)
+	case e.WindowsDone < 2 && s.HalfWidth == 0:
+		// One window has no spread: its ± would read 0.
+		return fmt.Sprintf("%s %.6g (± after 2 windows)", s.Statistic, s.Value)
 	case s.Precision == 0:
 		return fmt.Sprintf("%s %.6g ± %.3g", s.Statistic, s.Value, s.HalfWidth)
 	}

@@ -132,3 +132,16 @@ func TestStopKeepGoing(t *testing.T) {
 		t.Fatalf("last event met_at %d, want %d", metAt, s.Windows)
 	}
 }
+
+// TestStopSummaryOneWindow: after one window the stopping interval has no
+// width yet; the summary says when it will instead of "± 0".
+func TestStopSummaryOneWindow(t *testing.T) {
+	e := Event{WindowsDone: 1, Stop: &StopProgress{Statistic: StatMeanKLD, Value: 0.0610654, WindowsLeft: -1}}
+	if got, want := e.StopSummary(), "mean_kld 0.0610654 (± after 2 windows)"; got != want {
+		t.Fatalf("one window: %q, want %q", got, want)
+	}
+	e.WindowsDone, e.Stop.HalfWidth = 2, 0.05
+	if got, want := e.StopSummary(), "mean_kld 0.0610654 ± 0.05"; got != want {
+		t.Fatalf("two windows: %q, want %q", got, want)
+	}
+}

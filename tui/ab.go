@@ -18,6 +18,7 @@ import (
 	"plexbench/profiles"
 	"plexbench/results"
 	"plexbench/scoring"
+	"plexbench/workbench"
 )
 
 // abModel is an A/B comparison in progress or done.
@@ -41,6 +42,9 @@ type abModel struct {
 
 	pairPath string
 	pairErr  error
+	// refused is why the pair was refused before A started (a side's
+	// check: Config.Check); neither side ran.
+	refused error
 }
 
 // pairSavedMsg reports the A/B summary's save.
@@ -52,6 +56,11 @@ type pairSavedMsg struct {
 func newABModel(e env, a, b profiles.Profile, givenBase string, allow bool) abModel {
 	return abModel{env: e, a: newRunModel("A", a, givenBase), b: newRunModel("B", b, givenBase),
 		diff: profiles.Diff(a, b), givenBase: givenBase, allow: allow}
+}
+
+// jobs are A's and B's runs as a check sees them before A starts.
+func (m abModel) jobs() [2]workbench.Job {
+	return [2]workbench.Job{{Profile: m.a.profile, Compare: m.givenBase}, {Profile: m.b.profile, Compare: m.givenBase}}
 }
 
 // bytesOnly reports whether the pair is compared by bits per byte only.
@@ -226,6 +235,8 @@ func (m abModel) side(r *runModel) results.ABSide {
 // verdict is the verdict line with how far the runs got.
 func (m abModel) verdict() string {
 	switch {
+	case m.refused != nil:
+		return "not started: " + m.refused.Error()
 	case m.a.status == runFailed:
 		return "A failed; no comparison"
 	case m.b.status == runWaiting || m.b.status == runLoading:
@@ -300,7 +311,11 @@ func (m abModel) headerView(s Styles, w int) string {
 	if m.bytesOnly() {
 		diff += s.Warn.Render(" · by bits per byte only")
 	}
-	return spread(title, cur.label+" "+cur.badge(s), w) + "\n" + l2 + "\n" + diff
+	badge := cur.label + " " + cur.badge(s)
+	if m.refused != nil {
+		badge = s.Badge.Inherit(s.Bad).Render("REFUSED")
+	}
+	return spread(title, badge, w) + "\n" + l2 + "\n" + diff
 }
 
 func show(v string) string {
@@ -333,7 +348,7 @@ func (m abModel) sideBySide(s Styles, w int) []string {
 		if k == nil {
 			return "–", "–", "–"
 		}
-		return s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)),
+		return s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)) + s.Dim.Render(" token SE"),
 			pctPM(k.SameTop, k.SameTopUncertainty) + " · Δp " + signedPct(k.MeanDeltaP),
 			fmt.Sprintf("p50 %s p99 %s max %s", small(k.P50), small(k.P99), small(k.Max))
 	}
@@ -403,6 +418,8 @@ func (m abModel) verdictView(s Styles, w int) string {
 
 func (m abModel) statusView(s Styles) string {
 	switch {
+	case m.refused != nil:
+		return s.Bad.Render("refused before A started; nothing was scored (q quits)")
 	case m.pairErr != nil:
 		return s.Bad.Render("could not save the A/B summary: " + m.pairErr.Error())
 	case m.pairPath != "":
@@ -415,6 +432,9 @@ func (m abModel) statusView(s Styles) string {
 }
 
 func (m abModel) view(s Styles, w, h int) string {
+	if m.refused != nil {
+		return strings.Join([]string{m.headerView(s, w), "", m.verdictView(s, w), m.statusView(s)}, "\n")
+	}
 	top := []string{m.headerView(s, w), m.a.progressView(s, w), m.b.progressView(s, w)}
 	top = append(top, m.sideBySide(s, w)...)
 	fixed := 0

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"plexbench/scoring"
 )
@@ -121,7 +122,9 @@ func wrap(s string, w int) string {
 	return lipgloss.Wrap(s, w, "")
 }
 
-// truncate cuts a styled line to w cells, the last one an ellipsis.
+// truncate cuts a styled line to w cells, the last one an ellipsis: at
+// the end of a word when one ends in the line's last third, so a word is
+// not cut in two.
 func truncate(s string, w int) string {
 	if lipgloss.Width(s) <= w {
 		return s
@@ -129,7 +132,15 @@ func truncate(s string, w int) string {
 	if w < 1 {
 		return ""
 	}
-	return lipgloss.NewStyle().MaxWidth(w-1).Render(s) + "…"
+	cut := w - 1
+	plain := []rune(ansi.Strip(s))
+	for i := cut; i > 2*cut/3 && i < len(plain); i-- {
+		if plain[i] == ' ' && (i == 0 || plain[i-1] != ' ') {
+			cut = i
+			break
+		}
+	}
+	return ansi.Truncate(s, cut, "") + "…"
 }
 
 // padRight pads s with spaces to w cells (no-op when wider).
@@ -140,10 +151,17 @@ func padRight(s string, w int) string {
 	return s
 }
 
-// spread lays out left and right parts on one line of width w.
+// spread lays out left and right parts on one line of width w; when both
+// do not fit, left gives way (cut at a word's end) so right, a state
+// badge, stays on screen.
 func spread(left, right string, w int) string {
 	gap := w - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
+		if room := w - 1 - lipgloss.Width(right); room >= 8 {
+			left = truncate(left, room)
+			gap = w - lipgloss.Width(left) - lipgloss.Width(right)
+			return left + strings.Repeat(" ", max(1, gap)) + right
+		}
 		return left + " " + right
 	}
 	return left + strings.Repeat(" ", gap) + right

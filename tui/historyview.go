@@ -91,47 +91,49 @@ func (m historyModel) view(s Styles, w, h int) string {
 	case len(m.entries) == 0:
 		return strings.Join(append(lines, s.Dim.Render("no runs saved yet: finished and stopped runs land here")), "\n")
 	}
-	wide := w >= 100
-	cols := func(when, profile, model, windows, ppl, done, base string) string {
-		if wide {
-			return fmt.Sprintf("  %-16s %-14s %-20s %-11s %-16s %-8s %s", when, clip(profile, 14), clip(model, 20), windows, ppl, done, base)
-		}
-		return fmt.Sprintf("  %-16s %-12s %-10s %-15s %-7s %s", when, clip(profile, 12), windows, ppl, done, base)
-	}
-	lines = append(lines, s.Header.Render(cols("when", "profile", "model", "windows", "PPL", "done", "base")))
-	rows := max(1, h-len(lines)-3)
-	first := max(0, min(m.cursor-rows/2, len(m.entries)-rows))
-	for i := first; i < len(m.entries) && i < first+rows; i++ {
-		e := m.entries[i]
+	// The rows as one table fitted to the width: the model's name is
+	// shortened in the middle, then columns go, never a cell cut.
+	t := results.Table{Header: []string{"when", "profile", "model", "windows", "PPL", "done", "base"},
+		Drop: []string{"base", "windows", "done"}, Squeeze: "model", MinSqueeze: 16}
+	for _, e := range m.entries {
 		when := e.Time.Format("2006-01-02 15:04")
-		var l string
 		if e.Err != nil {
-			l = fmt.Sprintf("  %-16s %s", when, "unreadable: "+e.Err.Error())
-		} else {
-			r := e.Run
-			name := e.Profile.Name
-			if !e.HasProfile {
-				name = "?"
-			}
-			done := fmt.Sprintf("%d/%d", r.WindowsScored, r.WindowsTotal)
+			t.Rows = append(t.Rows, []string{when}) // drawn below, across the columns
+			continue
+		}
+		r := e.Run
+		name := e.Profile.Name
+		if !e.HasProfile {
+			name = "?"
+		}
+		done := fmt.Sprintf("%d/%d", r.WindowsScored, r.WindowsTotal)
+		if r.Partial {
+			done += "✗"
+		}
+		kept := "–"
+		if e.Base != "" {
+			kept = "kept"
+		}
+		ppl := pm(r.Perplexity, r.PerplexityUncertainty)
+		if a := r.CorporaAverage; a != nil { // several corpora: no PPL of its own
+			ppl, done = fmt.Sprintf("%.4f tok-wt", a.TokenWeighted.Perplexity), fmt.Sprintf("%d texts", len(r.Corpora))
+		}
+		if c := r.Choice(); c != nil { // a task file: its accuracy over the tasks scored
+			ppl, done = fmt.Sprintf("%.2f%% %s", c.Accuracy, scoring.ChoiceMetric(c.Method)), fmt.Sprint(c.Tasks)
 			if r.Partial {
 				done += "✗"
 			}
-			kept := "–"
-			if e.Base != "" {
-				kept = "kept"
-			}
-			ppl := pm(r.Perplexity, r.PerplexityUncertainty)
-			if a := r.CorporaAverage; a != nil { // several corpora: no PPL of its own
-				ppl, done = fmt.Sprintf("%.4f tok-wt", a.TokenWeighted.Perplexity), fmt.Sprintf("%d texts", len(r.Corpora))
-			}
-			if c := r.Choice(); c != nil { // a task file: its accuracy over the tasks scored
-				ppl, done = fmt.Sprintf("%.2f%% %s", c.Accuracy, scoring.ChoiceMetric(c.Method)), fmt.Sprint(c.Tasks)
-				if r.Partial {
-					done += "✗"
-				}
-			}
-			l = cols(when, name, base(r.Config.Model.Path, "?"), fmt.Sprintf("%s %d", r.Method, r.Ctx), ppl, done, kept)
+		}
+		t.Rows = append(t.Rows, []string{when, name, base(r.Config.Model.Path, "?"), fmt.Sprintf("%s %d", r.Method, r.Ctx), ppl, done, kept})
+	}
+	table, _ := t.Fit(w - 2)
+	lines = append(lines, s.Header.Render("  "+table[0]))
+	rows := max(1, h-len(lines)-3)
+	first := max(0, min(m.cursor-rows/2, len(m.entries)-rows))
+	for i := first; i < len(m.entries) && i < first+rows; i++ {
+		l := "  " + table[1+i]
+		if m.entries[i].Err != nil {
+			l = "  " + t.Rows[i][0] + "  unreadable: " + m.entries[i].Err.Error()
 		}
 		if i == m.cursor {
 			l = s.Selected.Render(padRight(">"+l[1:], w))
@@ -151,13 +153,4 @@ func (m historyModel) view(s Styles, w, h int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// clip shortens s to n cells with an ellipsis.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -413,14 +413,22 @@ func (m runModel) headerView(s Styles, w int) string {
 	if choice {
 		input, geometry = method+" "+base(path, ""), m.tasksLine(method)
 	}
-	l2 := s.Label.Render("model ") + base(p.Model, "demo (stories260K)") + s.Dim.Render(" · ") + input
+	model := base(p.Model, "demo (stories260K)")
+	if p.Server != "" {
+		model = "served at " + p.Server
+	}
+	var about string
 	if r := m.report; r != nil && r.Config.Model.Architecture != "" {
 		if c := r.Choice(); c != nil {
-			l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tasks in the file", r.Config.Model.Architecture, c.TasksInFile))
+			about = s.Dim.Render(fmt.Sprintf(" · %s, %d tasks in the file", r.Config.Model.Architecture, c.TasksInFile))
 		} else {
-			l2 += s.Dim.Render(fmt.Sprintf(" · %s, %d tokens", r.Config.Model.Architecture, r.Tokens))
+			about = s.Dim.Render(fmt.Sprintf(" · %s, %d tokens", r.Config.Model.Architecture, r.Tokens))
 		}
 	}
+	// A long model name gives way in its middle, keeping its type.
+	rest := s.Dim.Render(" · ") + input + about
+	name := results.MiddleEllipsis(model, max(16, w-6-lipgloss.Width(rest)))
+	l2 := s.Label.Render("model ") + name + rest
 	l3 := s.Label.Render(geometry) + s.Dim.Render(" · "+settings(p))
 	if lipgloss.Width(l3) > w {
 		// Too long for one line: the settings get their own.

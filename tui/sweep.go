@@ -226,61 +226,77 @@ func (m sweepModel) profile() profiles.Profile {
 // headerView is the sweep's title, its protocol and settings.
 func (m sweepModel) headerView(s Styles, w int) string {
 	p := m.sj.Job.Profile
-	title := s.Title.Render("plexbench") + " " + s.Value.Render("sweep") +
-		s.Dim.Render(fmt.Sprintf(" · %d models against %s", len(m.sj.Models), filepath.Base(m.sj.BaseModel)))
-	if p.Name != "" && p.Name != "default" {
-		title += s.Dim.Render(" · " + p.Name)
-	}
 	badge := m.live.badge(s)
 	if !m.live.paused || !m.active() {
 		st := runModel{status: m.status}
 		badge = st.badge(s)
 	}
+	// The base model's name gives way (in its middle) to the badge.
+	name := filepath.Base(m.sj.BaseModel)
+	named := ""
+	if p.Name != "" && p.Name != "default" {
+		named = " · " + p.Name
+	}
+	fixed := lipgloss.Width(fmt.Sprintf("plexbench sweep · %d models against %s", len(m.sj.Models), named)) + 1 + lipgloss.Width(badge)
+	name = results.MiddleEllipsis(name, max(16, w-fixed))
+	title := s.Title.Render("plexbench") + " " + s.Value.Render("sweep") +
+		s.Dim.Render(fmt.Sprintf(" · %d models against %s", len(m.sj.Models), name)+named)
 	l2 := s.Label.Render(inputName(p)) + s.Dim.Render(" · ") + s.Label.Render(windowsLine(p))
 	l3 := s.Dim.Render(settings(p))
 	return spread(title, badge, w) + "\n" + l2 + "\n" + truncate(l3, w)
 }
 
-// itemLine is one model's line in the list.
-func (m sweepModel) itemLine(s Styles, i int) string {
-	it := m.items[i]
-	name := filepath.Base(it.model)
-	if i == 0 {
-		name += " (base)"
-	}
-	var state, figures string
-	switch {
-	case it.status == runDone && it.skipped:
-		state = s.Good.Render("done") + s.Dim.Render(" (recorded before)")
-	case it.status == runDone:
-		state = s.Good.Render("done")
-	case it.status == runWaiting:
-		state = s.Dim.Render("waiting")
-	case it.status == runFailed:
-		state = s.Bad.Render("failed")
-	case it.status == runStopped:
-		state = s.Warn.Render("stopped") + s.Dim.Render(" (journal kept)")
-	case i == m.at:
-		e := m.live.last
-		state = s.Value.Render(m.live.status.String())
-		if e.WindowsTotal > 0 {
-			state += s.Dim.Render(fmt.Sprintf(" %d/%d", e.WindowsDone, e.WindowsTotal))
+// itemRows are the models' lines as one table fitted to w: each model's
+// name (shortened in the middle when it must be), state and figures; the
+// same-top column goes first when the width is short.
+func (m sweepModel) itemRows(s Styles, w int) []string {
+	t := results.Table{Header: []string{"model", "state", "PPL", "KLD", "same top", "note"},
+		Drop: []string{"note", "same top", "KLD"}, Squeeze: "model", MinSqueeze: 24, SqueezeFirst: true}
+	for i, it := range m.items {
+		name := filepath.Base(it.model)
+		if i == 0 {
+			name += " (base)"
 		}
-	default:
-		state = s.Value.Render(it.status.String())
-	}
-	if r := it.report; r != nil {
-		figures = s.Label.Render("PPL ") + s.Value.Render(pm(r.Perplexity, r.PerplexityUncertainty))
-		if r.KLD != nil {
-			k := r.KLD.Summary()
-			figures += s.Label.Render("  KLD ") + s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty)) +
-				s.Label.Render("  same top ") + s.Value.Render(pct(k.SameTop, 1))
+		var state string
+		switch {
+		case it.status == runDone && it.skipped:
+			state = s.Good.Render("done") + s.Dim.Render(" (recorded before)")
+		case it.status == runDone:
+			state = s.Good.Render("done")
+		case it.status == runWaiting:
+			state = s.Dim.Render("waiting")
+		case it.status == runFailed:
+			state = s.Bad.Render("failed")
+		case it.status == runStopped:
+			state = s.Warn.Render("stopped") + s.Dim.Render(" (journal kept)")
+		case i == m.at:
+			e := m.live.last
+			state = s.Value.Render(m.live.status.String())
+			if e.WindowsTotal > 0 {
+				state += s.Dim.Render(fmt.Sprintf(" %d/%d", e.WindowsDone, e.WindowsTotal))
+			}
+		default:
+			state = s.Value.Render(it.status.String())
 		}
-		if se := r.StoppedEarly; se != nil {
-			figures += s.Dim.Render(fmt.Sprintf("  stopped at window %d", se.Windows))
+		row := []string{name, state, "", "", "", ""}
+		if r := it.report; r != nil {
+			row[2] = s.Label.Render("PPL ") + s.Value.Render(pm(r.Perplexity, r.PerplexityUncertainty))
+			if r.KLD != nil {
+				k := r.KLD.Summary()
+				row[3] = s.Label.Render("KLD ") + s.Value.Render(pm(k.MeanKLD, k.MeanKLDUncertainty))
+				row[4] = s.Label.Render("same top ") + s.Value.Render(pct(k.SameTop, 1))
+			}
+			if se := r.StoppedEarly; se != nil {
+				row[5] = s.Dim.Render(fmt.Sprintf("stopped at window %d", se.Windows))
+			}
 		}
+		t.Rows = append(t.Rows, row)
 	}
-	return fmt.Sprintf("%s %s %s", padRight(name, 28), padRight(state, 24), figures)
+	lines, _ := t.Fit(w)
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	return lines[1:]
 }
 
 // liveView is the model in flight, as the run view draws its top.
@@ -301,13 +317,14 @@ func (m sweepModel) liveView(s Styles, w int) []string {
 }
 
 // tableView is the compare table of the finished models, as `plexbench
-// compare` prints it.
+// compare` prints it in a terminal w wide: the least important columns
+// left out when it is too wide, and said so.
 func (m sweepModel) tableView(s Styles, w int) []string {
 	if len(m.table.Groups) == 0 {
 		return nil
 	}
 	var b strings.Builder
-	m.table.WriteText(&b, false)
+	m.table.WriteTable(&b, w)
 	out := []string{rule(s, "compare", w)}
 	for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
 		out = append(out, truncate(l, w))
@@ -343,8 +360,8 @@ func (m sweepModel) statusView(s Styles) string {
 // first; the compare table takes the lines left above the status line.
 func (m sweepModel) view(s Styles, w, h int) string {
 	top := []string{m.headerView(s, w), ""}
-	for i := range m.items {
-		top = append(top, truncate(m.itemLine(s, i), w))
+	for _, l := range m.itemRows(s, w) {
+		top = append(top, truncate(l, w))
 	}
 	if live := m.liveView(s, w); live != nil {
 		top = append(append(top, ""), live...)

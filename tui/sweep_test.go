@@ -109,9 +109,9 @@ func TestSweepView(t *testing.T) {
 		t.Fatalf("records: %d, %v", len(recs), err)
 	}
 	var table strings.Builder
-	results.CompareTables(scoring.GroupRecords(recs)).WriteText(&table, false)
+	results.CompareTables(scoring.GroupRecords(recs)).WriteTable(&table, 150)
 	for _, want := range strings.Split(strings.TrimSpace(table.String()), "\n") {
-		if want = truncate(want, 150); !strings.Contains(s, strings.TrimRight(want, " ")) {
+		if !strings.Contains(s, strings.TrimRight(want, " ")) {
 			t.Errorf("the screen lacks the compare line %q:\n%s", want, s)
 		}
 	}

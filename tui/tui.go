@@ -50,6 +50,11 @@ type Config struct {
 	// needs: that one lives in a temporary folder removed on Close.
 	KeepBases bool
 	Runner    Runner
+	// Check, when set, checks a run before it starts (the command line
+	// passes workbench.Check): a refusal is shown instead of starting it —
+	// for an A/B, of either side before A starts — and its warnings are
+	// shown under the view.
+	Check func(workbench.Job) (workbench.Checked, error)
 	// NoColor draws without colors (NO_COLOR).
 	NoColor bool
 	// Context is the app's parent context; nil is Background.
@@ -289,11 +294,35 @@ func (m Model) start() (Model, tea.Cmd) {
 	case viewSweep:
 		m.sweep, cmd = m.sweep.start(m.cfg.Sweeper, m.env.newJob())
 	case viewAB:
+		if m.cfg.Check != nil {
+			ws, err := workbench.CheckPair(m.ab.jobs(), m.cfg.Check)
+			if err != nil {
+				m.ab.refused = err
+				return m, nil
+			}
+			m.flash = warnings(ws)
+		}
 		m.ab, cmd = m.ab.init()
 	default:
+		if m.cfg.Check != nil {
+			c, err := m.cfg.Check(workbench.Job{Profile: m.run.profile, Compare: m.run.base, Choice: m.run.choice})
+			if err != nil {
+				m.run.status, m.run.err = runFailed, err
+				return m, nil
+			}
+			m.flash = warnings(c.Warnings)
+		}
 		m.run, cmd = m.run.start(m.env.runner, m.env.newJob(), m.env.spec(m.run.profile))
 	}
 	return m.withClock(cmd)
+}
+
+// warnings is a check's warnings as the one line under the view.
+func warnings(ws []string) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	return "warning: " + strings.Join(ws, "; warning: ")
 }
 
 // onSweep hands the sweep its message; a model's record joins the
@@ -557,7 +586,7 @@ func (m Model) View() tea.View {
 	var body string
 	switch {
 	case m.showHelp:
-		body = m.helpPage()
+		body = m.helpPage(w)
 	case m.view == viewHistory:
 		body = m.hist.view(m.styles, w, bodyH)
 	case m.view == viewWorst:
@@ -575,53 +604,66 @@ func (m Model) View() tea.View {
 	return v
 }
 
-// helpPage explains what the numbers are.
-func (m Model) helpPage() string {
+// helpPage explains what the numbers, the chart's marks and every key
+// mean, each entry wrapped at spaces to the width under its label.
+func (m Model) helpPage(w int) string {
 	s := m.styles
 	unit := m.run.unit()
-	lines := []string{s.Title.Render("plexbench") + s.Dim.Render(" — what you are looking at"), ""}
+	var lines []string
+	entry := func(label, text string) {
+		for i, l := range results.WrapWords(text, max(20, w-7), "") {
+			if i == 0 {
+				lines = append(lines, s.Value.Render(fmt.Sprintf("%-6s ", label))+l)
+			} else {
+				lines = append(lines, "       "+l)
+			}
+		}
+	}
+	// pair lays two keys on one line when the width allows.
+	pair := func(k1, t1, k2, t2 string) {
+		if k2 != "" && w >= 80 && len([]rune(t1)) <= 32 {
+			lines = append(lines, s.Value.Render(fmt.Sprintf("%-6s ", k1))+fmt.Sprintf("%-33s", t1)+
+				s.Value.Render(fmt.Sprintf("%-6s ", k2))+t2)
+			return
+		}
+		entry(k1, t1)
+		if k2 != "" {
+			entry(k2, t2)
+		}
+	}
+	lines = append(lines, s.Title.Render("plexbench")+s.Dim.Render(" — what you are looking at"), "")
 	if m.run.scoresTasks() {
-		lines = append(lines,
-			s.Value.Render("acc   ")+"a task file's accuracy so far, as llama-perplexity prints it: HellaSwag's",
-			"      acc_norm in its Wilson 95% interval, Winogrande's and multiple choice's ±.",
-			s.Value.Render("chart ")+"─ the running accuracy after each task, ░ its interval or ± band.",
-			"")
+		entry("acc", "a task file's accuracy so far, as llama-perplexity prints it: HellaSwag's acc_norm in its Wilson 95% interval, Winogrande's and multiple choice's ± its standard error.")
+		entry("chart", "─ the running accuracy after each task, ░ its interval or ± band.")
 	} else {
-		lines = append(lines,
-			s.Value.Render("PPL ± ")+"perplexity over every token scored so far; ± is llama.cpp's",
-			"      standard error of the mean NLL, carried to perplexity.",
-			s.Value.Render("chart ")+"· one window's PPL, ─ running PPL, ░ its ± band.",
-			s.Value.Render("KLD   ")+"vs a base: mean KL divergence over the base's top-k ids + rest,",
-			"      its percentiles, how often both rank the same token first, and Δp,",
-			"      the change in the correct token's probability.",
-			s.Value.Render("A/B   ")+"A runs first and records a base; B is scored against it.",
-			"      ΔPPL's ± comes from the paired per-window differences.")
+		entry("PPL ±", "perplexity over the tokens scored so far; ± is llama.cpp's standard error of the mean NLL, carried to perplexity.")
+		entry("KLD", "against a base: mean KL divergence over the base's top-k ids and the rest (± token-level), its percentiles, same top (both rank the same token first) and Δp (the change in the true token's probability).")
+		entry("A/B", "A runs first and records a base; B is scored against it; ΔPPL's ± comes from the paired per-window differences.")
 		if m.cfg.KeepBases {
-			lines = append(lines, s.Value.Render("bases ")+"each run keeps its KLD base beside its record (--keep-base).")
+			entry("bases", "each run keeps its KLD base beside its record (--keep-base).")
 		} else {
-			lines = append(lines, s.Value.Render("bases ")+"a run keeps no KLD base unless the TUI starts with --keep-base",
-				"      (an A/B's A records one for B, removed on quit).")
+			entry("bases", "a run keeps no KLD base unless the TUI starts with --keep-base (an A/B's A records one for B, removed on quit).")
 		}
-		lines = append(lines, "")
+		entry("chart", "· one window's value, ─ the running value, ░ its ± band; ˄ ˅ a window above or below the drawn range; ┄ zero on a Δ chart; ┆ over ┴ the window a stop rule was met at.")
 	}
+	lines = append(lines, "")
 	if m.view == viewHistory {
-		lines = append(lines,
-			s.Value.Render("↑/↓   ")+"choose a past run",
-			s.Value.Render("enter ")+"open it in the run view",
-			s.Value.Render("b     ")+"start a new run of "+m.cfg.Profiles[0].Name+" against its kept base",
-			s.Value.Render("esc   ")+"back")
+		pair("↑/↓", "choose a past run", "enter", "open it in the run view")
+		entry("b", "start a new run of "+m.cfg.Profiles[0].Name+" against the chosen run's kept base")
+		pair("esc", "back", "✗", "in done: stopped before its end")
 	} else {
-		lines = append(lines,
-			s.Value.Render("q/esc ")+"stop after the "+unit+" in flight; the partial report is saved",
-			s.Value.Render("      ")+"(when nothing runs: quit)",
-			s.Value.Render("space ")+"pause/resume between "+unit+"s",
-			s.Value.Render("s     ")+"save the profile(s)")
-		if !m.run.scoresTasks() {
-			lines = append(lines, s.Value.Render("w     ")+"the finished run's worst tokens (B's in an A/B), as plexbench worst")
+		pair("q/esc", "stop after the "+unit+" in flight", "space", "pause/resume between "+unit+"s")
+		if m.run.scoresTasks() {
+			entry("", "(nothing running: quit)")
+		} else {
+			pair("", "(nothing running: quit)", "c", "go on past a met stop rule")
 		}
-		lines = append(lines, s.Value.Render("h     ")+"history: past runs in "+m.cfg.ResultsDir)
+		pair("s", "save the profile(s)", "h", "history: past runs")
+		if !m.run.scoresTasks() {
+			pair("w", "worst tokens of the finished run", "t", "tokens ↔ windows (worst list)")
+		}
 	}
-	lines = append(lines, s.Value.Render("ctrl+c")+" stop, save, then quit")
+	pair("?", "this help", "ctrl+c", "stop, save, then quit")
 	return strings.Join(lines, "\n")
 }
 

@@ -195,7 +195,8 @@ func finish(m Model, id int, rec recording, stem string) Model {
 // screen is the view's text without styling.
 func screen(m Model) string { return stripANSI(m.View().Content) }
 
-var sizes = []struct{ w, h int }{{80, 24}, {120, 40}}
+// sizes are the terminal sizes every view has a golden file at.
+var sizes = []struct{ w, h int }{{80, 24}, {140, 45}}
 
 func TestRunViewGolden(t *testing.T) {
 	a, b := recordings(t)
@@ -247,7 +248,10 @@ func TestABViewGolden(t *testing.T) {
 func TestHistoryAndHelpGolden(t *testing.T) {
 	a, b := recordings(t)
 	when := time.Date(2025, 3, 4, 10, 20, 0, 0, time.UTC)
+	long := b.Report // a model whose name is wider than its column
+	long.Config.Model.Path = "../models/Qwen3-30B-A3B-Instruct-2507-UD-Q4_K_XL.gguf"
 	entries := []results.Entry{
+		{Report: "plexbench-results/q4kxl_fake_b.json", Profile: b.Profile, HasProfile: true, Run: long, Time: when.Add(2 * time.Minute)},
 		{Report: "plexbench-results/f16kv_fake_b.json", Profile: b.Profile, HasProfile: true, Run: b.Report, Time: when.Add(time.Minute)},
 		{Report: "plexbench-results/f32kv_fake_a.json", Base: "plexbench-results/f32kv_fake_a.kld", Profile: a.Profile, HasProfile: true, Run: a.Report, Time: when},
 	}
@@ -258,6 +262,7 @@ func TestHistoryAndHelpGolden(t *testing.T) {
 		m = finish(m, 1, a, "f32kv_fake_a")
 		m = step(m, tea.KeyPressMsg{Code: 'h', Text: "h"})
 		m = step(m, historyMsg{entries: entries})
+		m = step(m, tea.KeyPressMsg{Code: tea.KeyDown})
 		m = step(m, tea.KeyPressMsg{Code: tea.KeyDown})
 		golden(t, "history_"+suffix, screen(m))
 		m = step(m, tea.KeyPressMsg{Code: '?', Text: "?"})

@@ -111,13 +111,16 @@ func TestWorstViewIsTheCLIList(t *testing.T) {
 	}
 }
 
-// TestWorstViewScrolls: at 80×24 the list shows what fits, wrapped, and
-// ↓ moves it on by one entry.
+// TestWorstViewScrolls: at 80×24 the list shows what fits, its figures
+// wrapped between fields and its excerpts shortened around the token, and
+// ↓ moves it on by one entry; at 140×45 the lines stand whole.
 func TestWorstViewScrolls(t *testing.T) {
 	pb, base, rep, path := worstFixture(t)
-	m := newTestModel(t, 80, 24, Config{Profiles: []profiles.Profile{pb}, Base: base})
+	m := newTestModel(t, 140, 45, Config{Profiles: []profiles.Profile{pb}, Base: base})
 	m = step(m, doneMsg{id: 1, rep: rep, saved: true, files: results.Run{Report: path}})
 	m = step(m, tea.KeyPressMsg{Code: 'w', Text: "w"})
+	golden(t, "worst_140x45", screen(m))
+	m = step(m, tea.WindowSizeMsg{Width: 80, Height: 24})
 	golden(t, "worst_80x24", screen(m))
 	m = step(m, tea.KeyPressMsg{Code: tea.KeyDown})
 	if s := screen(m); !strings.Contains(s, "2–20 of 20") || !strings.HasPrefix(strings.Split(s, "\n")[2], "  2. ") {

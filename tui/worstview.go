@@ -75,7 +75,9 @@ func (m worstModel) key(k keyMap, msg tea.KeyPressMsg) (worstModel, bool) {
 	return m, false
 }
 
-// view draws the entries from top on, each line wrapped to the width.
+// view draws the entries from top on: each entry's figures wrapped
+// between fields (never inside one) under a hanging indent, its excerpt
+// on one line, shortened around the token when the width is short.
 func (m worstModel) view(s Styles, w, h int) string {
 	what := "tokens"
 	if m.showWindows {
@@ -85,10 +87,7 @@ func (m worstModel) view(s Styles, w, h int) string {
 	out := []string{s.Title.Render("worst "+what) + s.Dim.Render(fmt.Sprintf("  %s · by %s · %d–%d of %d",
 		m.title, m.by, min(m.top+1, len(lines)/2), len(lines)/2, len(lines)/2)), ""}
 	for i := 2 * m.top; i+1 < len(lines); i += 2 {
-		entry := append(strings.Split(lipgloss.Wrap(lines[i], w, " "), "\n"), cut(lines[i+1], w)...)
-		for j := range entry[1:] {
-			entry[1+j] = s.Dim.Render(entry[1+j])
-		}
+		entry := append(wrapFields(lines[i], w, "     "), s.Dim.Render(excerpt(lines[i+1], w)))
 		if len(out)+len(entry) > h && len(out) > 2 {
 			break
 		}
@@ -100,20 +99,76 @@ func (m worstModel) view(s Styles, w, h int) string {
 	return strings.Join(out, "\n")
 }
 
-// cut splits s into lines of at most w cells, anywhere: an excerpt is
-// read as it stands, and word wrapping would move it off its indent.
-func cut(s string, w int) []string {
-	var out []string
-	var line strings.Builder
-	n := 0
-	for _, r := range s {
-		c := lipgloss.Width(string(r))
-		if n+c > w && n > 0 {
-			out, n = append(out, line.String()), 0
-			line.Reset()
-		}
-		line.WriteRune(r)
-		n += c
+// wrapFields wraps a line of fields two spaces apart (scoring.WorstLines'
+// "KLD 0.01182  NLL 7.7925 (base 7.7398)  token \" b\"") at field
+// boundaries, continuation lines under indent; a field wider than the
+// line wraps at its spaces.
+func wrapFields(line string, w int, indent string) []string {
+	if lipgloss.Width(line) <= w {
+		return []string{line}
 	}
-	return append(out, line.String())
+	var out []string
+	rest := strings.TrimLeft(line, " ")
+	lead := line[:len(line)-len(rest)] // the entry's number, right-aligned
+	cur := ""
+	for _, f := range strings.Split(rest, "  ") {
+		if f == "" {
+			continue
+		}
+		switch {
+		case cur == "":
+			cur = lead + f
+		case lipgloss.Width(cur)+2+lipgloss.Width(f) <= w:
+			cur += "  " + f
+		default:
+			out = append(out, cur)
+			cur = indent + f
+		}
+		if lipgloss.Width(cur) > w {
+			parts := results.WrapWords(cur, w, indent)
+			out, cur = append(out, parts[:len(parts)-1]...), parts[len(parts)-1]
+		}
+	}
+	return append(out, cur)
+}
+
+// excerpt fits an entry's text line in w cells: a token's ("…before⟦token⟧
+// after…") loses text from both ends alike, the token in the middle; a
+// window's opening text is cut at its end. The text is read as it stands,
+// so it never wraps.
+func excerpt(line string, w int) string {
+	if lipgloss.Width(line) <= w {
+		return line
+	}
+	open, shut := strings.Index(line, "⟦"), strings.LastIndex(line, "⟧")
+	if open < 0 || shut < open {
+		return truncate(line, w)
+	}
+	// WorstLines indents the text by 5; more spaces are the text's own.
+	indent := min(5, len(line)-len(strings.TrimLeft(line, " ")))
+	before := []rune(line[indent:open])
+	mid := line[open : shut+len("⟧")]
+	after := []rune(line[shut+len("⟧"):])
+	room := w - indent - lipgloss.Width(mid)
+	if room < 4 {
+		return truncate(line, w)
+	}
+	// Each side gets half the room (the marks included); a side shorter
+	// than its half lends the rest to the other.
+	nb, na := len(before), len(after)
+	for nb+na > room-2 {
+		if nb >= na {
+			nb--
+		} else {
+			na--
+		}
+	}
+	b, a := string(before[len(before)-nb:]), string(after[:na])
+	if nb < len(before) {
+		b = "…" + b
+	}
+	if na < len(after) {
+		a += "…"
+	}
+	return line[:indent] + b + mid + a
 }

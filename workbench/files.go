@@ -26,6 +26,7 @@ func (j Job) Files() *outfile.Files {
 	var f outfile.Files
 	p := j.Profile
 	f.In("--model", p.Model)
+	f.In("--tokenizer", p.Tokenizer)
 	f.In("--perplexity", p.Text)
 	f.In("--perplexity", p.Corpora...)
 	f.In("--perplexity-tokens", p.Tokens)
@@ -74,8 +75,8 @@ func begin(ctx context.Context, writes ...string) (locks, error) {
 // tokens, the base model and the models, the base and the runs' journals.
 func (j SweepJob) Files() *outfile.Files {
 	f := j.Job.Files()
-	f.In("--base-model", j.BaseModel)
-	f.In("the sweep model", j.Models...)
+	f.In("--base-model", modelFiles(j.BaseModel)...)
+	f.In("the sweep model", modelFiles(j.Models...)...)
 	s := &sweepRun{j: j}
 	jobs := []Job{s.baseJob()}
 	for _, m := range j.Models {

@@ -21,6 +21,9 @@ import (
 // the two hashes. Only the models' tokenizers are read, not their
 // weights.
 func CheckTokenizers(a, b profiles.Profile) error {
+	if (a.Server != "" && a.Tokenizer == "") || (b.Server != "" && b.Tokenizer == "") {
+		return nil // a server's tokenizer is its own: each run checks its tokens against the base it compares with
+	}
 	sa, err := tokenSide("A", a)
 	if err != nil {
 		return err
@@ -36,6 +39,9 @@ func CheckTokenizers(a, b profiles.Profile) error {
 // (or p's token file), as a run of p would score them.
 func tokenSide(name string, p profiles.Profile) (scoring.TokenSide, error) {
 	path, err := modelPath(p)
+	if p.Server != "" {
+		path, err = p.Tokenizer, nil // a server's tokenizer, as --tokenizer names it
+	}
 	if err != nil {
 		return scoring.TokenSide{}, err
 	}

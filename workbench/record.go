@@ -38,8 +38,11 @@ func describe(h *modelHasher, profile profiles.Profile, path string, rep *scorin
 
 // recordInfo describes a finished run for its record.
 func recordInfo(h *modelHasher, profile profiles.Profile, path string, rep *scoring.Report, started, finished time.Time) (scoring.RecordInfo, error) {
-	model, err := recordModel(h, path)
-	if err != nil {
+	var model scoring.RecordModel
+	var err error
+	if profile.Server != "" {
+		model = servedRecordModel(rep)
+	} else if model, err = recordModel(h, path); err != nil {
 		return scoring.RecordInfo{}, err
 	}
 	model.TokenizerSHA256 = rep.Config.Model.TokenizerSHA256

@@ -119,7 +119,7 @@ func checkSweep(j SweepJob) error {
 	}
 	names := map[string]string{}
 	for _, m := range append([]string{j.BaseModel}, j.Models...) {
-		if _, err := os.Stat(m); err != nil {
+		if _, err := os.Stat(m); err != nil && !IsServerURL(m) {
 			return fmt.Errorf("sweep: model: %w", err)
 		}
 		n := filepath.Base(m)
@@ -148,8 +148,8 @@ func (s *sweepRun) baseJob() Job {
 // baseProfile is the settings p's sweep records its base with on model:
 // no stopping rule.
 func baseProfile(p profiles.Profile, model string) profiles.Profile {
-	p.Model, p.StopAtPrecision, p.StopWhenDecided, p.Sweep = model, 0, "", nil
-	return p
+	p.StopAtPrecision, p.StopWhenDecided, p.Sweep = 0, "", nil
+	return withModel(p, model)
 }
 
 // SweepBaseSettings is the digest of the settings a sweep of p records
@@ -164,7 +164,8 @@ func SweepBaseSettings(p profiles.Profile, model string) string {
 func (s *sweepRun) modelJob(model string) Job {
 	t := s.j.Job
 	p := t.Profile
-	p.Model, p.Sweep = model, nil // each run's profile, as its record keeps it
+	p = withModel(p, model) // each run's profile, as its record keeps it
+	p.Sweep = nil
 	return Job{Profile: p, Compare: s.j.Base, GeometryFromBase: t.GeometryFromBase, GeometryGiven: t.GeometryGiven,
 		TokenIDs: t.TokenIDs, Journal: true, Resume: s.j.Resume, hasher: t.hasher, Keep: Keep{Root: s.j.Root},
 		JournalAt: s.j.Base + "." + results.SafeName(strings.TrimSuffix(filepath.Base(model), filepath.Ext(model))) + ".journal"}
@@ -180,7 +181,7 @@ func (s *sweepRun) emit(e SweepEvent) {
 // step runs job (model i's), unless resuming finds it done, and keeps its
 // record.
 func (s *sweepRun) step(i int, job Job) error {
-	model := job.Profile.Model
+	model := sweptModel(job.Profile)
 	name := filepath.Base(model)
 	if rep, path, err := s.finished(job); err != nil || path != "" {
 		if err == nil {
@@ -284,6 +285,9 @@ func (s *sweepRun) finished(job Job) (rep *scoring.Report, path string, err erro
 	base, err := scoring.IdentifyBase(s.j.Base)
 	if err != nil {
 		return nil, "", err
+	}
+	if job.Profile.Server != "" {
+		return nil, "", nil // a server's model has no file to know its record by: its journal decides
 	}
 	sum, err := job.hasher.hash(job.Profile.Model)
 	if err != nil {

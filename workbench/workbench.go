@@ -153,8 +153,8 @@ func Run(ctx context.Context, j Job) (Outcome, error) {
 // of that profile (the passes of `floor`, a sweep) score on it in turn.
 type Bench struct {
 	profile profiles.Profile
-	model   string // the model file (the embedded demo's cache copy when the profile names none)
-	eng     *engine.Model
+	model   string // the model file (the embedded demo's cache copy when the profile names none; "" for a server)
+	eng     benchEngine
 	rt      *hip.Runtime // the GPU runtime of a device backend; nil on the CPU
 }
 
@@ -163,6 +163,13 @@ type Bench struct {
 func Open(p profiles.Profile) (*Bench, error) {
 	if err := checkInputs(p); err != nil {
 		return nil, err
+	}
+	if p.Server != "" {
+		eng, err := openServed(p)
+		if err != nil {
+			return nil, err
+		}
+		return &Bench{profile: p, eng: eng}, nil
 	}
 	path, err := modelPath(p)
 	if err != nil {
@@ -177,6 +184,14 @@ func Open(p profiles.Profile) (*Bench, error) {
 
 // Info is the loaded model's description.
 func (b *Bench) Info() engine.ModelInfo { return b.eng.Info() }
+
+// Engine is the loaded model, for a command that drives it itself
+// (`plexbench serve`); the bench still owns and closes it. It is nil
+// when the profile names a server: there is no model here to drive.
+func (b *Bench) Engine() *engine.Model {
+	m, _ := b.eng.(*engine.Model)
+	return m
+}
 
 // Close releases the model.
 func (b *Bench) Close() error {
@@ -226,6 +241,7 @@ func (b *Bench) run(ctx context.Context, j Job) (Outcome, error) {
 	}
 	out.Journal = req.Journal
 	out.Report, err = scoring.Run(ctx, b.eng, req)
+	servedWarnings(j.Profile, &out.Report)
 	return out, err
 }
 

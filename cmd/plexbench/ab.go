@@ -99,7 +99,7 @@ func (c *cli) abCmd() *cobra.Command {
 			return exitThreshold
 		}
 		if stopFails(res.StoppedEarly) {
-			fmt.Fprintf(c.stderr, "plexbench: ab: --stop-when-decided %s fails\n", res.StoppedEarly.Rule)
+			fmt.Fprintf(c.stderr, "plexbench: ab: B's --stop-when-decided %s does not hold: exit %d\n", res.StoppedEarly.Rule, exitThreshold)
 			return exitThreshold
 		}
 		return 0
@@ -177,6 +177,14 @@ func (x abRun) run(pathA, pathB string) (results.ABSummary, error) {
 	a, b, err := x.profiles(pathA, pathB)
 	if err != nil {
 		return results.ABSummary{}, err
+	}
+	jobs := [2]workbench.Job{{Profile: a, Compare: x.base}, {Profile: b, Compare: x.base}}
+	warnings, err := workbench.CheckPair(jobs, nil)
+	if err != nil {
+		return results.ABSummary{}, fmt.Errorf("ab: %w", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(x.cli.stderr, "plexbench: warning: %s\n", w)
 	}
 	mismatch, err := tokenizerMismatch(a, b, x.allow)
 	if err != nil {
@@ -370,18 +378,26 @@ func writeABText(w io.Writer, r *results.ABSummary) {
 	if r.Significant {
 		sig = fmt.Sprintf("significant at %.0fσ", scoring.Sigmas)
 	}
-	fmt.Fprintf(w, "ΔPPL B−A   %s%%  paired over %d windows (z = %.2f, %s)\n",
-		scoring.PMSigned(c.DeltaPPLPercent, c.DeltaPPLPercentUncertainty), c.Windows, r.DeltaZ, sig)
+	if c.Windows < 2 {
+		// One pair has no spread: no ±, no z.
+		fmt.Fprintf(w, "ΔPPL B−A   %+.4g%%  paired over %d window (± after 2 windows)\n", c.DeltaPPLPercent, c.Windows)
+	} else {
+		fmt.Fprintf(w, "ΔPPL B−A   %s%%  paired over %d windows (z = %.2f, %s)\n",
+			scoring.PMSigned(c.DeltaPPLPercent, c.DeltaPPLPercentUncertainty), c.Windows, r.DeltaZ, sig)
+	}
 	if k := c.KLD; k != nil {
-		fmt.Fprintf(w, "KLD B‖base %s (%s)  same top %s ± %.2f%%  p50 %.3g p99 %.3g max %.3g  vs %s\n",
+		fmt.Fprintf(w, "KLD B‖base %s (token SE; %s)  same top %s ± %.2f%%  p50 %.3g p99 %.3g max %.3g  vs %s\n",
 			scoring.PM(k.MeanKLD, k.MeanKLDUncertainty), r.KLDBand, scoring.Percent(k.SameTop, 2),
 			100*k.SameTopUncertainty, k.P50, k.P99, k.Max, r.Base)
 	}
-	if c.SpeedRatio > 0 {
+	switch {
+	case c.SpeedRatio > 0 && c.Windows < 2:
+		fmt.Fprintf(w, "speed B/A  %.3f×\n", c.SpeedRatio)
+	case c.SpeedRatio > 0:
 		fmt.Fprintf(w, "speed B/A  %.3f× ± %.3f\n", c.SpeedRatio, c.SpeedRatioUncertainty)
 	}
 	if st := r.StoppedEarly; st != nil {
-		fmt.Fprintf(w, "stopped    B's rule %s met at window %d (%s %.6g ± %.3g)\n", st.Rule, st.Windows, st.Statistic, st.Value, st.HalfWidth)
+		fmt.Fprintf(w, "stopped    B at window %d, %s (%s %.6g ± %.3g)\n", st.Windows, ruleOutcome(st), st.Statistic, st.Value, st.HalfWidth)
 	}
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }
@@ -393,7 +409,7 @@ func writeABChoice(w io.Writer, r *results.ABSummary, c *scoring.ChoiceCompariso
 	fmt.Fprintf(w, "Δacc B−A   %s points, paired over %d tasks: only A right %d, only B right %d, McNemar exact p = %.4g\n",
 		scoring.PMSigned(c.DeltaAccuracy, c.DeltaAccuracyUncertainty), c.Tasks, c.OnlyA, c.OnlyB, c.McNemarP)
 	if st := r.StoppedEarly; st != nil {
-		fmt.Fprintf(w, "stopped    B's rule %s met at window %d (%s %.6g ± %.3g)\n", st.Rule, st.Windows, st.Statistic, st.Value, st.HalfWidth)
+		fmt.Fprintf(w, "stopped    B at window %d, %s (%s %.6g ± %.3g)\n", st.Windows, ruleOutcome(st), st.Statistic, st.Value, st.HalfWidth)
 	}
 	fmt.Fprintf(w, "verdict    %s\n", r.Verdict)
 }

@@ -351,8 +351,8 @@ func TestAB(t *testing.T) {
 	}
 	code, stdout, stderr = runCLI(t, "ab", "--profile", a, "--profile", b, "--quiet",
 		"--stop-when-decided", "delta_ppl_percent<-50", "--stop-min-windows", "5")
-	if code != exitThreshold || !strings.Contains(stdout, "stopped    B's rule delta_ppl_percent<-50 met at window 5") ||
-		!strings.Contains(stderr, "--stop-when-decided delta_ppl_percent<-50 fails") {
+	if code != exitThreshold || !strings.Contains(stdout, "stopped    B at window 5, decided: delta_ppl_percent<-50 does not hold (") ||
+		!strings.Contains(stderr, "plexbench: ab: B's --stop-when-decided delta_ppl_percent<-50 does not hold: exit 3") {
 		t.Fatalf("ab with B's failing rule: exit %d\n%s\nstderr %q", code, stdout, stderr)
 	}
 

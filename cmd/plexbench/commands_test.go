@@ -61,7 +61,7 @@ func TestUsageErrors(t *testing.T) {
 		args  []string
 		lines []string
 	}{
-		{[]string{"scroe"}, []string{`plexbench: unknown command "scroe"`, "did you mean score?", "see 'plexbench --help'"}},
+		{[]string{"scroe"}, []string{`plexbench: unknown command "scroe"`, "did you mean score or serve?", "see 'plexbench --help'"}},
 		{[]string{"score", "--modle", "m.gguf"}, []string{"plexbench score: unknown flag: --modle", "did you mean --model?", "see 'plexbench score --help'"}},
 		{[]string{"ab", "--fail-iff", "x"}, []string{"plexbench ab: unknown flag: --fail-iff", "did you mean --fail-if?", "see 'plexbench ab --help'"}},
 		{[]string{"profile", "nwe"}, []string{`plexbench profile: unknown command "nwe"`, "did you mean new?", "see 'plexbench profile --help'"}},

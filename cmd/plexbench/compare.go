@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"plexbench/results"
@@ -22,6 +24,7 @@ func (c *cli) compareCmd() *cobra.Command {
 	fs.Var(&patterns, "pattern", "records to include, a glob in the results root (or a path); repeatable (default *.json)")
 	resultsDir := fs.String("results", "", resultsUsage("the records are read from"))
 	format := fs.String("format", "table", "output as table, md, csv or json")
+	width := fs.Int("width", 0, "fit the table in N columns, leaving out the least important (default: the terminal's width; none when not a terminal)")
 	bytesOnly := fs.Bool("bits-per-byte", false, "one table per text across tokenizers: records scored from the same text with the same windows,\n"+
 		"ranked by bits per byte, the one figure comparable when tokenizers differ (records of token ids are left out)")
 	return c.action(cmd, func(pos []string) int {
@@ -48,7 +51,11 @@ func (c *cli) compareCmd() *cobra.Command {
 			}
 			tables = results.BytesTables(groups)
 		}
-		if err := writeCompare(c.stdout, tables, *format); err != nil {
+		w := *width
+		if w <= 0 {
+			w = terminalWidth(c.stdout)
+		}
+		if err := writeCompareWidth(c.stdout, tables, *format, w); err != nil {
 			return c.fail(err)
 		}
 		return 0
@@ -67,8 +74,15 @@ func (c *cli) skippedFiles(cmd string, skipped []error) {
 	}
 }
 
-// writeCompare writes the tables in format: table, md, csv or json.
+// writeCompare writes the tables in format: table, md, csv or json; a
+// table fitted to the terminal when w is one.
 func writeCompare(w io.Writer, out results.CompareOutput, format string) error {
+	return writeCompareWidth(w, out, format, terminalWidth(w))
+}
+
+// writeCompareWidth is writeCompare with a table fitted in width columns
+// (≤ 0: no limit).
+func writeCompareWidth(w io.Writer, out results.CompareOutput, format string, width int) error {
 	switch format {
 	case "json":
 		data, err := json.MarshalIndent(out, "", "  ")
@@ -78,8 +92,23 @@ func writeCompare(w io.Writer, out results.CompareOutput, format string) error {
 		return writeJSON(w, data)
 	case "csv":
 		return writeCompareCSV(w, out)
+	case "md":
+		return out.WriteText(w, true)
 	}
-	return out.WriteText(w, format == "md")
+	return out.WriteTable(w, width)
+}
+
+// terminalWidth is the width of the terminal w is, 0 when it is none.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(w) {
+		return 0
+	}
+	cols, _, err := term.GetSize(f.Fd())
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // checkCompareFormat refuses a --format writeCompare does not write.

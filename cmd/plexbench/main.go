@@ -102,7 +102,7 @@ func (c *cli) rootCmd() *cobra.Command {
 		id   string
 		cmds []*cobra.Command
 	}{
-		{"run", []*cobra.Command{c.scoreCmd(), c.tuiCmd(), c.abCmd(), c.sweepCmd(), c.floorCmd(), c.noiseCmd()}},
+		{"run", []*cobra.Command{c.scoreCmd(), c.tuiCmd(), c.abCmd(), c.sweepCmd(), c.floorCmd(), c.noiseCmd(), c.serveCmd()}},
 		{"read", []*cobra.Command{c.compareCmd(), c.plotCmd(), c.cardCmd(), c.mergeCmd(), c.worstCmd(), c.basesCmd(), c.profileCmd()}},
 		{"tools", []*cobra.Command{c.inspectCmd(), c.tokenizeCmd(), c.generateCmd(), c.kernelsCmd(), c.devicesCmd()}},
 	} {

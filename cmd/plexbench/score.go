@@ -25,12 +25,16 @@ import (
 type scoreFlags struct {
 	profile, output, progress, progressOut, card, shard, results string
 	quiet                                                        bool
+	// summary prints a short summary on stdout instead of the JSON report
+	// (the default when stdout is a terminal and no file is given).
+	summary bool
 }
 
 func (c *cli) scoreCmd() *cobra.Command {
 	cmd, fs := c.command("score", "[--profile P.toml] [flags]",
-		"score a text headless; JSON report on stdout or --perplexity-output")
+		"score a text headless; JSON report on stdout (a summary on a terminal) or -o FILE")
 	a := bindScore(fs)
+	aliases(fs, map[string]string{"output": "perplexity-output"})
 	return c.action(cmd, func(pos []string) int {
 		j, x, code := c.scoreJob(fs, a, pos)
 		if code >= 0 {
@@ -45,6 +49,10 @@ func (c *cli) score(j workbench.Job, x scoreFlags) int {
 	if code := c.checkFiles(c.scoreFiles(j, x)); code >= 0 {
 		return code
 	}
+	checked, err := workbench.CheckCorpora(j)
+	if err != nil {
+		return c.fail(err)
+	}
 	ctx, stop := workbench.SignalContext()
 	defer stop()
 	progress, closeProgress, err := c.progressSink(x, j.Profile)
@@ -52,22 +60,27 @@ func (c *cli) score(j workbench.Job, x scoreFlags) int {
 		return c.fail(err)
 	}
 	defer closeProgress()
+	jsonlOnStderr := x.progress == "jsonl" && x.progressOut == ""
 	j.Progress = progress
 	if j.Resume {
-		j.Progress = c.resumeWarning(progress, x.progress == "jsonl" && x.progressOut == "")
+		j.Progress = c.resumeWarning(progress, jsonlOnStderr)
+	}
+	if len(checked.Warnings) > 0 && !jsonlOnStderr { // jsonl on stderr: the report carries them
+		j.Progress = c.startWarnings(j.Progress, checked.Warnings)
 	}
 	out, err := workbench.RunCorpora(ctx, j)
+	out.Report.Warnings = append(checked.Warnings, out.Report.Warnings...)
 	if workbench.StoppedBeforeScoring(err, &out.Report) {
 		fmt.Fprintf(c.stderr, "plexbench: %v\n", err) // nothing scored: no report
 		return 130
 	}
-	if err != nil && !errors.Is(err, scoring.ErrStopped) && !errors.Is(err, workbench.ErrNotKept) {
+	if err != nil && !errors.Is(err, scoring.ErrStopped) && !errors.Is(err, workbench.ErrNotKept) && !keepsPartial(err) {
 		return c.fail(err)
 	}
 	if werr := c.writeScoreOutputs(x, &out, err); werr != nil {
 		return c.fail(werr)
 	}
-	if errors.Is(err, workbench.ErrNotKept) {
+	if errors.Is(err, workbench.ErrNotKept) || keepsPartial(err) {
 		return c.fail(err) // the report is written; the journal stays
 	}
 	if err != nil {
@@ -96,7 +109,9 @@ func bindScore(fs *pflag.FlagSet) *scoreArgs {
 	a := &scoreArgs{p: profiles.Default()}
 	j, x := &a.j, &a.x
 	a.p.BindFlags(fs) // the profile's settings, as flags: --model, --perplexity, --perplexity-ctx, ...
-	fs.StringVar(&x.output, "perplexity-output", "", "write the JSON report here (default: stdout)")
+	fs.StringVarP(&x.output, "perplexity-output", "o", "", "write the JSON report here (default: stdout when it is not a terminal; - for stdout always)")
+	fs.BoolVar(&x.summary, "summary", false, "print a short summary on stdout instead of the JSON report, which goes to -o FILE\n"+
+		"(the default when stdout is a terminal and no -o is given)")
 	fs.BoolVar(&j.TokenIDs, "perplexity-token-ids", false, "include the token ids in the report")
 	fs.StringVar(&j.BaseOut, "perplexity-kld-base-out", "", "record a KL-divergence base to this file")
 	fs.StringVar(&j.BaseFormat, "kld-format", scoring.BaseFormatPlexbench,
@@ -145,10 +160,30 @@ func (c *cli) stopExit(rep *scoring.Report, quiet bool) int {
 		fmt.Fprintf(c.stderr, "plexbench: %s\n", line)
 	}
 	if stopFails(s) {
-		fmt.Fprintf(c.stderr, "plexbench: --stop-when-decided %s fails\n", s.Rule)
+		fmt.Fprintf(c.stderr, "plexbench: --stop-when-decided %s does not hold: exit %d\n", s.Rule, exitThreshold)
 		return exitThreshold
 	}
 	return 0
+}
+
+// ruleOutcome says where a stopping rule ended: a precision rule met or
+// not; a --stop-when-decided condition decided (by its interval) to hold
+// or not, or undecided and answered by the point value.
+func ruleOutcome(s *scoring.StopReport) string {
+	switch {
+	case s.Holds == nil && s.Met:
+		return "rule " + s.Rule + " met"
+	case s.Holds == nil:
+		return "rule " + s.Rule + " not met"
+	}
+	holds := "holds"
+	if !*s.Holds {
+		holds = "does not hold"
+	}
+	if s.Met {
+		return "decided: " + s.Rule + " " + holds
+	}
+	return s.Rule + " undecided; by the point value it " + holds
 }
 
 // stopFails reports whether a --stop-when-decided condition failed.
@@ -164,12 +199,8 @@ func stopStatus(rep *scoring.Report) (*scoring.StopReport, string) {
 	if s == nil {
 		return nil, ""
 	}
-	met := "met"
-	if !s.Met {
-		met = "not met"
-	}
-	return s, fmt.Sprintf("%s: %d of %d windows, rule %s %s (%s %.6g ± %.3g, anytime-valid 95%%)",
-		how, rep.WindowsScored, rep.WindowsTotal, s.Rule, met, s.Statistic, s.Value, s.HalfWidth)
+	return s, fmt.Sprintf("%s: %d of %d windows, %s (%s %.6g ± %.3g, anytime-valid 95%%)",
+		how, rep.WindowsScored, rep.WindowsTotal, ruleOutcome(s), s.Statistic, s.Value, s.HalfWidth)
 }
 
 // stopped says on stderr that a stopped run's partial report was written,
@@ -327,6 +358,25 @@ func (c *cli) resumeWarning(progress func(scoring.Event), jsonlOnStderr bool) fu
 	}
 }
 
+// startWarnings passes a run's events on to progress (nil: none) and
+// says the warnings on stderr, --quiet or not, once its first window is
+// about to be scored: a run refused before then has only its refusal to
+// say.
+func (c *cli) startWarnings(progress func(scoring.Event), warnings []string) func(scoring.Event) {
+	said := false
+	return func(e scoring.Event) {
+		if e.Kind == scoring.EventStarted && !said {
+			said = true
+			for _, w := range warnings {
+				fmt.Fprintf(c.stderr, "plexbench: warning: %s\n", w)
+			}
+		}
+		if progress != nil {
+			progress(e)
+		}
+	}
+}
+
 // progressSink is where score's progress goes: a status line or JSON
 // events on stderr or in --progress-out, or nowhere.
 func (c *cli) progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event), func(), error) {
@@ -355,20 +405,28 @@ func (c *cli) progressSink(x scoreFlags, p profiles.Profile) (func(scoring.Event
 // (a stop) error.
 func (c *cli) writeScoreOutputs(x scoreFlags, out *workbench.Outcome, runErr error) error {
 	rep := &out.Report
-	if err := c.writeReport(x.output, rep); err != nil {
-		return err
+	summary := x.output != outfile.Stdout && (x.summary || (x.output == "" && isTerminal(c.stdout)))
+	if x.output != "" || !summary {
+		if err := c.writeReport(x.output, rep); err != nil {
+			return err
+		}
 	}
 	if rep.Record == nil {
 		if x.card != "" && runErr == nil {
 			return fmt.Errorf("--card %s: the run has no record to describe (%s)", x.card, strings.Join(rep.Warnings, "; "))
 		}
-		return nil
+	} else {
+		if out.Record != "" && !x.quiet && x.progress == "text" {
+			fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
+		}
+		if x.card != "" {
+			if err := c.writeCard(x.card, rep); err != nil {
+				return err
+			}
+		}
 	}
-	if out.Record != "" && !x.quiet && x.progress == "text" {
-		fmt.Fprintf(c.stderr, "plexbench: record %s\n", out.Record)
-	}
-	if x.card != "" {
-		return c.writeCard(x.card, rep)
+	if summary {
+		writeSummary(c.stdout, rep, x.output)
 	}
 	return nil
 }
@@ -447,14 +505,13 @@ func (p *progressPrinter) event(e scoring.Event) {
 			fmt.Fprintf(p.out, "plexbench: resumed: %d of %d windows taken from the journal\n", e.Resumed, e.WindowsTotal)
 		}
 	case scoring.EventWindowDone:
-		line := fmt.Sprintf("%swindow %d/%d  PPL %.4f ± %.5f  %.0f tok/s  ETA %s",
-			corpus, e.WindowsDone, e.WindowsTotal, e.Perplexity, e.PerplexityUncertainty,
-			e.MeanTokensPerSecond, e.ETA.Round(time.Second))
+		line := fmt.Sprintf("%swindow %d/%d  PPL %s  %.0f tok/s  ETA %s",
+			corpus, e.WindowsDone, e.WindowsTotal, pplPM(e, "±"), e.MeanTokensPerSecond, e.ETA.Round(time.Second))
 		if p.kept {
 			line += fmt.Sprintf("  attn kept %.1f%%", 100*e.AttentionKept)
 		}
 		if k := e.KLD; k != nil {
-			line += fmt.Sprintf("  KLD %.6f ± %.6f  same-top %.2f%%", k.MeanKLD, k.MeanKLDUncertainty, 100*k.SameTop)
+			line += "  KLD " + kldPM(k) + fmt.Sprintf("  same-top %.2f%%", 100*k.SameTop)
 		}
 		if stop := e.StopSummary(); stop != "" {
 			line += "  stop: " + stop
@@ -466,9 +523,12 @@ func (p *progressPrinter) event(e scoring.Event) {
 		if p.kept {
 			kept = fmt.Sprintf(", FlashPrefill kept %.1f%% of attention blocks", 100*e.AttentionKept)
 		}
-		fmt.Fprintf(p.out, "plexbench: %s%s in %s: PPL = %.4f +/- %.5f, %.4f +/- %.5f bits per byte over %d tokens (%.0f tok/s prefill%s)\n",
-			corpus, status, e.Elapsed.Round(time.Millisecond), e.Perplexity, e.PerplexityUncertainty,
-			e.BitsPerByte, e.BitsPerByteUncertainty, e.ScoredDone, e.MeanTokensPerSecond, kept)
+		k := ""
+		if e.KLD != nil {
+			k = fmt.Sprintf("; KLD %s, same top %.2f%%", kldPM(e.KLD), 100*e.KLD.SameTop)
+		}
+		fmt.Fprintf(p.out, "plexbench: %s%s in %s: PPL = %s, %s bits per byte over %d tokens%s (%.0f tok/s prefill%s)\n",
+			corpus, status, e.Elapsed.Round(time.Millisecond), pplPM(e, "+/-"), bpbPM(e), e.ScoredDone, k, e.MeanTokensPerSecond, kept)
 	}
 }
 
@@ -489,10 +549,37 @@ func (p *progressPrinter) finished(e scoring.Event) string {
 		fmt.Fprintln(p.out)
 	}
 	switch {
+	case e.Partial && strings.HasPrefix(e.Reason, "stopped"):
+		return e.Reason
 	case e.Partial:
 		return "stopped: " + e.Reason
 	case e.StoppedEarly != nil:
-		return "stopped early (rule " + e.StoppedEarly.Rule + " met)"
+		return fmt.Sprintf("stopped early at window %d, %s", e.StoppedEarly.Windows, ruleOutcome(e.StoppedEarly))
 	}
 	return "done"
+}
+
+// pplPM is e's perplexity with its ± (written pm: "±", or "+/-" as
+// llama-perplexity's final line) once two windows give one: one window
+// has no spread to measure.
+func pplPM(e scoring.Event, pm string) string {
+	if e.WindowsDone < 2 && e.PerplexityUncertainty == 0 {
+		return fmt.Sprintf("%.4f (± after 2 windows)", e.Perplexity)
+	}
+	return fmt.Sprintf("%.4f %s %.5f", e.Perplexity, pm, e.PerplexityUncertainty)
+}
+
+// bpbPM is e's bits per byte with its ±, as pplPM.
+func bpbPM(e scoring.Event) string {
+	if e.WindowsDone < 2 && e.BitsPerByteUncertainty == 0 {
+		return fmt.Sprintf("%.4f", e.BitsPerByte)
+	}
+	return fmt.Sprintf("%.4f +/- %.5f", e.BitsPerByte, e.BitsPerByteUncertainty)
+}
+
+// kldPM is a mean KLD with its ±, labelled: the token-level standard
+// error (llama-perplexity's), which the reports' window-clustered CR1 ±
+// (compare, card) is not.
+func kldPM(k *scoring.KLDSummary) string {
+	return scoring.PM(k.MeanKLD, k.MeanKLDUncertainty) + " (token SE)"
 }

@@ -114,7 +114,9 @@ func TestStopWhenDecided(t *testing.T) {
 	}
 	fails, stderr := scoreReport(t, exitThreshold, filepath.Join(dir, "fails.json"), "--model", q4, "--perplexity-kld", base,
 		"--perplexity-chunks", "10", "--stop-when-decided", "mean_kld<0.001", "--stop-min-windows", "5")
-	if s := fails.StoppedEarly; s == nil || s.Windows != 5 || s.Holds == nil || *s.Holds || !strings.Contains(stderr, "fails") {
+	if s := fails.StoppedEarly; s == nil || s.Windows != 5 || s.Holds == nil || *s.Holds ||
+		!strings.Contains(stderr, "plexbench: stopped early: 5 of 10 windows, decided: mean_kld<0.001 does not hold (mean_kld ") ||
+		!strings.Contains(stderr, "plexbench: --stop-when-decided mean_kld<0.001 does not hold: exit 3\n") || strings.Contains(stderr, " met") {
 		t.Fatalf("mean_kld<0.001: stopped_early %+v; stderr %q", s, stderr)
 	}
 	// A perplexity change, paired token by token against the base's NLLs:

@@ -133,7 +133,7 @@ func (c *cli) tuiConfig(fs *pflag.FlagSet, a *tuiArgs, pos []string) (cfg tui.Co
 	}
 	cfg.Base, cfg.ResultsDir, cfg.NoColor, cfg.AllowTokenizerMismatch = *base, c.resultsRoot(*resultsDir), c.getenv("NO_COLOR") != "", *allow
 	cfg.KeepBases = *keepBase
-	cfg.Runner = tui.RunnerFunc(workbench.Run)
+	cfg.Runner, cfg.Check = tui.RunnerFunc(workbench.Run), workbench.Check
 	if sweep != nil {
 		cfg.Sweep, cfg.Sweeper = sweep, tui.SweeperFunc(workbench.Sweep)
 	}

@@ -81,7 +81,7 @@ func WriteHybrid(path string, h Hybrid) error {
 		w.Set(kv.Key, kv.Value.Interface())
 	}
 
-	t := &tensorWriter{w: w, types: types, pool: pool, rows: map[[2]int]*rowSource{}, rng: rng}
+	t := &tensorWriter{w: w, types: types, pool: pool, byWidth: true, rows: map[[2]int]*rowSource{}, rng: rng}
 	t.mat(-1, "token_embd.weight", h.Embd, h.Vocab.Size, 1)
 	t.vec("output_norm.weight", t.norm, h.Embd)
 	for l := range h.Layers + h.NextN {
@@ -177,12 +177,13 @@ func setHybridSSMKeys(w *gguf.Writer, h *Hybrid, moe bool) {
 // tensorWriter adds tensors to w drawn from one seeded pool and rng,
 // keeping the first error (after which it adds nothing).
 type tensorWriter struct {
-	w     *gguf.Writer
-	types func(layer int, name string) kernels.Type
-	pool  []float32             // N(0, 1) draws, scaled per width
-	rows  map[[2]int]*rowSource // by (type, cols)
-	rng   *rand.Rand
-	err   error
+	w       *gguf.Writer
+	types   func(layer int, name string) kernels.Type
+	pool    []float32             // the matrices' values: N(0, 1) draws scaled per width (byWidth), else as they are
+	byWidth bool                  // scale the pool by 1/√cols
+	rows    map[[2]int]*rowSource // by (type, cols)
+	rng     *rand.Rand
+	err     error
 }
 
 // put adds one tensor of the given dims.
@@ -209,9 +210,12 @@ func (t *tensorWriter) mat(layer int, name string, cols, nrows, n int) {
 	key := [2]int{int(typ), cols}
 	src := t.rows[key]
 	if src == nil {
-		scaled := make([]float32, len(t.pool))
-		for i, v := range t.pool {
-			scaled[i] = v / float32(math.Sqrt(float64(cols)))
+		scaled := t.pool
+		if t.byWidth {
+			scaled = make([]float32, len(t.pool))
+			for i, v := range t.pool {
+				scaled[i] = v / float32(math.Sqrt(float64(cols)))
+			}
 		}
 		if src, t.err = newRowSource(typ, cols, scaled); t.err != nil {
 			t.err = fmt.Errorf("synth: tensor %q: %w", name, t.err)

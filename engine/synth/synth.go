@@ -8,7 +8,6 @@
 package synth
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -29,7 +28,8 @@ const (
 )
 
 // Shape is a dense model's architecture and sizes; the zero value is
-// Qwen3-0.6B's.
+// Qwen3-0.6B's. The fields after Sigma are for the engine's tests, which
+// need the variants real files have; their zero values write none.
 type Shape struct {
 	Name                    string // general.name's stem, e.g. "qwen3-8b"
 	Arch                    string // "llama", "qwen2" (q/k/v biases) or "qwen3" (q/k norms)
@@ -39,6 +39,22 @@ type Shape struct {
 	Layers                  int     // the real model's depth
 	Untied                  bool    // an output.weight of its own, not the tied embedding
 	Sigma                   float64 // the matrices' σ (0: 0.03)
+
+	Rot        int     // rope.dimension_count (0: not written, that is HeadDim)
+	KVPerLayer []int   // head_count_kv per layer, written as an array (overrides KVHeads)
+	Biases     bool    // llama's q/k/v, attn_output and FFN biases; qwen2's output.bias
+	RopeFreqs  bool    // llama's rope_freqs.weight, divisors in [1, ∞)
+	FusedQKV   bool    // one attn_qkv tensor (and bias) instead of attn_q/k/v
+	RopeBase   float32 // rope.freq_base (0: 1e6, llama's 1e4)
+	Eps        float32 // attention.layer_norm_rms_epsilon (0: 1e-6)
+}
+
+// kv is layer l's KV head count.
+func (s *Shape) kv(l int) int {
+	if s.KVPerLayer != nil {
+		return s.KVPerLayer[l]
+	}
+	return s.KVHeads
 }
 
 // Shapes names the dense shapes ShapeOf knows.
@@ -78,6 +94,8 @@ type Config struct {
 	Types func(layer int, name string) kernels.Type
 	// Vocab is the tokenizer; its size is the tied embedding's row count.
 	Vocab Vocab
+	// Seed varies the weights; 0 gives the files Write has always written.
+	Seed uint64
 }
 
 // Vocab is a tokenizer as GGUF metadata: the tokenizer.* records to copy
@@ -194,12 +212,47 @@ const distinctRows = 256
 // a seeded normal pool (σ 0.03, or the shape's σ), so equal configs give
 // equal files. Norm weights are 1 + N(0, 0.03) noise, as trained models'
 // are near 1, so logits spread and a perplexity comparison between
-// engines means something; qwen2's biases are that noise × 10.
+// engines means something; q/k/v and output biases are that noise × 10,
+// llama's attn_output and FFN biases × 3.
 func Write(path string, c Config) error {
-	s := c.Shape
-	if s == (Shape{}) {
-		s = qwen3_06B
+	if c.Shape.Arch == "" {
+		c.Shape = qwen3_06B
 	}
+	if err := c.check(); err != nil {
+		return err
+	}
+	if c.Types == nil {
+		c.Types = AllOf(kernels.F16)
+	}
+	t := newDenseWriter(c)
+	setDenseKeys(t.w, &c)
+	s := &c.Shape
+	t.mat(-1, "token_embd.weight", s.Embd, c.Vocab.Size, 1)
+	t.vec("output_norm.weight", t.noise(1, 1), s.Embd)
+	if s.Untied {
+		t.mat(-1, "output.weight", s.Embd, c.Vocab.Size, 1)
+	}
+	if s.Arch == "qwen2" && s.Biases {
+		t.vec("output.bias", t.noise(0, 10), c.Vocab.Size)
+	}
+	if s.Arch == "llama" && s.RopeFreqs {
+		t.vec("rope_freqs.weight", t.divisor, s.ropeDims()/2)
+	}
+	for l := range c.Layers {
+		t.denseBlock(s, l)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if err := t.w.WriteFile(path); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}
+
+// check refuses configs Write cannot write.
+func (c *Config) check() error {
+	s := &c.Shape
 	switch {
 	case c.Layers < 1:
 		return fmt.Errorf("synth: %d layers", c.Layers)
@@ -207,30 +260,38 @@ func Write(path string, c Config) error {
 		return fmt.Errorf("synth: empty vocabulary")
 	case s.Arch != "llama" && s.Arch != "qwen2" && s.Arch != "qwen3":
 		return fmt.Errorf("synth: architecture %q (want llama, qwen2 or qwen3)", s.Arch)
-	case s.Embd < 1 || s.Heads < 1 || s.KVHeads < 1 || s.HeadDim < 1 || s.FFN < 1 || s.Heads%s.KVHeads != 0:
-		return fmt.Errorf("synth: shape %+v", s)
+	case s.Embd < 1 || s.Heads < 1 || s.KVHeads < 1 && s.KVPerLayer == nil || s.HeadDim < 1 || s.FFN < 1:
+		return fmt.Errorf("synth: shape %+v", *s)
+	case s.KVPerLayer != nil && len(s.KVPerLayer) != c.Layers:
+		return fmt.Errorf("synth: %d per-layer KV head counts for %d layers", len(s.KVPerLayer), c.Layers)
 	}
-	if c.Types == nil {
-		c.Types = AllOf(kernels.F16)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	pool := make([]float32, 1<<20+4096)
-	for i := range pool {
-		pool[i] = float32(rng.NormFloat64() * 0.03)
-	}
-	matPool := pool
-	if s.Sigma != 0 && s.Sigma != 0.03 {
-		matPool = make([]float32, len(pool))
-		for i, v := range pool {
-			matPool[i] = v * float32(s.Sigma/0.03)
+	for l := range c.Layers {
+		if kv := s.kv(l); kv < 1 || s.Heads%kv != 0 {
+			return fmt.Errorf("synth: layer %d: %d heads are not a multiple of %d KV heads", l, s.Heads, kv)
 		}
 	}
+	return nil
+}
 
-	w := gguf.NewWriter()
-	a := s.Arch + "."
-	ropeBase := float32(1e6)
-	if s.Arch == "llama" {
-		ropeBase = 1e4
+func (s *Shape) ropeDims() int {
+	if s.Rot != 0 {
+		return s.Rot
+	}
+	return s.HeadDim
+}
+
+// setDenseKeys sets the general and "{arch}.*" keys and the tokenizer's.
+func setDenseKeys(w *gguf.Writer, c *Config) {
+	s, a := &c.Shape, c.Shape.Arch+"."
+	ropeBase, eps := s.RopeBase, s.Eps
+	if ropeBase == 0 {
+		ropeBase = 1e6
+		if s.Arch == "llama" {
+			ropeBase = 1e4
+		}
+	}
+	if eps == 0 {
+		eps = 1e-6
 	}
 	w.Set("general.architecture", s.Arch)
 	w.Set("general.name", fmt.Sprintf("%s-shaped-random-%dL", s.Name, c.Layers))
@@ -239,89 +300,105 @@ func Write(path string, c Config) error {
 	w.Set(a+"block_count", uint32(c.Layers))
 	w.Set(a+"feed_forward_length", uint32(s.FFN))
 	w.Set(a+"attention.head_count", uint32(s.Heads))
-	w.Set(a+"attention.head_count_kv", uint32(s.KVHeads))
+	if s.KVPerLayer != nil {
+		kv := make([]int32, len(s.KVPerLayer))
+		for i, n := range s.KVPerLayer {
+			kv[i] = int32(n)
+		}
+		w.Set(a+"attention.head_count_kv", kv)
+	} else {
+		w.Set(a+"attention.head_count_kv", uint32(s.KVHeads))
+	}
 	w.Set(a+"attention.key_length", uint32(s.HeadDim))
 	w.Set(a+"attention.value_length", uint32(s.HeadDim))
+	if s.Rot != 0 {
+		w.Set(a+"rope.dimension_count", uint32(s.Rot))
+	}
 	w.Set(a+"rope.freq_base", ropeBase)
-	w.Set(a+"attention.layer_norm_rms_epsilon", float32(1e-6))
+	w.Set(a+"attention.layer_norm_rms_epsilon", eps)
 	for _, kv := range c.Vocab.KVs {
 		w.Set(kv.Key, kv.Value.Interface())
 	}
+}
 
-	rows := map[[2]int]*rowSource{}
-	var err error
-	add := func(name string, typ kernels.Type, cols, n int) {
-		if err != nil {
-			return
-		}
-		key := [2]int{int(typ), cols}
-		src := rows[key]
-		if src == nil {
-			if src, err = newRowSource(typ, cols, matPool); err != nil {
-				err = fmt.Errorf("synth: tensor %q: %w", name, err)
-				return
-			}
-			rows[key] = src
-		}
-		data := make([]byte, src.rowBytes*n)
-		for r := range n {
-			src.next(data[r*src.rowBytes : (r+1)*src.rowBytes])
-		}
-		dims := []int64{int64(cols), int64(n)}
-		if n == 1 {
-			dims = dims[:1]
-		}
-		err = w.AddTensor(name, typ, dims, data)
-	}
-	normOff := 0
-	vec := func(name string, n int, offset, scale float32) {
-		if err != nil {
-			return
-		}
-		data := make([]byte, 4*n)
-		for i := range n {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(offset+scale*pool[normOff]))
-			normOff = (normOff + 1) % len(pool)
-		}
-		err = w.AddTensor(name, kernels.F32, []int64{int64(n)}, data)
-	}
-	norm := func(name string, n int) { vec(name, n, 1, 1) }
+// denseWriter is a tensorWriter whose matrices share one σ-scaled pool and
+// whose vectors walk the unscaled pool in turn.
+type denseWriter struct {
+	*tensorWriter
+	pool []float32 // N(0, 0.03²) draws
+	off  int       // the next vector value's index in pool
+}
 
-	e, nq, nkv := s.Embd, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	add("token_embd.weight", c.Types(-1, "token_embd.weight"), e, c.Vocab.Size)
-	norm("output_norm.weight", e)
-	if s.Untied {
-		add("output.weight", c.Types(-1, "output.weight"), e, c.Vocab.Size)
+func newDenseWriter(c Config) *denseWriter {
+	rng := rand.New(rand.NewPCG(1, 2+c.Seed))
+	pool := make([]float32, 1<<20+4096)
+	for i := range pool {
+		pool[i] = float32(rng.NormFloat64() * 0.03)
 	}
-	for l := range c.Layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		mat := func(name string, cols, n int) { add(p+name, c.Types(l, name), cols, n) }
-		norm(p+"attn_norm.weight", e)
-		mat("attn_q.weight", e, nq)
-		mat("attn_k.weight", e, nkv)
-		mat("attn_v.weight", e, nkv)
-		switch s.Arch {
-		case "qwen2":
-			vec(p+"attn_q.bias", nq, 0, 10)
-			vec(p+"attn_k.bias", nkv, 0, 10)
-			vec(p+"attn_v.bias", nkv, 0, 10)
-		case "qwen3":
-			norm(p+"attn_q_norm.weight", s.HeadDim)
-			norm(p+"attn_k_norm.weight", s.HeadDim)
+	matPool := pool
+	if s := c.Shape.Sigma; s != 0 && s != 0.03 {
+		matPool = make([]float32, len(pool))
+		for i, v := range pool {
+			matPool[i] = v * float32(s/0.03)
 		}
-		mat("attn_output.weight", nq, e)
-		norm(p+"ffn_norm.weight", e)
-		mat("ffn_gate.weight", e, s.FFN)
-		mat("ffn_up.weight", e, s.FFN)
-		mat("ffn_down.weight", s.FFN, e)
 	}
-	if err != nil {
-		return err
+	return &denseWriter{
+		tensorWriter: &tensorWriter{w: gguf.NewWriter(), types: c.Types, pool: matPool, rows: map[[2]int]*rowSource{}, rng: rng},
+		pool:         pool,
 	}
-	if err := w.WriteFile(path); err != nil {
-		return fmt.Errorf("synth: %w", err)
+}
+
+// noise draws offset + scale·(the pool's next value).
+func (t *denseWriter) noise(offset, scale float32) func() float64 {
+	return func() float64 {
+		v := offset + scale*t.pool[t.off]
+		t.off = (t.off + 1) % len(t.pool)
+		return float64(v)
 	}
-	return nil
+}
+
+// divisor draws a rope_freqs value: 1 + 50·|noise|, never below 1.
+func (t *denseWriter) divisor() float64 {
+	return float64(1 + 50*float32(math.Abs(t.noise(0, 1)())))
+}
+
+// denseBlock adds block l's tensors in llama.cpp's order.
+func (t *denseWriter) denseBlock(s *Shape, l int) {
+	p := fmt.Sprintf("blk.%d.", l)
+	e, nq, nkv := s.Embd, s.Heads*s.HeadDim, s.kv(l)*s.HeadDim
+	norm := t.noise(1, 1)
+	t.vec(p+"attn_norm.weight", norm, e)
+	if s.FusedQKV {
+		t.mat(l, "attn_qkv.weight", e, nq+2*nkv, 1)
+	} else {
+		t.mat(l, "attn_q.weight", e, nq, 1)
+		t.mat(l, "attn_k.weight", e, nkv, 1)
+		t.mat(l, "attn_v.weight", e, nkv, 1)
+	}
+	switch {
+	case s.Arch == "qwen2" || s.Arch == "llama" && s.Biases:
+		if s.FusedQKV {
+			t.vec(p+"attn_qkv.bias", t.noise(0, 10), nq+2*nkv)
+		} else {
+			t.vec(p+"attn_q.bias", t.noise(0, 10), nq)
+			t.vec(p+"attn_k.bias", t.noise(0, 10), nkv)
+			t.vec(p+"attn_v.bias", t.noise(0, 10), nkv)
+		}
+	case s.Arch == "qwen3":
+		t.vec(p+"attn_q_norm.weight", norm, s.HeadDim)
+		t.vec(p+"attn_k_norm.weight", norm, s.HeadDim)
+	}
+	t.mat(l, "attn_output.weight", nq, e, 1)
+	t.vec(p+"ffn_norm.weight", norm, e)
+	t.mat(l, "ffn_gate.weight", e, s.FFN, 1)
+	t.mat(l, "ffn_up.weight", e, s.FFN, 1)
+	t.mat(l, "ffn_down.weight", s.FFN, e, 1)
+	if s.Arch == "llama" && s.Biases {
+		t.vec(p+"attn_output.bias", t.noise(0, 3), e)
+		t.vec(p+"ffn_gate.bias", t.noise(0, 3), s.FFN)
+		t.vec(p+"ffn_up.bias", t.noise(0, 3), s.FFN)
+		t.vec(p+"ffn_down.bias", t.noise(0, 3), e)
+	}
 }
 
 // rowSource hands out rows of one type and width: distinctRows rows cut
