@@ -220,3 +220,16 @@ func TestEmuTraffic(t *testing.T) {
 		t.Error("traffic reported with PLEXBENCH_EMU_TRAFFIC=0")
 	}
 }
+
+// TestEmuArchRefused: a device whose arch the compiler's version cannot
+// target (the emulated hiprtc says ROCm 6.4; gfx950 needs 7.0) is refused
+// in one line before anything is compiled.
+func TestEmuArchRefused(t *testing.T) {
+	_, d, _ := emuFresh(t, HIP, map[string]string{"PLEXBENCH_EMU_ARCH": "gfx950"})
+	src, err := gpu.Source("swiglu.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Compile(Program{Name: "swiglu.cu", Source: src})
+	wantErr(t, "gfx950 with hiprtc 6.4", err, ErrUnsupportedArch, "gfx950", "ROCm 7.0")
+}
