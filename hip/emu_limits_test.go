@@ -129,38 +129,34 @@ func TestEmuLaunchLimits(t *testing.T) {
 }
 
 // TestEmuPoison: fresh device memory and shared memory (static and
-// dynamic) read as 0xFF bytes (PLEXBENCH_EMU_POISON=0 turns it off).
+// dynamic) read as 0xFF bytes (PLEXBENCH_EMU_POISON=0 turns it off:
+// TestEmuPoisonOff).
 func TestEmuPoison(t *testing.T) {
-	for _, poison := range []string{"1"} {
-		t.Run("poison="+poison, func(t *testing.T) {
-			bothKinds(t, func(t *testing.T, k Kind) {
-				_, d, s := emuFresh(t, k, map[string]string{"PLEXBENCH_EMU_POISON": poison})
-				m, err := d.Compile(Program{Name: "limits.cu", Source: gpu.Dialect() + "#line 1 \"limits.cu\"\n" + emuLimitKernels})
-				if err != nil {
-					t.Fatal(err)
-				}
-				f, err := m.Function("uninit")
-				if err != nil {
-					t.Fatal(err)
-				}
-				fresh, _ := d.Alloc(16)
-				y, _ := d.Alloc(64)
-				var a Args
-				a.Ptr(fresh, 0).Ptr(y, 0)
-				if err := s.Launch(f, Dim3{X: 1}, Dim3{X: 4}, 16, &a); err != nil {
-					t.Fatal(err)
-				}
-				out := make([]byte, 64)
-				s.Download(out, y, 0)
-				for i := range 16 {
-					v := binary.LittleEndian.Uint32(out[4*i:])
-					if v != 0xffffffff {
-						t.Errorf("word %d (%s) = %#x, want the poison", i, []string{"static", "static", "dynamic", "fresh"}[i/4], v)
-					}
-				}
-			})
-		})
-	}
+	bothKinds(t, func(t *testing.T, k Kind) {
+		_, d, s := emuFresh(t, k, map[string]string{"PLEXBENCH_EMU_POISON": "1"})
+		m, err := d.Compile(Program{Name: "limits.cu", Source: gpu.Dialect() + "#line 1 \"limits.cu\"\n" + emuLimitKernels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := m.Function("uninit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, _ := d.Alloc(16)
+		y, _ := d.Alloc(64)
+		var a Args
+		a.Ptr(fresh, 0).Ptr(y, 0)
+		if err := s.Launch(f, Dim3{X: 1}, Dim3{X: 4}, 16, &a); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, 64)
+		s.Download(out, y, 0)
+		for i := range 16 {
+			if v := binary.LittleEndian.Uint32(out[4*i:]); v != 0xffffffff {
+				t.Errorf("word %d (%s) = %#x, want the poison", i, []string{"static", "static", "dynamic", "fresh"}[i/4], v)
+			}
+		}
+	})
 }
 
 const emuTrafficKernels = `
@@ -218,5 +214,44 @@ func TestEmuTraffic(t *testing.T) {
 	_, d, _ := emuFresh(t, CUDA, map[string]string{"PLEXBENCH_EMU_TRAFFIC": "0"})
 	if _, _, ok := d.WeightTraffic(d.NewWeightTag()); ok {
 		t.Error("traffic reported with PLEXBENCH_EMU_TRAFFIC=0")
+	}
+}
+
+// TestEmuArchRefused: a device whose arch the compiler's version cannot
+// target (the emulated hiprtc says ROCm 6.4; gfx950 needs 7.0) is refused
+// in one line before anything is compiled.
+func TestEmuArchRefused(t *testing.T) {
+	_, d, _ := emuFresh(t, HIP, map[string]string{"PLEXBENCH_EMU_ARCH": "gfx950"})
+	src, err := gpu.Source("swiglu.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Compile(Program{Name: "swiglu.cu", Source: src})
+	wantErr(t, "gfx950 with hiprtc 6.4", err, ErrUnsupportedArch, "gfx950", "ROCm 7.0")
+}
+
+// TestEmuPoisonOff: PLEXBENCH_EMU_POISON=0 leaves fresh memory as the host
+// gives it: a 64 MB allocation is fresh zero pages (glibc maps any block
+// above 32 MB), poisoned otherwise.
+func TestEmuPoisonOff(t *testing.T) {
+	for _, c := range []struct {
+		poison string
+		want   byte
+	}{{"0", 0}, {"1", 0xff}} {
+		_, d, s := emuFresh(t, CUDA, map[string]string{"PLEXBENCH_EMU_POISON": c.poison})
+		b, err := d.Alloc(64 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]byte, 16)
+		if err := s.Download(out, b, 32<<20); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out {
+			if v != c.want {
+				t.Fatalf("PLEXBENCH_EMU_POISON=%s: byte %d of a fresh allocation is %#x, want %#x", c.poison, i, v, c.want)
+			}
+		}
+		d.Free(b)
 	}
 }

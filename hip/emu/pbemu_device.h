@@ -385,7 +385,8 @@ inline int shared_note(const void* p, unsigned long n) {
     if (!b) return 0;
     for (unsigned i = 0; i < b->nnoted; i++)
         if (b->noted[i].p == p) return 0;
-    if (b->nnoted < 64) b->noted[b->nnoted++] = {p, n};
+    if (b->nnoted == 64) return 0; // more variables than any kernel has: the rest go uncounted
+    b->noted[b->nnoted++] = {p, n};
     b->static_bytes += n;
     if (b->poison) memset((void*)p, 0xff, n);
     if (b->shared_limit && b->static_bytes + b->dyn_bytes > b->shared_limit) {
