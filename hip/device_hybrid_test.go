@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 func i32Bytes(v []int32) []byte {
@@ -219,7 +220,8 @@ func checkGDNDelta(t *testing.T) {
 		var a Args
 		a.Ptr(bS, 0).Ptr(upload(t, f32Bytes(act)), 0).Ptr(upload(t, f32Bytes(decay)), 0).Ptr(upload(t, f32Bytes(beta)), 0).Ptr(bo, 0).
 			I32(int32(c.tokens)).I32(int32(c.hk)).I32(int32(c.hv)).I32(int32(c.dk)).I32(int32(c.dv)).I32(map[bool]int32{false: 0, true: 1}[c.grouped]).F32(scale)
-		launch(t, f, Dim3{X: c.hv}, Dim3{X: 128}, &a)
+		g := gpu.GDNDelta(c.hv, c.dv)
+		launch(t, f, Dim3(g.Grid), Dim3(g.Block), &a)
 		bad += bitsDiffer(bytesF32(download(t, bo, 4*len(wantO))), wantO) + bitsDiffer(bytesF32(download(t, bS, 4*len(S))), wantS)
 	}
 	check(t, "gdn_delta tiled+grouped, dv 16..130 (values differing)", float64(bad), 0)

@@ -107,3 +107,13 @@ func QuantMatMul(N, M, warp int) (Launch, string) {
 	}
 	return Launch{Grid: Dim3{X: (N + QuantRows - 1) / QuantRows, Y: (M + QuantTokens - 1) / QuantTokens}, Block: Dim3{X: QuantWarps * warp}}, "mmq_"
 }
+
+// GDNCols is gdn.cu's GDN_COLS: the state columns of a value head per block.
+const GDNCols = 32
+
+// GDNDelta is the geometry of gdn_delta for hv value heads of dv columns:
+// one launch for the layer, a block per (value head, group of GDNCols
+// columns).
+func GDNDelta(hv, dv int) Launch {
+	return Launch{Grid: Dim3{X: hv, Y: (dv + GDNCols - 1) / GDNCols}, Block: Dim3{X: GDNCols}}
+}
