@@ -282,7 +282,8 @@ func checkMoERoute(t *testing.T) {
 		bl, bs, bw := upload(t, f32Bytes(logits)), output(t, 4*len(wantSel)), output(t, 4*len(wantW))
 		var a Args
 		a.Ptr(bl, 0).Ptr(bs, 0).Ptr(bw, 0).I32(int32(c.E)).I32(int32(c.k)).I32(int32(c.tokens))
-		launch(t, f, Dim3{X: (c.tokens + 63) / 64}, Dim3{X: 64}, &a)
+		g := gpu.MoERoute(c.tokens)
+		launch(t, f, Dim3(g.Grid), Dim3(g.Block), &a)
 		bad += bitsDiffer(bytesF32(download(t, bl, 4*len(probs))), probs) + bitsDiffer(bytesF32(download(t, bw, 4*len(wantW))), wantW)
 		for i, s := range bytesI32(download(t, bs, 4*len(wantSel))) {
 			if s != wantSel[i] {

@@ -117,3 +117,16 @@ const GDNCols = 32
 func GDNDelta(hv, dv int) Launch {
 	return Launch{Grid: Dim3{X: hv, Y: (dv + GDNCols - 1) / GDNCols}, Block: Dim3{X: GDNCols}}
 }
+
+// MoERouteTokens is moe.cu's tokens per moe_route block (MOE_ROUTE_THREADS
+// / MOE_LANES); MoERouteMaxExperts the most experts it routes (a lane's
+// 64-bit mask of its taken experts, one bit per 16).
+const (
+	MoERouteTokens     = 4
+	MoERouteMaxExperts = 1024
+)
+
+// MoERoute is the geometry of moe_route for tokens tokens.
+func MoERoute(tokens int) Launch {
+	return Launch{Grid: Dim3{X: (tokens + MoERouteTokens - 1) / MoERouteTokens}, Block: Dim3{X: 64}}
+}
