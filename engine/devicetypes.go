@@ -116,13 +116,13 @@ func blasType(t kernels.Type) bool {
 }
 
 // blasMinRows is the fewest activation rows a product hands to the vendor
-// BLAS. Below it matmul.cu's 16×16 tiles read W once already (one tile row
-// covers every activation row): the product is a matrix-vector one, bound
-// by W's bandwidth, where a vendor GEMM gains nothing and costs a
-// conversion launch. From 16 rows on, our kernel reads W once per 16 rows
-// and has no tensor cores, which the vendor's GEMM uses: prefill passes
-// (ubatch rows) and the head's 128-row chunks take it, the decode-sized
-// products (an MoE expert's few rows) stay on our kernel.
+// BLAS. Below it matmul.cu's tiles (16 rows by 64 tokens) read W once
+// already (one tile covers every activation row): the product is a
+// matrix-vector one, bound by W's bandwidth, where a vendor GEMM gains
+// nothing and costs a conversion launch. From 16 rows on, our kernel has no
+// tensor cores, which the vendor's GEMM uses: prefill passes (ubatch rows)
+// and the head's 128-row chunks take it, the decode-sized products (an MoE
+// expert's few rows) stay on our kernel.
 const blasMinRows = 16
 
 // productQueue queues products: the launcher and the args it reads, the
