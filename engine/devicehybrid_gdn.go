@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"plexbench/hip"
+	"plexbench/kernels/gpu"
 )
 
 // devGDN is a gdnLayer on the device, with its recurrent states.
@@ -76,7 +77,7 @@ func (h *hybridLayers) gdnLayer(st *deviceStack, p *pass, g *devGDN) {
 	st.args.Ptr(g.ssm, 0).Ptr(s.act, 0).Ptr(s.decay, 0).Ptr(s.beta, 0).Ptr(s.o, 0).I32(int32(n)).
 		I32(int32(sh.hk)).I32(int32(sh.hv)).I32(int32(sh.dk)).I32(int32(sh.dv)).I32(grouped).
 		F32(1 / float32(math.Sqrt(float64(sh.dv))))
-	st.launch("gdn_delta", hip.Dim3{X: sh.hv}, hip.Dim3{X: 128}, 0)
+	st.launchGeom("gdn_delta", gpu.GDNDelta(sh.hv, sh.dv))
 	// 9: o ← RMSNorm(o; ssm_norm) ⊙ silu(z) per value head; 10: ssm_out.
 	st.rmsNorm(s.o, s.o, g.norm, n*sh.hv, sh.dv)
 	st.swiglu(s.z, s.o, n*sh.valueDim())

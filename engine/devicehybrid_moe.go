@@ -14,6 +14,7 @@ import (
 
 	"plexbench/hip"
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 // devMoE is a moeFFN on the device; the shared expert's matrices are zero
@@ -74,10 +75,13 @@ func (s *devMoEScratch) alloc(st *deviceStack, hp *hparams) error {
 func (h *hybridLayers) moeFFN(st *deviceStack, p *pass, f *devMoE) {
 	hp, s := st.m.hp, &h.moe
 	n, e, E, k := p.n, hp.nEmbd, hp.moe.nExpert, hp.moe.nUsed
+	if E > gpu.MoERouteMaxExperts && st.err == nil {
+		st.err = fmt.Errorf("device moe_route: %d experts, over its %d", E, gpu.MoERouteMaxExperts)
+	}
 	st.linear(s.probs, f.router, hip.Buffer{}, st.xn, n)
 	st.args.Reset()
 	st.args.Ptr(s.probs, 0).Ptr(s.sel, 0).Ptr(s.w, 0).I32(int32(E)).I32(int32(k)).I32(int32(n))
-	st.launch("moe_route", hip.Dim3{X: (n + 63) / 64}, hip.Dim3{X: 64}, 0)
+	st.launchGeom("moe_route", gpu.MoERoute(n))
 	if !s.group(st, n, E, k) {
 		return
 	}

@@ -216,7 +216,7 @@ func (st *deviceStack) attnLaunch(n, heads int) (gpu.AttnLaunch, bool) {
 	if st.m.opt.KVType == kernels.Q8_0 {
 		qrb = rb // the queries as Q8_0 blocks
 	}
-	g, err := gpu.Attention(n, heads, hd, rb, qrb)
+	g, err := gpu.Attention(n, heads, hd, rb, qrb, st.d.Warp)
 	if err != nil && st.err == nil {
 		st.err = errDevice("attention", err)
 	}

@@ -22,6 +22,7 @@ import (
 type deviceType struct {
 	quant string // quant.cu's quantizer to the type's vec_dot type; "" for float weights (f32 activations)
 	mm    string // the product: matmul.cu's tiled one for floats, quant.cu's block dots otherwise
+	mmq   string // quant.cu's tiled product for prefill-sized passes (gpu.QuantMatMul); "" for floats
 	rows  string // embed.cu's lookup of token_embd rows
 	// half is matmul.cu's rounding of f32 activations to F16 or BF16 (the
 	// vec_dot type), the operand the vendor BLAS takes; "" for other types.
@@ -52,6 +53,7 @@ func deviceTypeOf(t kernels.Type) (dt deviceType, ok bool) {
 		}
 	default:
 		dt.quant = "quantize_" + strings.ToLower(kernels.VecDotType(t).String())
+		dt.mmq = "mmq_" + name
 	}
 	return dt, true
 }
@@ -64,6 +66,9 @@ func deviceTypeEntries() []string {
 		names = append(names, dt.mm, dt.rows)
 		if dt.quant != "" && !slices.Contains(names, dt.quant) {
 			names = append(names, dt.quant)
+		}
+		if dt.mmq != "" {
+			names = append(names, dt.mmq)
 		}
 		if dt.half != "" {
 			names = append(names, dt.half)
@@ -87,7 +92,7 @@ func productEntries(t kernels.Type) []string {
 	case dt.quant == "":
 		return []string{dt.mm}
 	}
-	return []string{dt.quant, dt.mm}
+	return []string{dt.quant, dt.mm, dt.mmq}
 }
 
 // actBytes is the bytes one row of cols activations takes in xq for
@@ -111,13 +116,13 @@ func blasType(t kernels.Type) bool {
 }
 
 // blasMinRows is the fewest activation rows a product hands to the vendor
-// BLAS. Below it matmul.cu's 16×16 tiles read W once already (one tile row
-// covers every activation row): the product is a matrix-vector one, bound
-// by W's bandwidth, where a vendor GEMM gains nothing and costs a
-// conversion launch. From 16 rows on, our kernel reads W once per 16 rows
-// and has no tensor cores, which the vendor's GEMM uses: prefill passes
-// (ubatch rows) and the head's 128-row chunks take it, the decode-sized
-// products (an MoE expert's few rows) stay on our kernel.
+// BLAS. Below it matmul.cu's tiles (16 rows by 64 tokens) read W once
+// already (one tile covers every activation row): the product is a
+// matrix-vector one, bound by W's bandwidth, where a vendor GEMM gains
+// nothing and costs a conversion launch. From 16 rows on, our kernel has no
+// tensor cores, which the vendor's GEMM uses: prefill passes (ubatch rows)
+// and the head's 128-row chunks take it, the decode-sized products (an MoE
+// expert's few rows) stay on our kernel.
 const blasMinRows = 16
 
 // productQueue queues products: the launcher and the args it reads, the
@@ -138,9 +143,11 @@ func blasOp(t kernels.Type, b *hip.BLAS) string { return kernels.MatMulOp(t) + "
 type launcher func(name string, grid, block hip.Dim3) error
 
 // product queues out = W·in for n rows of in: for a quantized type in is
-// quantized into xq first (one thread per activation block), then one warp
-// of the device (warp lanes) computes each output; float types run the
-// 16×16 tiled product on in itself, or, for F16/BF16 weights and at least
+// quantized into xq first (one thread per activation block), then the
+// tiled product (mmq_: each weight block read once per 64 tokens) or, for
+// decode sizes, the plain one (mm_: one warp per output), which give the
+// same bits; float types run the 16-row by 64-token tiled product on in
+// itself, or, for F16/BF16 weights and at least
 // blasMinRows rows with a vendor BLAS, its GEMM (blasProduct).
 func (q *productQueue) product(w devMatrix, in, xq, out hip.Buffer, n int) error {
 	dt, _ := deviceTypeOf(w.typ)
@@ -151,7 +158,8 @@ func (q *productQueue) product(w devMatrix, in, xq, out hip.Buffer, n int) error
 	if dt.quant == "" {
 		a.Reset()
 		a.Ptr(w.b, 0).Ptr(in, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-		return q.launch(dt.mm, hip.Dim3{X: (w.rows + 15) / 16, Y: (n + 15) / 16}, hip.Dim3{X: 16, Y: 16})
+		g := gpu.MatMul(w.rows, n)
+		return q.launch(dt.mm, hip.Dim3(g.Grid), hip.Dim3(g.Block))
 	}
 	nb := n * w.cols / kernels.VecDotType(w.typ).BlockSize()
 	a.Reset()
@@ -161,7 +169,12 @@ func (q *productQueue) product(w devMatrix, in, xq, out hip.Buffer, n int) error
 	}
 	a.Reset()
 	a.Ptr(w.b, 0).Ptr(xq, 0).Ptr(out, 0).I32(int32(w.rows)).I32(int32(w.cols)).I32(int32(n))
-	return q.launch(dt.mm, hip.Dim3{X: w.rows, Y: n}, hip.Dim3{X: q.warp})
+	g, prefix := gpu.QuantMatMul(w.rows, n, q.warp)
+	name := dt.mmq // the tiled product; the plain one (to the bit the same) for decode sizes
+	if prefix == "mm_" {
+		name = dt.mm
+	}
+	return q.launch(name, hip.Dim3(g.Grid), hip.Dim3(g.Block))
 }
 
 // blasProduct is product on the vendor BLAS. The activations are rounded

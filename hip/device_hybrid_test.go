@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 func i32Bytes(v []int32) []byte {
@@ -219,7 +220,8 @@ func checkGDNDelta(t *testing.T) {
 		var a Args
 		a.Ptr(bS, 0).Ptr(upload(t, f32Bytes(act)), 0).Ptr(upload(t, f32Bytes(decay)), 0).Ptr(upload(t, f32Bytes(beta)), 0).Ptr(bo, 0).
 			I32(int32(c.tokens)).I32(int32(c.hk)).I32(int32(c.hv)).I32(int32(c.dk)).I32(int32(c.dv)).I32(map[bool]int32{false: 0, true: 1}[c.grouped]).F32(scale)
-		launch(t, f, Dim3{X: c.hv}, Dim3{X: 128}, &a)
+		g := gpu.GDNDelta(c.hv, c.dv)
+		launch(t, f, Dim3(g.Grid), Dim3(g.Block), &a)
 		bad += bitsDiffer(bytesF32(download(t, bo, 4*len(wantO))), wantO) + bitsDiffer(bytesF32(download(t, bS, 4*len(S))), wantS)
 	}
 	check(t, "gdn_delta tiled+grouped, dv 16..130 (values differing)", float64(bad), 0)
@@ -280,7 +282,8 @@ func checkMoERoute(t *testing.T) {
 		bl, bs, bw := upload(t, f32Bytes(logits)), output(t, 4*len(wantSel)), output(t, 4*len(wantW))
 		var a Args
 		a.Ptr(bl, 0).Ptr(bs, 0).Ptr(bw, 0).I32(int32(c.E)).I32(int32(c.k)).I32(int32(c.tokens))
-		launch(t, f, Dim3{X: (c.tokens + 63) / 64}, Dim3{X: 64}, &a)
+		g := gpu.MoERoute(c.tokens)
+		launch(t, f, Dim3(g.Grid), Dim3(g.Block), &a)
 		bad += bitsDiffer(bytesF32(download(t, bl, 4*len(probs))), probs) + bitsDiffer(bytesF32(download(t, bw, 4*len(wantW))), wantW)
 		for i, s := range bytesI32(download(t, bs, 4*len(wantSel))) {
 			if s != wantSel[i] {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"plexbench/kernels"
+	"plexbench/kernels/gpu"
 )
 
 // guard is the byte pattern written past every output, checked after.
@@ -407,7 +408,7 @@ func checkMatMulFloat(t *testing.T) {
 		name := "matmul_" + strings.ToLower(typ.String())
 		f := fn(t, "matmul.cu", name)
 		worst := 0.0
-		for _, c := range []struct{ N, K, M int }{{67, 129, 1}, {256, 896, 17}, {1000, 64, 40}} {
+		for _, c := range []struct{ N, K, M int }{{67, 129, 1}, {256, 896, 17}, {1000, 64, 40}, {37, 75, 131}} {
 			W, x := randF32(r, c.N*c.K, 1), randF32(r, c.M*c.K, 1)
 			wb := make([]byte, typ.RowBytes(len(W)))
 			xr := make([]float32, len(x))
@@ -429,7 +430,8 @@ func checkMatMulFloat(t *testing.T) {
 			bw, bx, by := upload(t, wb), upload(t, f32Bytes(x)), output(t, 4*c.M*c.N)
 			var a Args
 			a.Ptr(bw, 0).Ptr(bx, 0).Ptr(by, 0).I32(int32(c.N)).I32(int32(c.K)).I32(int32(c.M))
-			launch(t, f, Dim3{X: (c.N + 15) / 16, Y: (c.M + 15) / 16}, Dim3{X: 16, Y: 16}, &a)
+			g := gpu.MatMul(c.N, c.M)
+			launch(t, f, Dim3(g.Grid), Dim3(g.Block), &a)
 			got := bytesF32(download(t, by, 4*c.M*c.N))
 			for i := range got {
 				worst = max(worst, math.Abs(float64(got[i])-want[i])/(mag[i]+1e-30))

@@ -26,7 +26,7 @@ func launchAttention(t *testing.T, f kernelFn, a *Args, typ kernels.Type, tokens
 	if typ == kernels.Q8_0 {
 		qrb = rb
 	}
-	g, err := gpu.Attention(tokens, nh, hd, rb, qrb)
+	g, err := gpu.Attention(tokens, nh, hd, rb, qrb, warpSize(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,17 +50,17 @@ func TestAttentionGeometry(t *testing.T) {
 			if typ == kernels.Q8_0 {
 				qrb = rb
 			}
-			g1, err := gpu.Attention(1, 8, hd, rb, qrb)
+			g1, err := gpu.Attention(1, 8, hd, rb, qrb, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g2, _ := gpu.Attention(262144, 8, hd, rb, qrb)
+			g2, _ := gpu.Attention(262144, 8, hd, rb, qrb, 64)
 			if g1.Shared != g2.Shared || g1.Shared > gpu.MaxShared || g1.KeyStride < rb || g1.KeyStride/4%2 != 1 {
 				t.Errorf("%v hd %d: shared %d/%d bytes, stride %d for rows of %d", typ, hd, g1.Shared, g2.Shared, g1.KeyStride, rb)
 			}
 		}
 	}
-	if _, err := gpu.Attention(1, 1, 512, 2048, 2048); err == nil {
+	if _, err := gpu.Attention(1, 1, 512, 2048, 2048, 32); err == nil {
 		t.Error("head dim 512 accepted")
 	}
 }
@@ -81,6 +81,7 @@ func checkAttentionLong(t *testing.T) {
 	for _, c := range []attnCase{
 		{kernels.F32, 11, 32767 - 10, 64, 0, 4, 2, 1e-5},
 		{kernels.F16, 3, 32767 - 2, 256, 0, 2, 1, 2e-3},
+		{kernels.F32, 3, 32767 - 2, 256, 0, 2, 1, 1e-5}, // key tiles of 32 (warp 32) and 16 (warp 64)
 		{kernels.BF16, 5, 32767 - 4, 8, 0, 2, 1, 1.6e-2},
 		{kernels.Q8_0, 3, 32767 - 2, 128, 0, 2, 1, 1e-5},
 		{kernels.F16, 3, 262143 - 2, 64, 0, 2, 1, 2e-3},
@@ -184,4 +185,81 @@ func refAttention64(score func(t, h, g, j int) float32, keep func(t, h, j int) b
 		}
 	}
 	return out, mag
+}
+
+func TestDeviceMatMulTiled(t *testing.T) { onDevices(t, checkMatMulTiled) }
+
+// checkMatMulTiled: the tiled products give the plain per-output loop's
+// bits. Quantized: mmq_<type> against mm_<type> (one warp per output,
+// checked against the exact terms by TestDeviceMatMulQuant) on sizes that
+// leave partial tiles of rows, tokens and staged chunks. Float:
+// matmul_<type> against y = fmaf(w_k, x_k, y) over k in order, computed
+// here.
+func checkMatMulTiled(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, q := range quantLayouts() {
+		N, K, M := 67, 130*32, 131 // 130 blocks: a chunk of 128 and 2
+		if q.typ.BlockSize() == 256 {
+			K = 18 * 256 // 18 super-blocks: a chunk of 16 and 2
+		}
+		w, x := quantWeights(r, q.typ, N, K), quantActs(r, M, K)
+		arb := kernels.VecDotType(q.typ).RowBytes(K)
+		xq := make([]byte, M*arb)
+		for m := range M {
+			kernels.QuantizeActivation(q.typ, x[m*K:(m+1)*K], xq[m*arb:(m+1)*arb])
+		}
+		bw, bx := upload(t, w), upload(t, xq)
+		outs := [2][]float32{}
+		for i, prefix := range []string{"mm_", "mmq_"} {
+			by := output(t, 4*M*N)
+			var a Args
+			a.Ptr(bw, 0).Ptr(bx, 0).Ptr(by, 0).I32(int32(N)).I32(int32(K)).I32(int32(M))
+			g := gpu.Launch{Grid: gpu.Dim3{X: N, Y: M}, Block: gpu.Dim3{X: warpSize(t)}}
+			if prefix == "mmq_" {
+				g, _ = gpu.QuantMatMul(N, M, warpSize(t))
+			}
+			launch(t, fn(t, "quant.cu", prefix+q.name()), Dim3(g.Grid), Dim3(g.Block), &a)
+			outs[i] = bytesF32(download(t, by, 4*M*N))
+		}
+		check(t, "mmq_"+q.name()+" against mm_ (values differing)", float64(differing(outs[0], outs[1])), 0)
+	}
+	for _, typ := range []kernels.Type{kernels.F32, kernels.F16, kernels.BF16} {
+		N, K, M := 37, 75, 131
+		wf, x := randF32(r, N*K, 1), randF32(r, M*K, 1)
+		wb := make([]byte, typ.RowBytes(len(wf)))
+		if err := kernels.Quantize(typ, wf, wb); err != nil {
+			t.Fatal(err)
+		}
+		if err := kernels.Dequantize(typ, wb, wf); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, M*N)
+		for m := range M {
+			for n := range N {
+				var acc float32
+				for k := range K {
+					acc = float32(math.FMA(float64(wf[n*K+k]), float64(roundTo(typ, x[m*K+k])), float64(acc)))
+				}
+				want[m*N+n] = acc
+			}
+		}
+		bw, bx, by := upload(t, wb), upload(t, f32Bytes(x)), output(t, 4*M*N)
+		var a Args
+		a.Ptr(bw, 0).Ptr(bx, 0).Ptr(by, 0).I32(int32(N)).I32(int32(K)).I32(int32(M))
+		g := gpu.MatMul(N, M)
+		name := "matmul_" + strings.ToLower(typ.String())
+		launch(t, fn(t, "matmul.cu", name), Dim3(g.Grid), Dim3(g.Block), &a)
+		check(t, name+" against the k-ordered fmaf loop (values differing)", float64(differing(want, bytesF32(download(t, by, 4*M*N)))), 0)
+	}
+}
+
+// differing counts the positions where a and b differ in their bits.
+func differing(a, b []float32) int {
+	n := 0
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			n++
+		}
+	}
+	return n
 }

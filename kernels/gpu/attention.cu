@@ -24,17 +24,19 @@
 // ATT_THREADS threads attends ATT_ROWS consecutive query tokens of one
 // head; each warp owns ATT_ROWS/warps of those rows (2 on CUDA, 4 on a
 // 64-wide HIP wave). Per step the block stages the step's keys in shared
-// memory kt at a time (kt = 128, 64 or 32, from the row size), copied
+// memory kt at a time (kt = 128, 64, 32 or 16, from the row size), copied
 // coalesced (the tile is kt contiguous cache rows), padded to an odd word
 // stride so that the lanes' key rows fall in distinct banks; lane i scores
 // keys i, i+WARP, … for all its warp's rows at once (one read of each key
-// element serves them), into the rows' step scores P (shared). The warp
-// reduces the step's maximum and Σ (shuffles), then computes o for its
-// rows: lane i owns dims i, i+WARP, … (≤ 256/WARP of them), reading each
-// value row coalesced once for all its rows. Shared memory: 4·ATT_ROWS·
-// ATT_STEP (P) + kt·kstride (keys) + ATT_ROWS·qrb (the queries, rounded to
-// the cache type) ≤ 48 KB for hd ≤ 256 (kernels/gpu/launch.go, Attention,
-// chooses kt and kstride and passes them). Bytes read per pass, for n
+// element serves them), in registers. The step's maximum and Σ go through
+// shared memory (each lane's part, then every lane reads its rows' WARP
+// parts in lane order: three barriers a step, no shuffles), p into P
+// (shared); then the warp computes o for its rows: lane i owns dims i,
+// i+WARP, … (≤ 256/WARP of them), reading each value row coalesced once
+// for all its rows. Shared memory: 4·ATT_ROWS·ATT_STEP (P) + 8·ATT_ROWS·
+// WARP (the lanes' parts) + kt·kstride (keys) + ATT_ROWS·qrb (the queries,
+// rounded to the cache type) ≤ 48 KB for hd ≤ 256 (kernels/gpu/launch.go,
+// Attention, chooses kt and kstride and passes them). Bytes read per pass, for n
 // tokens of nh heads over L = pos0 + n keys of row size rb: keys and values
 // ≈ 2·rb·nh·Σ_blocks(keys the block's last row sees) ≈ 2·rb·nh·(n/ATT_ROWS)·
 // (pos0 + n/2), each K/V row read once per block of ATT_ROWS tokens
@@ -63,15 +65,6 @@
 #define ATT_RPW (ATT_ROWS / ATT_NW) // rows per warp
 #define ATT_KPL (ATT_STEP / WARP)   // a step's keys per lane
 #define ATT_DPL (256 / WARP)        // head dims per lane (hd ≤ 256)
-
-__device__ __forceinline__ float att_wmax(float v) {
-    for (int m = WARP / 2; m > 0; m >>= 1) v = fmaxf(v, pb_shfl_xor(v, m));
-    return v;
-}
-__device__ __forceinline__ double att_wsum(double v) {
-    for (int m = WARP / 2; m > 0; m >>= 1) v += pb_shfl_xor(v, m);
-    return v;
-}
 
 // A float cache of element type E: K·Q and V·P round q and p with rnd.
 // The queries are staged as f32 already rounded; scores adds q·k for R
@@ -150,9 +143,11 @@ __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, co
     const int rb = C::row_bytes(hd), qrb = sizeof(typename C::Q) == 1 ? rb : 4 * hd;
     const int nkmax = pos0 + t0 + nr; // keys the block's last row sees
     const int lane = threadIdx.x % WARP, r0 = threadIdx.x / WARP * ATT_RPW;
-    float* P = (float*)smem;                 // (ATT_ROWS, ATT_STEP) the step's scores, then p
-    u8* Ks = smem + 4 * ATT_ROWS * ATT_STEP; // (kt, kstride) staged keys
-    u8* Qs = Ks + kt * kstride;              // (ATT_ROWS, qrb) staged queries
+    float* P = (float*)smem;            // (ATT_ROWS, ATT_STEP) the step's p
+    float* pm = P + ATT_ROWS * ATT_STEP; // (ATT_ROWS, WARP) the lanes' step maxima
+    float* ps = pm + ATT_ROWS * WARP;    // (ATT_ROWS, WARP) the lanes' step sums
+    u8* Ks = (u8*)(ps + ATT_ROWS * WARP); // (kt, kstride) staged keys
+    u8* Qs = Ks + kt * kstride;         // (ATT_ROWS, qrb) staged queries
     const u8* kg = K + (i64)g * cap * rb;
     const u8* vg = V + (i64)g * cap * rb;
     const u8* selr = sel ? sel + (i64)h * nqb * M : nullptr; // this head's rows: (nqb, M)
@@ -169,6 +164,10 @@ __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, co
 #pragma unroll
         for (int c = 0; c < ATT_DPL; ++c) o[i][c] = 0.0f;
     }
+    // Three barriers per step (and one more per extra key tile): the keys
+    // staged; the lanes' maxima written; p and the lanes' sums written.
+    // Each buffer is rewritten only after a barrier that follows its last
+    // read.
     for (int k0 = 0; k0 < nkmax; k0 += ATT_STEP) {
         const int klen = min(ATT_STEP, nkmax - k0);
         if (selr) { // skip a step no row keeps any key of (uniform over the block)
@@ -179,12 +178,21 @@ __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, co
             }
             if (!any) continue;
         }
+        // The step's scores, in registers: lane holds keys lane + WARP·c.
+        float sv[ATT_RPW][ATT_KPL];
+#pragma unroll
+        for (int i = 0; i < ATT_RPW; ++i)
+#pragma unroll
+            for (int c = 0; c < ATT_KPL; ++c) sv[i][c] = PB_NEG_INF;
         for (int kb = 0; kb < klen; kb += kt) {
             const int nk = min(kt, klen - kb);
-            __syncthreads(); // the previous tile's keys and the previous step's P are consumed
+            if (kb > 0) __syncthreads(); // the previous tile's keys are consumed
             att_copy_rows(Ks, kg + (i64)(k0 + kb) * rb, nk, rb, kstride);
             __syncthreads();
-            for (int kk = lane; kk < nk; kk += WARP) {
+#pragma unroll
+            for (int c = 0; c < ATT_KPL; ++c) {
+                const int kk = lane + c * WARP - kb; // this lane's key c, within the tile
+                if (kk < 0 || kk >= nk) continue;
                 const int j = k0 + kb + kk;
                 float acc[ATT_RPW];
 #pragma unroll
@@ -195,58 +203,61 @@ __device__ __forceinline__ void att_rows(const typename C::Q* __restrict__ q, co
                     const int r = r0 + i;
                     bool keep = r < nr && j <= pos0 + t0 + r;
                     if (keep && selr) keep = selr[(i64)((t0 + r) >> bshift) * M + (j >> bshift)] != 0;
-                    P[r * ATT_STEP + kb + kk] = keep ? acc[i] * scale : PB_NEG_INF;
+                    if (keep) sv[i][c] = acc[i] * scale;
                 }
             }
         }
-        __syncthreads(); // P's rows complete
+#pragma unroll
+        for (int i = 0; i < ATT_RPW; ++i) {
+            float mx = PB_NEG_INF;
+#pragma unroll
+            for (int c = 0; c < ATT_KPL; ++c) mx = fmaxf(mx, sv[i][c]);
+            pm[(r0 + i) * WARP + lane] = mx;
+        }
+        __syncthreads(); // the lanes' maxima
         float alpha[ATT_RPW];
 #pragma unroll
         for (int i = 0; i < ATT_RPW; ++i) {
-            float* pr = P + (r0 + i) * ATT_STEP;
-            float sv[ATT_KPL], mx = PB_NEG_INF;
-#pragma unroll
-            for (int c = 0; c < ATT_KPL; ++c) {
-                const int x = lane + c * WARP;
-                sv[c] = x < klen ? pr[x] : PB_NEG_INF;
-                mx = fmaxf(mx, sv[c]);
-            }
-            mx = att_wmax(mx);
+            float mx = PB_NEG_INF;
+            for (int L = 0; L < WARP; ++L) mx = fmaxf(mx, pm[(r0 + i) * WARP + L]);
             const float mnew = fmaxf(m[i], mx);
-            double sum = 0.0;
+            float sum = 0.0f;
 #pragma unroll
             for (int c = 0; c < ATT_KPL; ++c) {
                 const int x = lane + c * WARP;
-                // A masked key (−inf) weighs 0; a row with no key in the step
-                // (mnew −inf) adds nothing.
-                const float e = sv[c] == PB_NEG_INF ? 0.0f : expf(sv[c] - mnew);
-                sum += (double)e;
-                if (x < klen) pr[x] = C::round_p(e);
+                // A masked key (−inf) weighs 0; so does every key of a row
+                // with none in the step (mnew −inf).
+                const float e = sv[i][c] == PB_NEG_INF ? 0.0f : expf(sv[i][c] - mnew);
+                sum = __fadd_rn(sum, e);
+                if (x < klen) P[(r0 + i) * ATT_STEP + x] = C::round_p(e);
             }
-            sum = att_wsum(sum);
+            ps[(r0 + i) * WARP + lane] = sum;
             alpha[i] = 1.0f;
             if (mx != PB_NEG_INF) {
                 alpha[i] = l[i] != 0.0 ? expf(m[i] - mnew) : 0.0f; // the first step: nothing to rescale
                 m[i] = mnew;
-                l[i] = l[i] * (double)alpha[i] + sum;
             }
         }
-        __syncthreads(); // p visible to every lane
+        __syncthreads(); // p and the lanes' sums
+#pragma unroll
+        for (int i = 0; i < ATT_RPW; ++i) { // a row with no key in the step adds 0 at α = 1
+            double sum = 0.0;
+            for (int L = 0; L < WARP; ++L) sum += (double)ps[(r0 + i) * WARP + L];
+            l[i] = l[i] * (double)alpha[i] + sum;
+        }
         float pv[ATT_RPW][ATT_DPL];
 #pragma unroll
         for (int i = 0; i < ATT_RPW; ++i)
 #pragma unroll
             for (int c = 0; c < ATT_DPL; ++c) pv[i][c] = 0.0f;
-        for (int x = 0; x < klen; ++x) {
-            const u8* vr = vg + (i64)(k0 + x) * rb;
 #pragma unroll
-            for (int c = 0; c < ATT_DPL; ++c) {
-                const int d = lane + c * WARP;
-                if (d < hd) {
-                    const float vv = C::value(vr, d);
+        for (int c = 0; c < ATT_DPL; ++c) {
+            const int d = lane + c * WARP;
+            if (d >= hd) break;
+            for (int x = 0; x < klen; ++x) {
+                const float vv = C::value(vg + (i64)(k0 + x) * rb, d);
 #pragma unroll
-                    for (int i = 0; i < ATT_RPW; ++i) pv[i][c] = fmaf(P[(r0 + i) * ATT_STEP + x], vv, pv[i][c]);
-                }
+                for (int i = 0; i < ATT_RPW; ++i) pv[i][c] = fmaf(P[(r0 + i) * ATT_STEP + x], vv, pv[i][c]);
             }
         }
 #pragma unroll

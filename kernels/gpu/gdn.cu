@@ -7,7 +7,7 @@
 //   gdn_conv       step 5: the causal depthwise conv over [state, mixed], then silu
 //   gdn_conv_state step 5: the conv state becomes the window's last d_conv−1 rows
 //   gdn_l2norm     step 7: each q and k head divided by max(‖x‖, eps)
-//   gdn_delta      step 8: the delta rule, one value head per block
+//   gdn_delta      step 8: the delta rule, a group of a value head's columns per block
 //
 // CPU twin: kernels.GDNGates; the engine's split (gdn.go); kernels.ConvRow
 // then kernels.KernelSet.SwiGLU(x, 1); the engine's state copy;
@@ -95,39 +95,45 @@ gdn_l2norm(float* __restrict__ act, int cd, int dk, float eps) {
     for (int i = threadIdx.x; i < dk; i += L2_THREADS) x[i] = __fmul_rn(x[i], scale);
 }
 
-#define GDN_THREADS 128
+#define GDN_COLS 32
 
 // Value head j (key head j mod H_k, or j / r when grouped) over the pass's
 // tokens in order: S ← decay·S, u = Sᵀk, δ = (v − u)·β, S ← S + kδᵀ,
 // o = scale·Sᵀq. Column c of S needs only column c, so each thread runs
-// its columns through every token alone: no barrier.
-// Launch: grid = H_v, block = GDN_THREADS.
-PB_KERNEL void __launch_bounds__(GDN_THREADS)
+// its column through every token alone: no barrier, and the columns of a
+// head spread over blocks of GDN_COLS (one launch for the layer: H_v·
+// ceil(d_v/GDN_COLS) blocks rather than one per value head). Threads of a
+// warp take consecutive columns: S's rows are read and written coalesced.
+// Bytes per pass: S read and written once per token, 8·H_v·d_k·d_v·tokens
+// (the state stays in L1/L2: d_k·GDN_COLS·4 bytes per block), q, k
+// broadcast and v, o once per token.
+// Launch (gpu.GDNDelta): grid = (H_v, ceil(d_v/GDN_COLS)), block = GDN_COLS.
+PB_KERNEL void __launch_bounds__(GDN_COLS)
 gdn_delta(float* __restrict__ S, const float* __restrict__ act, const float* __restrict__ decay,
           const float* __restrict__ beta, float* __restrict__ o, int tokens, int hk, int hv, int dk, int dv,
           int grouped, float scale) {
     const int j = blockIdx.x, kh = grouped ? j / (hv / hk) : j % hk;
+    const int c = blockIdx.y * GDN_COLS + threadIdx.x;
+    if (c >= dv) return;
     const int kd = hk * dk, cd = 2 * kd + hv * dv;
     float* Sj = S + (i64)j * dk * dv;
     for (int t = 0; t < tokens; ++t) {
         const float* row = act + (i64)t * cd;
         const float *q = row + kh * dk, *k = row + kd + kh * dk, *v = row + 2 * kd + j * dv;
         const float e = decay[(i64)t * hv + j], b = beta[(i64)t * hv + j];
-        for (int c = threadIdx.x; c < dv; c += GDN_THREADS) {
-            float u = 0.0f;
-            for (int r = 0; r < dk; ++r) {
-                float s = __fmul_rn(Sj[(i64)r * dv + c], e);
-                Sj[(i64)r * dv + c] = s;
-                u = __fadd_rn(u, __fmul_rn(s, k[r]));
-            }
-            const float d = __fmul_rn(__fsub_rn(v[c], u), b);
-            float acc = 0.0f;
-            for (int r = 0; r < dk; ++r) {
-                float s = __fadd_rn(Sj[(i64)r * dv + c], __fmul_rn(k[r], d));
-                Sj[(i64)r * dv + c] = s;
-                acc = __fadd_rn(acc, __fmul_rn(s, q[r]));
-            }
-            o[(i64)t * hv * dv + (i64)j * dv + c] = __fmul_rn(acc, scale);
+        float u = 0.0f;
+        for (int r = 0; r < dk; ++r) {
+            float s = __fmul_rn(Sj[(i64)r * dv + c], e);
+            Sj[(i64)r * dv + c] = s;
+            u = __fadd_rn(u, __fmul_rn(s, k[r]));
         }
+        const float d = __fmul_rn(__fsub_rn(v[c], u), b);
+        float acc = 0.0f;
+        for (int r = 0; r < dk; ++r) {
+            float s = __fadd_rn(Sj[(i64)r * dv + c], __fmul_rn(k[r], d));
+            Sj[(i64)r * dv + c] = s;
+            acc = __fadd_rn(acc, __fmul_rn(s, q[r]));
+        }
+        o[(i64)t * hv * dv + (i64)j * dv + c] = __fmul_rn(acc, scale);
     }
 }

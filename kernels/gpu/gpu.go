@@ -41,7 +41,7 @@ func Manifest() []Kernel {
 			Tolerance: "relative to Σ p·|v|: 1e-5 (f32, q8_0 cache), 2e-3 (f16), 1.6e-2 (bf16)"},
 		{File: "flashprefill.cu", Entries: []string{"fp_pool_f32", "fp_pool_f16", "fp_pool_bf16", "fp_pool_q8_0", "fp_select"},
 			Twin: "kernels.FlashPrefill.Pool, .BlockScores and .SelectRow", Tolerance: "exact", Exact: true},
-		{File: "quant.cu", Entries: append([]string{"quantize_q8_0", "quantize_q8_1", "quantize_q8_k"}, prefixed("mm_", quantTypes())...), Twin: "kernels.QuantizeActivation (Q8_0, Q8_1, Q8_K); kernels.KernelSet.MatMul per weight type (its vecDot)", Tolerance: "quantize exact; product 1e-5·Σ|terms| (32-element types), 1e-6·Σ|terms| (K-quants)"},
+		{File: "quant.cu", Entries: append(append([]string{"quantize_q8_0", "quantize_q8_1", "quantize_q8_k"}, prefixed("mm_", quantTypes())...), prefixed("mmq_", quantTypes())...), Twin: "kernels.QuantizeActivation (Q8_0, Q8_1, Q8_K); kernels.KernelSet.MatMul per weight type (its vecDot); mmq_: mm_ to the bit", Tolerance: "quantize exact; product 1e-5·Σ|terms| (32-element types), 1e-6·Σ|terms| (K-quants)"},
 		{File: "embed.cu", Entries: prefixed("get_rows_", append([]string{"f32", "f16", "bf16"}, quantTypes()...)), Twin: "kernels.DequantizeRow (the engine's token embedding)", Tolerance: "exact", Exact: true},
 		{File: "gdn.cu", Entries: []string{"gdn_gates", "gdn_split_ba", "gdn_conv", "gdn_conv_state", "gdn_l2norm", "gdn_delta"},
 			Twin:      "kernels.GDNGates, the engine's β|α split and conv state, kernels.ConvRow then SwiGLU(x, 1), kernels.L2Norm, kernels.DeltaRule",

@@ -5,7 +5,7 @@
 //
 //   moe_route   the router's softmax over every expert, the top k in
 //               descending probability (ties to the lower id), their
-//               weights p / max(Σ p_sel, 2⁻¹⁴); one thread per token
+//               weights p / max(Σ p_sel, 2⁻¹⁴); 16 lanes per token
 //   moe_gather  each assignment's input row, grouped by expert
 //   moe_combine Σ_i w_i·y_i in slot order
 //   moe_shared  out += sigmoid(gate logit)·shared expert
@@ -37,41 +37,75 @@ __device__ __forceinline__ float moe_exp(float x) {
 // moe_max is Go's max: a NaN wins.
 __device__ __forceinline__ float moe_max(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 
+#define MOE_LANES 16     // lanes per token: the twin's 16 float64 sums
+#define MOE_ROUTE_THREADS 64 // 4 tokens per block
+
+// moe_better says whether candidate (pa, ia) precedes (pb, ib) in the
+// twin's scan (the larger probability, ties and NaNs to the lower id; ia <
+// 0 is no candidate).
+__device__ __forceinline__ bool moe_better(float pa, int ia, float pb, int ib) {
+    if (ia < 0) return false;
+    if (ib < 0) return true;
+    return pa > pb || (!(pb > pa) && ia < ib);
+}
+
 // logits: (tokens, E), turned into the probabilities in place; sel, w:
-// (tokens, k). Launch: grid = ceil(tokens/64), block = 64.
-PB_KERNEL void moe_route(float* __restrict__ logits, int* __restrict__ sel, float* __restrict__ w, int E, int k, int tokens) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= tokens) return;
-    float* p = logits + (i64)t * E;
-    int* s = sel + (i64)t * k;
+// (tokens, k); E ≤ 1024. Sixteen lanes per token (MOE_LANES, a segment of
+// a warp of 32 or 64): lane l takes experts l, l+16, … in order, which is
+// the twin's lane l of its 16 float64 sums, and those sums add in the
+// twin's tree through xor shuffles (8, 4, 2, 1); each of the k rounds of
+// the top k reduces the lanes' best (probability, id) the same way, and
+// a lane marks its taken experts in a 64-bit mask (no local array).
+// Launch (gpu.MoERoute): grid = ceil(tokens/4), block = MOE_ROUTE_THREADS.
+// Bytes: the logits read and written twice per pass, 16·tokens·E.
+PB_KERNEL void __launch_bounds__(MOE_ROUTE_THREADS)
+moe_route(float* __restrict__ logits, int* __restrict__ sel, float* __restrict__ w, int E, int k, int tokens) {
+    const int l = threadIdx.x % MOE_LANES;
+    const int t = blockIdx.x * (MOE_ROUTE_THREADS / MOE_LANES) + threadIdx.x / MOE_LANES;
+    const bool valid = t < tokens; // every lane takes part in the shuffles
+    const int ne = valid ? E : 0;
+    float* p = logits + (i64)(valid ? t : 0) * E;
     float mx = PB_NEG_INF;
-    for (int i = 0; i < E; ++i) mx = moe_max(mx, p[i]);
-    double acc[16];
-    for (int l = 0; l < 16; ++l) acc[l] = 0.0;
-    for (int i = 0; i < E; ++i) {
-        float e = moe_exp(__fsub_rn(p[i], mx));
+    for (int i = l; i < ne; i += MOE_LANES) mx = moe_max(mx, p[i]);
+    for (int m = MOE_LANES / 2; m > 0; m >>= 1) mx = moe_max(mx, pb_shfl_xor(mx, m));
+    double acc = 0.0;
+    for (int i = l; i < ne; i += MOE_LANES) {
+        const float e = moe_exp(__fsub_rn(p[i], mx));
         p[i] = e;
-        acc[i % 16] += (double)e;
+        acc += (double)e;
     }
-    double v[8];
-    for (int l = 0; l < 8; ++l) v[l] = acc[l] + acc[l + 8];
-    for (int l = 0; l < 4; ++l) v[l] += v[l + 4];
-    const float inv = (float)(1.0 / ((v[0] + v[2]) + (v[1] + v[3])));
-    for (int i = 0; i < E; ++i) p[i] = __fmul_rn(p[i], inv);
+    // (acc_l + acc_l+8) for l < 8, then + v_l+4 for l < 4, then
+    // (v0 + v2) + (v1 + v3): every lane ends with the total.
+    for (int m = MOE_LANES / 2; m > 0; m >>= 1) acc += pb_shfl_xor(acc, m);
+    const float inv = (float)(1.0 / acc);
+    for (int i = l; i < ne; i += MOE_LANES) p[i] = __fmul_rn(p[i], inv);
+    u64 taken = 0; // bit x/16 of this lane's experts
+    double sum = 0.0;
     for (int i = 0; i < k; ++i) {
         int best = -1;
-        for (int x = 0; x < E; ++x) {
-            if (best >= 0 && !(p[x] > p[best])) continue;
-            bool taken = false;
-            for (int j = 0; j < i; ++j) taken = taken || s[j] == x;
-            if (!taken) best = x;
+        float bp = 0.0f;
+        for (int x = l; x < ne; x += MOE_LANES) {
+            if (taken >> (x / MOE_LANES) & 1) continue;
+            if (best >= 0 && !(p[x] > bp)) continue;
+            best = x;
+            bp = p[x];
         }
-        s[i] = best;
+        for (int m = MOE_LANES / 2; m > 0; m >>= 1) {
+            const float op = pb_shfl_xor(bp, m);
+            const int ob = pb_shfl_xor(best, m);
+            if (moe_better(op, ob, bp, best)) bp = op, best = ob;
+        }
+        if (best >= 0 && best % MOE_LANES == l) taken |= 1ull << (best / MOE_LANES);
+        if (valid && l == 0) {
+            sel[(i64)t * k + i] = best;
+            w[(i64)t * k + i] = bp;
+            sum += (double)bp;
+        }
     }
-    double sum = 0.0;
-    for (int i = 0; i < k; ++i) sum += (double)p[s[i]];
-    const float den = moe_max((float)sum, 6.103515625e-5f);
-    for (int i = 0; i < k; ++i) w[(i64)t * k + i] = p[s[i]] / den;
+    if (valid && l == 0) {
+        const float den = moe_max((float)sum, 6.103515625e-5f);
+        for (int i = 0; i < k; ++i) w[(i64)t * k + i] = w[(i64)t * k + i] / den;
+    }
 }
 
 // X row g = xn row rows[g] / k (rows: assignment token·k + slot, grouped
