@@ -18,9 +18,10 @@ const longCtx = "16384"
 // tokens, dense and with FlashPrefill V2 (blocks of 128), on the emulated
 // CUDA and HIP devices wholly (--no-cpu-fallback, f32 KV cache), gives the
 // CPU's PPL (cpuTwin kernels) within 1e-4 relative, and FlashPrefill keeps
-// the CPU's blocks. Measured with the window at 2048: 6.7e-8 and 1.5e-7
-// relative dense, 6.2e-8 and 6.2e-9 with FlashPrefill (kept 0.794485 on
-// all), 12–19 s a device run.
+// the CPU's blocks. Measured (AMD EPYC, 2 shared vCPUs): dense PPL
+// 978.5557 on the CPU (196 s), 1.8e-6 relative on CUDA (348 s), 2.3e-6
+// on HIP (739 s); FlashPrefill 777.8673 (30 s), kept 0.142418 on all,
+// 1.8e-6 on CUDA (70 s), 1.2e-6 on HIP (110 s): 25 minutes in all.
 func TestLongDeviceContext(t *testing.T) {
 	testtier.SkipUnlessLong(t)
 	emulatedDevice(t, nil)
