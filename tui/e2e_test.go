@@ -77,14 +77,14 @@ func press(r rune) tea.KeyPressMsg { return tea.KeyPressMsg{Code: r, Text: strin
 // asked to keep bases (--keep-base), it keeps its partial base beside it.
 func TestEndToEndStop(t *testing.T) {
 	dir := t.TempDir()
-	steps := make(chan struct{})
+	steps, waiting := make(chan struct{}), make(chan struct{})
 	p := profiles.Default()
 	p.Name, p.Ctx, p.KVCacheDType = "e2e", 64, "f32"
 	app, err := New(Config{
 		Profiles:   []profiles.Profile{p},
 		ResultsDir: dir,
 		KeepBases:  true,
-		Runner:     fakeRunner{text: fakeText(64 * 20), step: steps},
+		Runner:     fakeRunner{text: fakeText(64 * 20), step: steps, waiting: waiting},
 		NoColor:    true,
 	})
 	if err != nil {
@@ -96,9 +96,11 @@ func TestEndToEndStop(t *testing.T) {
 
 	// Let three windows through; each prefill waits for a step.
 	for range 3 {
+		<-waiting
 		steps <- struct{}{}
 	}
 	obs.waitScreen(t, "3 windows done", func(s string) bool { return strings.Contains(s, "3/20 windows") })
+	<-waiting // the fourth window's prefill has started
 	if s := obs.screen; !strings.Contains(s, "RUNNING") || !strings.Contains(s, "PPL") {
 		t.Fatalf("running screen lacks its state:\n%s", s)
 	}

@@ -16,12 +16,15 @@ import (
 // position is a seeded function of the token prefix, and the LM head is a
 // fixed random matrix, perturbed by noise for a "lower precision" variant.
 // When step is set, each window's prefill first waits for a value on it,
-// so a test decides when windows finish.
+// so a test decides when windows finish; when waiting is set too, the
+// prefill says on it that it is waiting, so a test knows a window is in
+// flight.
 type fakeEngine struct {
-	v, h int
-	w    []float32 // (v, h)
-	kv   string
-	step chan struct{}
+	v, h    int
+	w       []float32 // (v, h)
+	kv      string
+	step    chan struct{}
+	waiting chan struct{}
 }
 
 func newFakeEngine(noise float64, kv string) *fakeEngine {
@@ -79,6 +82,9 @@ func (f *fakeEngine) Piece(id int32) string {
 
 func (f *fakeEngine) Prefill(ctx context.Context, tokens []int32, from int, emit func(int, []float32, int) error) error {
 	if f.step != nil {
+		if f.waiting != nil {
+			f.waiting <- struct{}{}
+		}
 		<-f.step
 	}
 	rows := make([]float32, len(tokens)*f.h)
@@ -164,8 +170,9 @@ func fakeText(n int) string {
 // exact head, anything else perturbs it a little, like a lower-precision
 // KV cache would.
 type fakeRunner struct {
-	text string
-	step chan struct{}
+	text    string
+	step    chan struct{}
+	waiting chan struct{}
 	// otherTokenizers: an A/B's two models have different tokenizers, so
 	// A's run is refused before it scores, as workbench.Run refuses one.
 	otherTokenizers bool
@@ -193,7 +200,7 @@ func (r fakeRunner) run(ctx context.Context, j workbench.Job) (workbench.Outcome
 		noise = 0.02
 	}
 	eng := newFakeEngine(noise, p.KVCacheDType)
-	eng.step = r.step
+	eng.step, eng.waiting = r.step, r.waiting
 	req.Text, req.TextPath = r.text, "fake.txt"
 	req.Method, req.Ctx, req.Stride, req.Chunks = p.Method, p.Ctx, p.Stride, p.Chunks
 	rep, err := scoring.Run(ctx, eng, req)
