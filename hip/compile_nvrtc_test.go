@@ -148,13 +148,13 @@ func TestCompileKernelsNVRTC(t *testing.T) {
 	}
 }
 
-// launchBounds is every kernel's __launch_bounds__ as the emulated CUDA
-// runtime reads them (MAX_THREADS_PER_BLOCK; 0 for a kernel without one),
-// or none when the emulator cannot be built here.
+// launchBounds is every kernel's __launch_bounds__ as the runtime of
+// boundsDevice reads them (MAX_THREADS_PER_BLOCK below 1024; absent for a
+// kernel without one), or none when that device cannot be opened.
 func launchBounds(t *testing.T) map[string]int {
 	out := map[string]int{}
 	var td *testDevice
-	ok := t.Run("launch-bounds", func(t *testing.T) { td = emuDevice(t, CUDA) })
+	ok := t.Run("launch-bounds", func(t *testing.T) { td = boundsDevice(t) })
 	if !ok || td == nil {
 		return out
 	}

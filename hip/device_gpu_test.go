@@ -68,6 +68,10 @@ func realDevice(t *testing.T) *testDevice {
 	return dev.td
 }
 
+// boundsDevice is the device whose runtime reads the kernels' launch
+// bounds for the NVRTC compile test: the GPU.
+func boundsDevice(t *testing.T) *testDevice { return realDevice(t) }
+
 // onDevices runs check on the GPU (one check, no subtests: the CHECK
 // lines and test names are what scripts/gpu-check.sh reads).
 func onDevices(t *testing.T, check func(*testing.T)) {

@@ -39,6 +39,11 @@ func emuEnv(dir string) Env {
 	return fakeEnv(emubuild.Env(dir))
 }
 
+// boundsDevice is the device whose runtime reads the kernels' launch
+// bounds for the NVRTC compile test: here the emulated CUDA device (with
+// -tags gpu, the real one).
+func boundsDevice(t *testing.T) *testDevice { return emuDevice(t, CUDA) }
+
 // emuDevice is kind's emulated device 0, opened once per test binary.
 func emuDevice(t *testing.T, kind Kind) *testDevice {
 	t.Helper()

@@ -35,8 +35,13 @@ type Runtime struct {
 	// emulated: the library is hip/emu's (it exports pbemu_runtime), whose
 	// device pointers are host pointers: a vendor BLAS must not see them.
 	emulated bool
-	tags     atomic.Uint64 // the last weight tag handed out (NewWeightTag)
 }
+
+// weightTags is the last weight tag handed out (NewWeightTag). It is the
+// process's, not a Runtime's: the emulated library is loaded once per
+// process and keeps each tag's count across the Runtimes opened on it, so
+// a tag must never be handed out twice.
+var weightTags atomic.Uint64
 
 // Open loads kind's runtime, initializes it and counts its devices. No
 // library, no device: an *Error wrapping ErrNoLibrary or ErrNoDevice. A
@@ -749,7 +754,7 @@ func Probe(kind Kind, cfg Config) Status {
 }
 
 // NewWeightTag is a fresh tag for MarkWeights: one per model.
-func (d *Device) NewWeightTag() uint64 { return d.rt.tags.Add(1) }
+func (d *Device) NewWeightTag() uint64 { return weightTags.Add(1) }
 
 // MarkWeights tells an emulated runtime that counts weight traffic
 // (hip/emu with PLEXBENCH_EMU_TRAFFIC=1) that b holds weights under tag;

@@ -282,7 +282,7 @@ tiny_archs() {
 
 # traffic: R/(W·P) of the device's products, on the emulated device only.
 traffic() {
-  local ub=${GPU_CHECK_TRAFFIC_UB:-32} typ m secs w r p
+  local ub=${GPU_CHECK_TRAFFIC_UB:-512} typ m secs w r p
   if [ -z "$emu" ]; then
     summary traffic "SKIP counted only on the emulated device (GPU_EMU=1)"
     return
@@ -294,8 +294,8 @@ traffic() {
       continue
     fi
     secs=$(limit 300)
-    if ! PLEXBENCH_EMU_TRAFFIC=1 pb_score traffic "$secs" --model "$m" --perplexity-chunks 1 --perplexity-ctx "$ctx" \
-      --ubatch-size "$ub" --kv-cache-dtype f32 --backend cuda --no-cpu-fallback; then
+    if ! PLEXBENCH_EMU_TRAFFIC=1 pb_score traffic "$secs" --model "$m" --perplexity-chunks 1 --perplexity-ctx "$ub" \
+      --batch-size "$ub" --ubatch-size "$ub" --kv-cache-dtype f32 --backend cuda --no-cpu-fallback; then
       fail "traffic:$typ" "$(why traffic)"
       continue
     fi

@@ -18,17 +18,18 @@ var trafficShape = synth.Shape{Name: "qwen3-traffic", Arch: "qwen3", Embd: 256, 
 // TestDeviceTraffic: under PLEXBENCH_EMU_TRAFFIC=1 the emulated CUDA
 // device's report carries config.device_traffic for F32, Q8_0 and Q4_K_M
 // files: W exactly the layer matrices' stored bytes, P the passes (one
-// window of 64 in ubatches of 32: 2), and R the bytes the kernels loaded
+// window of 512 in one ubatch of 512), and R the bytes the kernels loaded
 // from them. R/(W·P), the times a weight byte is read per pass, is the
-// products' design (docs/gpu-numbers.md has the figures): every product
-// reads all its weights each pass (≥ 1), and none reads a byte more than
-// a few times per token of the pass (≤ 8·ubatch).
+// tiled products' design (matmul.cu, quant.cu's mmq_; docs/gpu-numbers.md):
+// each weight read once per tile of 64 tokens, ceil(512/64) = 8 times a
+// pass, within the bound of 12 (the per-token products read it 512
+// times).
 func TestDeviceTraffic(t *testing.T) {
 	emulatedDevice(t, nil)
 	t.Setenv("PLEXBENCH_EMU_TRAFFIC", "1")
 	dir := t.TempDir()
-	tokFile := hybridTokens(t, dir, 128)
-	const ctx, ub = 64, 32
+	tokFile := hybridTokens(t, dir, 1100)
+	const ctx, ub = 512, 512
 	for _, c := range []struct {
 		name  string
 		types func(int, string) kernels.Type
@@ -41,8 +42,8 @@ func TestDeviceTraffic(t *testing.T) {
 		if err := synth.Write(model, synth.Config{Shape: trafficShape, Layers: 1, Types: c.types, Vocab: synth.PlaceholderVocab(64)}); err != nil {
 			t.Fatal(err)
 		}
-		rep := deviceScore(t, "--model", model, "--perplexity-tokens", tokFile, "--perplexity-ctx", "64", "--perplexity-chunks", "1",
-			"--ubatch-size", "32", "--kv-cache-dtype", "f32", "--backend", "cuda", "--no-cpu-fallback")
+		rep := deviceScore(t, "--model", model, "--perplexity-tokens", tokFile, "--perplexity-ctx", "512", "--perplexity-chunks", "1",
+			"--ubatch-size", "512", "--kv-cache-dtype", "f32", "--backend", "cuda", "--no-cpu-fallback")
 		tr := rep.Config.DeviceTraffic
 		if tr == nil {
 			t.Fatalf("%s: no config.device_traffic", c.name)
@@ -52,8 +53,8 @@ func TestDeviceTraffic(t *testing.T) {
 		if w := layerMatrixBytes(t, model); tr.WeightBytes != w || tr.Passes != ctx/ub {
 			t.Errorf("%s: W %d (the file's layer matrices: %d), P %d (want %d)", c.name, tr.WeightBytes, w, tr.Passes, ctx/ub)
 		}
-		if perPass < 1 || perPass > 8*ub {
-			t.Errorf("%s: R/(W·P) = %.3f, outside [1, %d]", c.name, perPass, 8*ub)
+		if tiles := (ub + 63) / 64; tr.WeightReadBytes != uint64(tiles)*tr.WeightBytes*uint64(tr.Passes) || perPass > 12 {
+			t.Errorf("%s: R/(W·P) = %.3f, want %d (each weight once per 64-token tile) and at most 12", c.name, perPass, tiles)
 		}
 	}
 }

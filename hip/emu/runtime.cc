@@ -602,7 +602,11 @@ int launch(const char* call, void* fn, unsigned gx, unsigned gy, unsigned gz, un
     int rc = run(k, dims, shmem, warp, params, workers, stack, &ctl, why, sizeof why);
     lk.lock();
     if (ctl.static_shared > f->static_shared && functions.count(fn)) f->static_shared = ctl.static_shared;
-    for (size_t i = 0; i < counts.size(); i++) weight_reads[tags[i]] += counts[i];
+    for (size_t i = 0; i < counts.size(); i++) {
+        weight_reads[tags[i]] += counts[i];
+        if (cfg.verbose && counts[i]) // which kernel read the weights, and how much
+            fprintf(stderr, "pbemu: traffic: %s (%u,%u,%u)x(%u,%u,%u): %llu bytes of tag %llu's weights\n", f->name.c_str(), gx, gy, gz, bx, by, bz, counts[i], tags[i]);
+    }
     if (rc == 0) return OK;
     int code = rc == 4 ? (kHIP ? LAUNCH_FAILED : ASSERT) : rc == 5 ? LAUNCH_OUT_OF_RESOURCES : rc == 6 ? INVALID_VALUE : LAUNCH_FAILED;
     return fail(code, "%s %s: %s", call, f->name.c_str(), why);
