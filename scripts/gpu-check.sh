@@ -34,13 +34,17 @@
 #   flashprefill  stories260K-f32 with FlashPrefill V2 at ctx 4096 (blocks
 #               of 128) on a TinyStories excerpt: the device keeps exactly
 #               the CPU's fraction of blocks (below 1), PPL to 1e-4
+#   long:*      stories260K-f32, one window of GPU_CHECK_LONG_CTX (32768)
+#               tokens, dense and with FlashPrefill V2 (blocks of 128), on
+#               the CPU and the device: PPL to 1e-4 (SKIP on the emulator
+#               unless GPU_CHECK_LONG_CTX is set)
 #   kld         the F32 file on the GPU against a base the CPU recorded:
 #               mean KLD below 1e-6
 #   prefill     prefill tok/s of the F32 file, CPU and GPU (timed, not judged)
 #   traffic:*   with GPU_EMU=1 only (the emulator counts what kernels load,
 #               PLEXBENCH_EMU_TRAFFIC=1): the stories260K F32, Q8_0 and
 #               Q4_K_M files scored on the device, one window in ubatches of
-#               GPU_CHECK_TRAFFIC_UB (32); R/(W·P) from the report's
+#               GPU_CHECK_TRAFFIC_UB (512); R/(W·P) from the report's
 #               config.device_traffic, the times a weight byte is loaded
 #               per pass (printed, not judged; docs/gpu-numbers.md)
 #   torch:*, time:*  prefill at ctx 4096 of the Qwen3-0.6B shape (F16, Q8_0)
@@ -61,7 +65,7 @@
 # step under its own timeout cut to what is left; a check that finds too
 # little time left says SKIP. Variables: GPU_CHECK_QUICK=1 skips the
 # timings; GPU_CHECK_STEPS picks steps (default "kernels scores archs
-# flashprefill kld traffic timings"; devices always runs); GPU_CHECK_CTX (scored windows, 512; emulated 64),
+# flashprefill long kld traffic timings"; devices always runs); GPU_CHECK_CTX (scored windows, 512; emulated 64),
 # GPU_CHECK_FP_CTX (4096; emulated 1024), GPU_CHECK_TIME_CTX (4096),
 # GPU_CHECK_TIME_SHAPES ("qwen3-0.6b qwen3-8b"), GPU_CHECK_06B_LAYERS (28),
 # GPU_CHECK_8B_LAYERS (36: the 8B F16 file is 16.4 GB, ~20 s to write at
@@ -90,6 +94,8 @@ build() {
   if [ -e "$v" ]; then cp "$v" "$out/data/"; fi
   # ~11,000 stories260K tokens: the FlashPrefill window of 4096 and more.
   if [ -e "$t" ]; then head -c 24576 "$t" >"$out/data/tinystories-24k.txt"; fi
+  # The whole validation excerpt (~790 KB): the long step's window of 32,768.
+  if [ -e "$t" ]; then cp "$t" "$out/data/tinystories-val.txt"; fi
   if [ "${GPU_EMU:-}" = 1 ]; then
     make gpu-emu >/dev/null
     mkdir -p "$out/emu" && cp -P bin/gpu-emu/* "$out/emu/"
@@ -110,7 +116,7 @@ top() { sed -n "s/^  \"$1\": *\([0-9.eE+-]*\),*$/\1/p" "$2" | head -1; }
 field() { sed -n "s/^ *\"$1\": *\([0-9.eE+-]*\),*$/\1/p" "$2" | head -1; }
 
 # want STEP: whether GPU_CHECK_STEPS (default all) names STEP.
-want() { [[ " ${GPU_CHECK_STEPS:-kernels scores archs flashprefill kld traffic timings} " == *" $1 "* ]]; }
+want() { [[ " ${GPU_CHECK_STEPS:-kernels scores archs flashprefill long kld traffic timings} " == *" $1 "* ]]; }
 
 # limit N: N seconds, or what is left of the budget less a margin if that
 # is less; 0 when under 10 s are left.
@@ -219,6 +225,7 @@ run() {
   done
   want archs && tiny_archs
   want flashprefill && flashprefill
+  want long && long_context
   want kld && kld_and_prefill
   want traffic && traffic
   want timings && timings
@@ -343,6 +350,45 @@ flashprefill() {
   else
     fail "$name" "$what: want equal kept below 1, ppl within 1e-4"
   fi
+}
+
+# long_context: one window of GPU_CHECK_LONG_CTX (32,768) tokens of
+# stories260K-f32, dense and with FlashPrefill V2, on the CPU and the device:
+# the device's PPL within 1e-4 of the CPU's (issue 36: attention tiled to
+# any context, no shared memory growing with the position). On the
+# emulator it is SKIP unless GPU_CHECK_LONG_CTX is set (a window of 16,384
+# takes it 6-12 minutes a mode).
+long_context() {
+  local f32=$out/models/stories260K-f32.gguf text=$out/data/tinystories-val.txt lctx=${GPU_CHECK_LONG_CTX:-32768}
+  local mode cpu gpu name what
+  if [ -n "$emu" ] && [ -z "${GPU_CHECK_LONG_CTX:-}" ]; then
+    summary long "SKIP on the emulator (GPU_CHECK_LONG_CTX=N runs it)"
+    return
+  fi
+  if [ ! -e "$f32" ] || [ ! -e "$text" ]; then
+    summary long "SKIP no stories260K-f32.gguf or TinyStories excerpt"
+    return
+  fi
+  for mode in dense flashprefill; do
+    name="long:$mode"
+    common=(--model "$f32" --perplexity "$text" --perplexity-ctx "$lctx" --perplexity-chunks 1 --kv-cache-dtype f32 --kernels matmul=go)
+    [ "$mode" = flashprefill ] && common+=(--FlashPrefillV2=on --flashprefill-block-size 128)
+    if ! pb_score cpu "$(limit 240)" "${common[@]}" --backend cpu; then
+      fail "$name" "cpu run: $(why cpu)"
+      continue
+    fi
+    if ! pb_score gpu "$(limit 240)" "${common[@]}" --pool "${GPU_POOL:-cuda:0}" --no-cpu-fallback; then
+      fail "$name" "gpu run: $(why gpu)"
+      continue
+    fi
+    cpu=$(top perplexity "$log/cpu.json") gpu=$(top perplexity "$log/gpu.json")
+    what="ppl cpu $cpu gpu $gpu (ctx $lctx)"
+    if awk -v a="$cpu" -v b="$gpu" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d <= 1e-4 * a) }'; then
+      summary "$name" "PASS $what"
+    else
+      fail "$name" "$what: want ppl within 1e-4"
+    fi
+  done
 }
 
 # kld_and_prefill: the F32 file on the GPU against a base the CPU recorded,
