@@ -5,7 +5,7 @@ FUZZTIME ?= 10s
 FUZZEXECS ?= 1000000x
 FUZZPARALLEL ?= 1
 
-.PHONY: all build demo test test-levels test-long test-race test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build gpu-emu clean
+.PHONY: all build demo test test-levels test-long test-long-context test-race test-arm64 test-avx512-emu vet fmt bench bench-llamacpp fuzz fuzz-long oracle oracle-hybrid gpu-check gpu-check-build gpu-emu clean
 
 all: build
 
@@ -53,6 +53,11 @@ test-levels:
 test-long:
 	@t0=$$(date +%s); PLEXBENCH_LONG=1 $(GO) test $(TESTFLAGS) -run '^TestLong' ./... && echo "test-long: native $$(($$(date +%s) - t0))s"
 	@t0=$$(date +%s); GO=$(GO) scripts/test-levels.sh --long $(TESTFLAGS) && echo "test-long: levels $$(($$(date +%s) - t0))s"
+
+# The device at a context of 16,384 (dense and FlashPrefill V2, emulated
+# CUDA and HIP against the CPU; about 25 minutes on 2 cores): not in CI.
+test-long-context:
+	PLEXBENCH_LONG=1 PLEXBENCH_LONG_CONTEXT=1 $(GO) test -timeout 60m -run '^TestLongDeviceContext$$' -v ./cmd/plexbench
 
 test-race:
 	$(GO) test -race $(TESTFLAGS) ./scoring/... ./workbench/... ./results/... ./tui ./hip ./serve/... ./served/...

@@ -23,7 +23,7 @@ const longCtx = "16384"
 // on HIP (739 s); FlashPrefill 777.8673 (30 s), kept 0.142418 on all,
 // 1.8e-6 on CUDA (70 s), 1.2e-6 on HIP (110 s): 25 minutes in all.
 func TestLongDeviceContext(t *testing.T) {
-	testtier.SkipUnlessLong(t)
+	testtier.SkipUnlessLongContext(t)
 	emulatedDevice(t, nil)
 	model := shareddata.Path(t, "models/stories260K-f32.gguf")
 	text := shareddata.Path(t, "tinystories/tinystories_val.txt")

@@ -11,3 +11,17 @@ func TestLong(t *testing.T) {
 		}
 	}
 }
+
+// TestLongContext: the long-context runs need both variables at "1".
+func TestLongContext(t *testing.T) {
+	for _, c := range []struct {
+		long, ctx string
+		want      bool
+	}{{"1", "1", true}, {"1", "", false}, {"", "1", false}, {"1", "true", false}} {
+		t.Setenv(Env, c.long)
+		t.Setenv(ContextEnv, c.ctx)
+		if got := LongContext(); got != c.want {
+			t.Errorf("%s=%q %s=%q: LongContext() = %v, want %v", Env, c.long, ContextEnv, c.ctx, got, c.want)
+		}
+	}
+}
