@@ -198,12 +198,12 @@ func TestServedFaults(t *testing.T) {
 			defer srv.Close()
 			// Every request from the third on fails: windows 1 and 2 are
 			// scored (one request in flight at a time).
-			srv.Fault = func(n int) servedtest.Fault {
+			srv.SetFault(func(n int) servedtest.Fault {
 				if n >= 3 {
 					return c.fault
 				}
 				return servedtest.None
-			}
+			})
 			cfg := served.Config{URL: srv.URL, Tokenizer: path, Parallel: 1, Retries: 1, Backoff: time.Millisecond}
 			if c.fault == servedtest.Slow {
 				cfg.Timeout = 2 * time.Second
@@ -223,7 +223,7 @@ func TestServedFaults(t *testing.T) {
 			if !got.Partial || got.WindowsScored != 2 {
 				t.Fatalf("partial %v with %d windows, want partial with 2", got.Partial, got.WindowsScored)
 			}
-			srv.Fault = nil
+			srv.SetFault(nil)
 			r.Resume = true
 			got, err = scoring.Run(context.Background(), e, r)
 			if err != nil {
@@ -238,7 +238,7 @@ func TestServedFaults(t *testing.T) {
 	t.Run("retried", func(t *testing.T) {
 		srv := servedtest.New(m, "vllm")
 		defer srv.Close()
-		srv.Fault = func(n int) servedtest.Fault {
+		srv.SetFault(func(n int) servedtest.Fault {
 			switch n % 3 {
 			case 1:
 				return servedtest.Status503
@@ -246,7 +246,7 @@ func TestServedFaults(t *testing.T) {
 				return servedtest.ResetConn
 			}
 			return servedtest.None
-		}
+		})
 		e := open(t, served.Config{URL: srv.URL, Tokenizer: path, Parallel: 1, Backoff: time.Millisecond})
 		got, err := scoring.Run(context.Background(), e, req(text))
 		if err != nil {

@@ -29,15 +29,15 @@ func TestServedRun(t *testing.T) {
 		p := profiles.Default()
 		p.Name, p.Ctx, p.Chunks, p.Server, p.Tokenizer, p.ServerParallel = "served", 64, 6, srv.URL, model, 1
 		p.Text = shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-		srv.Fault = nil
+		srv.SetFault(nil)
 		if fail {
 			n0 := srv.Requests()
-			srv.Fault = func(n int) servedtest.Fault {
+			srv.SetFault(func(n int) servedtest.Fault {
 				if n > n0+2 {
 					return servedtest.Status500
 				}
 				return servedtest.None
-			}
+			})
 		}
 		app, err := New(Config{Profiles: []profiles.Profile{p}, ResultsDir: dir, Runner: RunnerFunc(workbench.Run), NoColor: true})
 		if err != nil {

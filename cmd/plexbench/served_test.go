@@ -171,12 +171,12 @@ func TestServedResume(t *testing.T) {
 	}
 	whole := servedReport(t, filepath.Join(dir, "whole.json"))
 	before := srv.Requests()
-	srv.Fault = func(n int) servedtest.Fault {
+	srv.SetFault(func(n int) servedtest.Fault {
 		if n > before+3 {
 			return servedtest.Status500
 		}
 		return servedtest.None
-	}
+	})
 	code, _, stderr = runCLI(t, args...)
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if code == 0 || !strings.Contains(stderr, "500 Internal Server Error") || !strings.Contains(stderr, "CUDA out of memory (fake)") {
@@ -187,7 +187,7 @@ func TestServedResume(t *testing.T) {
 	if !part.Partial || part.WindowsScored != 3 {
 		t.Fatalf("partial report: partial %v, %d windows", part.Partial, part.WindowsScored)
 	}
-	srv.Fault = nil
+	srv.SetFault(nil)
 	if code, _, stderr = runCLI(t, append(args, "--resume")...); code != 0 {
 		t.Fatalf("--resume: %s", stderr)
 	}

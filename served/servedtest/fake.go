@@ -46,8 +46,9 @@ type Server struct {
 	API     string // "vllm", "sglang" or "openai": what /v1/models says it is
 	Name    string
 	SlowFor time.Duration
-	// Fault, when set, picks the fault of the n-th scoring request.
-	Fault func(n int) Fault
+	// fault, when set (SetFault), picks the fault of the n-th scoring
+	// request; a test may change it while a slow answer is still running.
+	faultFn atomic.Pointer[func(n int) Fault]
 	// NoTokenize: the server has no /tokenize.
 	NoTokenize bool
 
@@ -56,6 +57,15 @@ type Server struct {
 	mu       sync.Mutex // the model runs one request at a time
 	requests atomic.Int64
 	// Requests counts the scoring requests answered (good or not).
+}
+
+// SetFault sets what picks the n-th scoring request's fault (nil: none).
+func (s *Server) SetFault(pick func(n int) Fault) {
+	if pick == nil {
+		s.faultFn.Store(nil)
+		return
+	}
+	s.faultFn.Store(&pick)
 }
 
 // New starts a fake of api serving m (closed by the caller's Close).
@@ -134,8 +144,8 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) fault(w http.ResponseWriter, r *http.Request) (Fault, bool) {
 	n := int(s.requests.Add(1))
 	f := None
-	if s.Fault != nil {
-		f = s.Fault(n)
+	if pick := s.faultFn.Load(); pick != nil {
+		f = (*pick)(n)
 	}
 	switch f {
 	case Status500:
