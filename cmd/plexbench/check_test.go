@@ -29,15 +29,7 @@ func impossiblePair(t *testing.T) (a, b string) {
 	dir := t.TempDir()
 	model := stories(t, "q8_0")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-	prof := func(name, kv string) string {
-		p := filepath.Join(dir, name+".toml")
-		if code, _, stderr := runCLI(t, "profile", "new", name, "--model", model, "--perplexity", text,
-			"--perplexity-ctx", "128", "--perplexity-chunks", "4", "--kv-cache-dtype", kv, "-o", p); code != 0 {
-			t.Fatalf("profile new: %s", stderr)
-		}
-		return p
-	}
-	return prof("f16kv", "f16"), prof("q8kv", "q8_0")
+	return newProfile(t, dir, "f16kv", model, text, 4, "f16"), newProfile(t, dir, "q8kv", model, text, 4, "q8_0")
 }
 
 const q8Reason = "a q8_0 KV cache needs a head dimension that is a multiple of 32, have 8"
@@ -87,20 +79,7 @@ func tuiStart(t *testing.T, args ...string) (screen string, runs int32) {
 	var tm tea.Model = m
 	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 400, Height: 40})
 	tm, cmd := tm.Update(m.Init()())
-	var run func(tea.Cmd)
-	run = func(c tea.Cmd) { // what a program would run: the run's command calls the runner
-		if c == nil {
-			return
-		}
-		go func() {
-			if batch, ok := c().(tea.BatchMsg); ok {
-				for _, c := range batch {
-					run(c)
-				}
-			}
-		}()
-	}
-	run(cmd)
+	runCmds(cmd) // what a program would run: the run's command calls the runner
 	if cmd != nil {
 		for deadline := time.Now().Add(20 * time.Second); n.Load() == 0 && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)

@@ -311,14 +311,7 @@ func TestAB(t *testing.T) {
 	dir := t.TempDir()
 	model := shareddata.Path(t, "models", "stories260K-q8_0.gguf")
 	text := shareddata.Path(t, "tinystories", "tinystories-16k.txt")
-	prof := func(name, kv string) string {
-		p := filepath.Join(dir, name+".toml")
-		if code, _, stderr := runCLI(t, "profile", "new", name, "--model", model, "--perplexity", text,
-			"--perplexity-ctx", "128", "--perplexity-chunks", "20", "--kv-cache-dtype", kv, "-o", p); code != 0 {
-			t.Fatalf("profile new: %s", stderr)
-		}
-		return p
-	}
+	prof := func(name, kv string) string { return newProfile(t, dir, name, model, text, 20, kv) }
 	a, b := prof("f32kv", "f32"), prof("bf16kv", "bf16")
 	code, stdout, stderr := runCLI(t, "ab", "--profile", a, "--profile", b, "--json", "--quiet")
 	if code != 0 || stderr != "" {
@@ -664,4 +657,16 @@ func (c *cli) parseTUI(args []string) (tui.Config, int) {
 		return tui.Config{}, c.fail(err)
 	}
 	return c.tuiConfig(fs, a, fs.Args())
+}
+
+// newProfile writes dir/name.toml with `profile new`: model on text at
+// ctx 128, chunks windows, a kv KV cache.
+func newProfile(t *testing.T, dir, name, model, text string, chunks int, kv string) string {
+	t.Helper()
+	p := filepath.Join(dir, name+".toml")
+	if code, _, stderr := runCLI(t, "profile", "new", name, "--model", model, "--perplexity", text,
+		"--perplexity-ctx", "128", "--perplexity-chunks", fmt.Sprint(chunks), "--kv-cache-dtype", kv, "-o", p); code != 0 {
+		t.Fatalf("profile new: %s", stderr)
+	}
+	return p
 }

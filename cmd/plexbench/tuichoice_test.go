@@ -39,20 +39,7 @@ func tuiJob(t *testing.T, args ...string) workbench.Job {
 	}
 	defer m.Close()
 	_, cmd := m.Update(m.Init()())
-	var run func(tea.Cmd)
-	run = func(c tea.Cmd) { // the commands a program would run, until one calls the runner
-		if c == nil {
-			return
-		}
-		go func() {
-			if batch, ok := c().(tea.BatchMsg); ok {
-				for _, c := range batch {
-					run(c)
-				}
-			}
-		}()
-	}
-	run(cmd)
+	runCmds(cmd)
 	select {
 	case j := <-got:
 		return j
@@ -143,4 +130,20 @@ func TestTUIChoiceFlags(t *testing.T) {
 	if code, _, stderr := runCLI(t, "tui", "--model", model, "--hellaswag", hs); code != 2 || !strings.Contains(stderr, "not a terminal") {
 		t.Errorf("tui --hellaswag on a pipe: exit %d, %s", code, stderr)
 	}
+}
+
+// runCmds runs what a bubbletea program would run of c, each command in
+// its own goroutine, batches opened, until one of them calls the runner
+// (the test then watches the runner, not the messages).
+func runCmds(c tea.Cmd) {
+	if c == nil {
+		return
+	}
+	go func() {
+		if batch, ok := c().(tea.BatchMsg); ok {
+			for _, c := range batch {
+				runCmds(c)
+			}
+		}
+	}()
 }
