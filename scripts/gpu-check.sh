@@ -152,29 +152,40 @@ why() { head -1 "$log/$1.err" | grep . || echo "no message (timeout or crash)"; 
 # upstream moves an 8-bit activation code, the spread the CPU's own kernel
 # variants show on these files, ~2e-3).
 score_pair() {
-  local name=$1 secs cpu gpu tol=1e-4
-  secs=$(limit 60)
-  if [ "$secs" -eq 0 ]; then
+  local name=$1 cpu gpu tol=1e-4
+  if [ "$(limit 60)" -eq 0 ]; then
     summary "$name" "SKIP out of time"
     return
   fi
-  if ! pb_score cpu "$secs" "${common[@]}" --backend cpu --kernels matmul=go; then
-    fail "$name" "cpu run: $(why cpu)"
-    return
-  fi
-  cpu=$(top perplexity "$log/cpu.json")
-  if ! pb_score gpu "$secs" "${common[@]}" --pool "${GPU_POOL:-cuda:0}" --kernels matmul=go "${devx[@]}"; then
-    fail "$name" "cpu ppl $cpu; gpu run: $(why gpu)"
-    return
-  fi
-  gpu=$(top perplexity "$log/gpu.json")
+  common+=(--kernels matmul=go)
+  cpu_then_gpu "$name" 60 "${devx[@]}" || return
+  cpu=$(top perplexity "$log/cpu.json") gpu=$(top perplexity "$log/gpu.json")
   grep -q '"matmul.q8_0"' "$log/cpu.json" && grep -q '"matmul",' "$log/gpu.json" && tol=3e-3
-  if awk -v a="$cpu" -v b="$gpu" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d <= t * a) }'; then
+  if near "$cpu" "$gpu" "$tol"; then
     summary "$name" "PASS ppl cpu $cpu gpu $gpu (within $tol)"
   else
     fail "$name" "ppl cpu $cpu gpu $gpu (over $tol relative)"
   fi
 }
+
+# cpu_then_gpu NAME SECS [ARG...]: "${common[@]}" scored on the CPU, then
+# on the device with ARGs added, each within SECS or what is left; a run
+# that fails fails NAME, saying why, and returns 1.
+cpu_then_gpu() {
+  local name=$1 secs=$2
+  shift 2
+  if ! pb_score cpu "$(limit "$secs")" "${common[@]}" --backend cpu; then
+    fail "$name" "cpu run: $(why cpu)"
+    return 1
+  fi
+  if ! pb_score gpu "$(limit "$secs")" "${common[@]}" --pool "${GPU_POOL:-cuda:0}" "$@"; then
+    fail "$name" "cpu ppl $(top perplexity "$log/cpu.json"); gpu run: $(why gpu)"
+    return 1
+  fi
+}
+
+# near A B TOL: B within TOL of A, relative, and A above 1 (a perplexity).
+near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d <= t * a) }'; }
 
 run() {
   local log ctx budget started=$SECONDS emu=
@@ -318,7 +329,7 @@ traffic() {
 # flashprefill: FlashPrefill V2 keeps the CPU's blocks on the device.
 flashprefill() {
   local f32=$out/models/stories260K-f32.gguf text=$out/data/tinystories-24k.txt fctx=${GPU_CHECK_FP_CTX:-4096} blk=128
-  local secs ck gk cpu gpu name=flashprefill
+  local ck gk cpu gpu name=flashprefill
   if [ -n "$emu" ]; then
     fctx=${GPU_CHECK_FP_CTX:-1024} blk=64
   fi
@@ -326,26 +337,17 @@ flashprefill() {
     summary "$name" "SKIP no stories260K-f32.gguf or TinyStories excerpt"
     return
   fi
-  secs=$(limit 180)
-  if [ "$secs" -eq 0 ]; then
+  if [ "$(limit 180)" -eq 0 ]; then
     summary "$name" "SKIP out of time"
     return
   fi
   common=(--model "$f32" --perplexity "$text" --perplexity-ctx "$fctx" --perplexity-chunks 1 --kv-cache-dtype f32
     --kernels matmul=go --FlashPrefillV2=on --flashprefill-block-size "$blk")
-  if ! pb_score cpu "$secs" "${common[@]}" --backend cpu; then
-    fail "$name" "cpu run: $(why cpu)"
-    return
-  fi
-  if ! pb_score gpu "$(limit 180)" "${common[@]}" --pool "${GPU_POOL:-cuda:0}" --no-cpu-fallback; then
-    fail "$name" "gpu run: $(why gpu)"
-    return
-  fi
+  cpu_then_gpu "$name" 180 --no-cpu-fallback || return
   ck=$(top prefill_attention_kept "$log/cpu.json") gk=$(top prefill_attention_kept "$log/gpu.json")
   cpu=$(top perplexity "$log/cpu.json") gpu=$(top perplexity "$log/gpu.json")
   local what="kept cpu $ck gpu $gk, ppl cpu $cpu gpu $gpu (ctx $fctx, blocks of $blk)"
-  if [ -n "$ck" ] && [ "$ck" = "$gk" ] && awk -v k="$ck" -v a="$cpu" -v b="$gpu" \
-    'BEGIN { d = a - b; if (d < 0) d = -d; exit !(k < 1 && a > 1 && d <= 1e-4 * a) }'; then
+  if [ -n "$ck" ] && [ "$ck" = "$gk" ] && awk -v k="$ck" 'BEGIN { exit !(k < 1) }' && near "$cpu" "$gpu" 1e-4; then
     summary "$name" "PASS $what"
   else
     fail "$name" "$what: want equal kept below 1, ppl within 1e-4"
@@ -373,17 +375,10 @@ long_context() {
     name="long:$mode"
     common=(--model "$f32" --perplexity "$text" --perplexity-ctx "$lctx" --perplexity-chunks 1 --kv-cache-dtype f32 --kernels matmul=go)
     [ "$mode" = flashprefill ] && common+=(--FlashPrefillV2=on --flashprefill-block-size 128)
-    if ! pb_score cpu "$(limit 240)" "${common[@]}" --backend cpu; then
-      fail "$name" "cpu run: $(why cpu)"
-      continue
-    fi
-    if ! pb_score gpu "$(limit 240)" "${common[@]}" --pool "${GPU_POOL:-cuda:0}" --no-cpu-fallback; then
-      fail "$name" "gpu run: $(why gpu)"
-      continue
-    fi
+    cpu_then_gpu "$name" 240 --no-cpu-fallback || continue
     cpu=$(top perplexity "$log/cpu.json") gpu=$(top perplexity "$log/gpu.json")
     what="ppl cpu $cpu gpu $gpu (ctx $lctx)"
-    if awk -v a="$cpu" -v b="$gpu" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 1 && d <= 1e-4 * a) }'; then
+    if near "$cpu" "$gpu" 1e-4; then
       summary "$name" "PASS $what"
     else
       fail "$name" "$what: want ppl within 1e-4"
