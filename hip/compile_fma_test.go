@@ -69,6 +69,7 @@ func TestHIPRTCNoFMA(t *testing.T) {
 	dir := t.TempDir()
 	for file, kernels := range noFMAKernels {
 		t.Run(file, func(t *testing.T) {
+			t.Parallel() // each compile is a child process of its own
 			// counts disassembles file's code object compiled with option
 			// added: per kernel, its fused multiply-adds and divisions.
 			counts := func(name, option string) map[string][2]int {

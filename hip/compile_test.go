@@ -45,6 +45,7 @@ func TestCompileKernelsHIPRTC(t *testing.T) {
 	for _, tg := range compileTargets {
 		for _, k := range gpu.Manifest() {
 			t.Run(k.File+"/"+tg.arch, func(t *testing.T) {
+				t.Parallel() // each compile is a child process of its own
 				start := time.Now()
 				out, err := runChild(t, fmt.Sprintf("%s|%s|%d", k.File, tg.arch, tg.warp))
 				if err != nil {
