@@ -35,7 +35,9 @@ type Checked struct {
 // its engine settings (the KV cache type against the head size, memory,
 // FlashPrefill), its backend's name, and its geometry, against the header
 // of the base it compares with and within its KV cache. The refusals are
-// Run's own errors.
+// Run's own errors. A profile that names a server has no model file to
+// check: its files, rule and task file are checked, the rest when the run
+// reaches the server.
 func Check(j Job) (Checked, error) {
 	var c Checked
 	if err := j.Files().Check(); err != nil {
@@ -65,6 +67,9 @@ func Check(j Job) (Checked, error) {
 	}
 	if p.KVLen == 0 {
 		p.KVLen = kvLen
+	}
+	if p.Server != "" {
+		return c, nil // no model file here: the server is reached, and checked, when the run opens it
 	}
 	path, err := modelPath(p)
 	if err != nil {
