@@ -1,10 +1,9 @@
 package engine
 
 // This file owns what runs where under a GPU backend: the LM head and its
-// pick/topk reductions (devicehead.go) and, for the dense architectures
-// with weights of the device table's types (devicetypes.go) and any KV
-// cache type, and the hybrids (qwen35, qwen35moe, qwen3next) likewise, the
-// layer stack (devicestack.go, devicehybrid.go) run on the device; what
+// pick/topk reductions (devicehead.go) and, for every architecture with
+// weights of the device table's types (devicetypes.go) and a KV cache type
+// of its kernels, the layer stack (devicestack.go) run on the device; what
 // does not is listed in the report's cpu_fallback_ops, or, with
 // StrictDevice (--strict-device-kernels), refused at Load with the first of
 // those ops named.
@@ -34,7 +33,8 @@ type deviceState struct {
 // first reason before anything is uploaded).
 func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) {
 	s := &deviceState{d: d, strict: strict}
-	why := canRunStack(m)
+	ws := walkStack(m).mats
+	why := canRunStack(m, ws)
 	switch {
 	case why != "":
 		s.cpuOps = m.layerOps()
@@ -53,7 +53,10 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 		return nil, fmt.Errorf("%w: --strict-device-kernels: no device kernel in the engine yet for %s", ErrUnsupported, first)
 	}
 	where := fmt.Sprintf("device %s:%d (%s)", d.Kind(), d.Ordinal, d.Arch)
-	if types := blasTypes(m, why == ""); len(types) > 0 {
+	if why != "" {
+		ws = nil // the layers' products run on the CPU
+	}
+	if types := blasTypes(m, ws); len(types) > 0 {
 		b, err := d.OpenBLAS()
 		if err != nil {
 			return nil, fmt.Errorf("%s: vendor BLAS: %w", where, err)
@@ -70,7 +73,7 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 			s.close()
 			return nil, fmt.Errorf("%s: the layers: %w", where, err)
 		}
-		s.stack, s.devOps = st, slices.Concat(st.layers.ops(), s.devOps)
+		s.stack, s.devOps = st, slices.Concat(st.ops, s.devOps)
 		if embedsOnDevice(m) {
 			s.devOps = append(s.devOps, m.embedOp())
 		}
@@ -88,19 +91,15 @@ func newDeviceState(m *Model, d *hip.Device, strict bool) (*deviceState, error) 
 }
 
 // blasTypes are the F16/BF16 weight types of the products the device runs
-// for m (the layers' when stack, the head's), which a vendor BLAS may
-// take; none: no BLAS is opened.
-func blasTypes(m *Model, stack bool) []kernels.Type {
-	var ws []*kernels.Matrix
-	if stack {
-		_, ws, _ = layersOnDevice(m)
-	}
+// for m (the layers' ws, the head's), which a vendor BLAS may take; none:
+// no BLAS is opened.
+func blasTypes(m *Model, ws []*kernels.Matrix) []kernels.Type {
 	if headRunsOnDevice(m) {
 		ws = append(ws, m.output)
 	}
 	var types []kernels.Type
 	for _, w := range ws {
-		if w != nil && blasType(w.Type) && !slices.Contains(types, w.Type) {
+		if blasType(w.Type) && !slices.Contains(types, w.Type) {
 			types = append(types, w.Type)
 		}
 	}

@@ -17,24 +17,6 @@ import (
 	"plexbench/kernels/gpu"
 )
 
-// devMoE is a moeFFN on the device; the shared expert's matrices are zero
-// when the file has none.
-type devMoE struct {
-	router         devMatrix   // (n_embd, E)
-	gate, up, down []devMatrix // E each
-	shared         devFFN
-	shGateInp      devMatrix // (n_embd, 1)
-}
-
-func (d *devMoE) upload(st *deviceStack, f *moeFFN) error {
-	ms := []matUp{{&d.router, f.router}, {&d.shared.gate, f.shGate}, {&d.shared.up, f.shUp}, {&d.shared.down, f.shDown}, {&d.shGateInp, f.shGateInp}}
-	d.gate, d.up, d.down = make([]devMatrix, len(f.gate)), make([]devMatrix, len(f.up)), make([]devMatrix, len(f.down))
-	for x := range f.gate {
-		ms = append(ms, matUp{&d.gate[x], f.gate[x]}, matUp{&d.up[x], f.up[x]}, matUp{&d.down[x], f.down[x]})
-	}
-	return st.uploadAll(nil, ms)
-}
-
 // devMoEScratch is the MoE pass buffers (moeScratch's on the device) and
 // the host's grouping of the pass's assignments.
 type devMoEScratch struct {
@@ -71,14 +53,14 @@ func (s *devMoEScratch) alloc(st *deviceStack, hp *hparams) error {
 	return nil
 }
 
-// moeFFN runs the MoE FFN of st.xn into st.tmp.
-func (h *hybridLayers) moeFFN(st *deviceStack, p *pass, f *devMoE) {
-	hp, s := st.m.hp, &h.moe
-	n, e, E, k := p.n, hp.nEmbd, hp.moe.nExpert, hp.moe.nUsed
+// moeFFN writes the MoE FFN of n rows of in to out.
+func (st *deviceStack) moeFFN(out, in hip.Buffer, f *moeFFN, n int) {
+	hp, s := st.m.hp, &st.hyb.moe
+	e, E, k := hp.nEmbd, hp.moe.nExpert, hp.moe.nUsed
 	if E > gpu.MoERouteMaxExperts && st.err == nil {
 		st.err = fmt.Errorf("device moe_route: %d experts, over its %d", E, gpu.MoERouteMaxExperts)
 	}
-	st.linear(s.probs, f.router, hip.Buffer{}, st.xn, n)
+	st.linear(s.probs, st.mat(f.router), hip.Buffer{}, in, n)
 	st.args.Reset()
 	st.args.Ptr(s.probs, 0).Ptr(s.sel, 0).Ptr(s.w, 0).I32(int32(E)).I32(int32(k)).I32(int32(n))
 	st.launchGeom("moe_route", gpu.MoERoute(n))
@@ -86,7 +68,7 @@ func (h *hybridLayers) moeFFN(st *deviceStack, p *pass, f *devMoE) {
 		return
 	}
 	st.args.Reset()
-	st.args.Ptr(st.xn, 0).Ptr(s.rows, 0).Ptr(s.x, 0).I32(int32(e)).I32(int32(k))
+	st.args.Ptr(in, 0).Ptr(s.rows, 0).Ptr(s.x, 0).I32(int32(e)).I32(int32(k))
 	st.launch("moe_gather", hip.Dim3{X: (e + 255) / 256, Y: n * k}, hip.Dim3{X: 256}, 0)
 	ff := hp.moe.ffExp
 	for x := range E {
@@ -96,24 +78,24 @@ func (h *hybridLayers) moeFFN(st *deviceStack, p *pass, f *devMoE) {
 		}
 		X, Y := s.x.View(4*lo*e, 4*m*e), s.y.View(4*lo*e, 4*m*e)
 		G, U := s.g.View(4*lo*ff, 4*m*ff), s.u.View(4*lo*ff, 4*m*ff)
-		st.linear(G, f.gate[x], hip.Buffer{}, X, m)
-		st.linear(U, f.up[x], hip.Buffer{}, X, m)
+		st.linear(G, st.mat(f.gate[x]), hip.Buffer{}, X, m)
+		st.linear(U, st.mat(f.up[x]), hip.Buffer{}, X, m)
 		st.swiglu(G, U, m*ff)
-		st.linear(Y, f.down[x], hip.Buffer{}, G, m)
+		st.linear(Y, st.mat(f.down[x]), hip.Buffer{}, G, m)
 	}
 	st.args.Reset()
-	st.args.Ptr(s.y, 0).Ptr(s.slot, 0).Ptr(s.w, 0).Ptr(st.tmp, 0).I32(int32(e)).I32(int32(k))
+	st.args.Ptr(s.y, 0).Ptr(s.slot, 0).Ptr(s.w, 0).Ptr(out, 0).I32(int32(e)).I32(int32(k))
 	st.launch("moe_combine", hip.Dim3{X: (e + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
-	if f.shGateInp.b.Len() == 0 {
+	if f.shGateInp == nil {
 		return
 	}
-	// The shared expert: st.tmp += sigmoid(gate_inp_shexp·xn)·FFN_shexp(xn),
+	// The shared expert: out += sigmoid(gate_inp_shexp·in)·FFN_shexp(in),
 	// its rows in y (free once combined).
 	ys := s.y.View(0, 4*n*e)
-	st.linear(s.gs, f.shGateInp, hip.Buffer{}, st.xn, n)
-	st.ffn(ys, f.shared, n)
+	st.linear(s.gs, st.mat(f.shGateInp), hip.Buffer{}, in, n)
+	st.ffn(ys, in, &denseFFN{gate: f.shGate, up: f.shUp, down: f.shDown}, n)
 	st.args.Reset()
-	st.args.Ptr(st.tmp, 0).Ptr(ys, 0).Ptr(s.gs, 0).I32(int32(e))
+	st.args.Ptr(out, 0).Ptr(ys, 0).Ptr(s.gs, 0).I32(int32(e))
 	st.launch("moe_shared", hip.Dim3{X: (e + 255) / 256, Y: n}, hip.Dim3{X: 256}, 0)
 }
 

@@ -1,19 +1,19 @@
 package engine
 
-// This file owns the layer stack on a GPU for the dense-attention
-// architectures (llama, qwen2, qwen3): every block weight uploaded once as
-// stored (any type of the device table, devicetypes.go), the KV cache on
-// the device (f32, f16, bf16 or q8_0), and each pass's blocks run there
-// with the kernels of kernels/gpu (rmsnorm, the weight types' products,
-// add, rope, kvstore, attention, swiglu), from the token embedding
+// This file owns the layer stack on a GPU: every block weight uploaded
+// once as stored (any type of the device table, devicetypes.go), the KV
+// cache on the device (f32, f16, bf16 or q8_0) and the hybrids' recurrent
+// states beside it, and each pass run there from the token embedding
 // (embed.cu; for a token_embd type outside the table the CPU embeds and
 // the rows go up) to the output norm: a pass's token ids go up, its
 // output-normed rows come back (hidden-sized, never vocabulary-sized) and
-// the head (devicehead.go) takes them up again. The blocks themselves are
-// a devLayers: the dense ones here, the hybrids' in devicehybrid.go.
-// FlashPrefill's prefill attention runs there too (deviceflashprefill.go).
-// Any model this cannot run (a weight type or KV cache type outside the
-// table) keeps its layers on the CPU.
+// the head (devicehead.go) takes them up again. The blocks are the
+// architectures' own forward (block.go, qwen35.go) over devOps
+// (deviceops.go): what they hand their ops is what is uploaded here
+// (stackWalk), so no block is described twice. FlashPrefill's prefill
+// attention runs there too (deviceflashprefill.go). Any model this cannot
+// run (a weight type or KV cache type outside the table) keeps its layers
+// on the CPU.
 
 import (
 	"fmt"
@@ -26,119 +26,11 @@ import (
 	"plexbench/kernels/gpu"
 )
 
-// denseBlock is one pre-norm block of GQA attention and a SwiGLU FFN, as
-// llama, qwen2 and qwen3 store it; biases and the q/k head norms may be
-// nil.
-type denseBlock struct {
-	attnNorm, ffnNorm                 []float32
-	wq, wk, wv, wo, gate, up, down    *kernels.Matrix
-	bq, bk, bv, bo, bGate, bUp, bDown []float32
-	qNorm, kNorm                      []float32
-}
-
-// denseStack is implemented by the layer stacks made of dense blocks.
-type denseStack interface {
-	blocks() []denseBlock
-}
-
-func (m *llama) blocks() []denseBlock {
-	bs := make([]denseBlock, len(m.layers))
-	for i, L := range m.layers {
-		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
-			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv, bo: L.bo, bGate: L.bGate, bUp: L.bUp, bDown: L.bDown}
-	}
-	return bs
-}
-
-func (m *qwen2) blocks() []denseBlock {
-	bs := make([]denseBlock, len(m.layers))
-	for i, L := range m.layers {
-		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
-			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv}
-	}
-	return bs
-}
-
-func (m *qwen3) blocks() []denseBlock {
-	bs := make([]denseBlock, len(m.layers))
-	for i, L := range m.layers {
-		bs[i] = denseBlock{attnNorm: L.attnNorm, ffnNorm: L.ffnNorm, wq: L.wq, wk: L.wk, wv: L.wv, wo: L.wo,
-			gate: L.gate, up: L.up, down: L.down, bq: L.bq, bk: L.bk, bv: L.bv, qNorm: L.qNorm, kNorm: L.kNorm}
-	}
-	return bs
-}
-
 // devMatrix is a weight on the device.
 type devMatrix struct {
 	typ        kernels.Type
 	rows, cols int
 	b          hip.Buffer
-}
-
-// devBlock is a denseBlock's weights on the device; a zero Buffer is an
-// absent bias or norm.
-type devBlock struct {
-	attnNorm, ffnNorm, qNorm, kNorm   hip.Buffer
-	wq, wk, wv, wo, gate, up, down    devMatrix
-	bq, bk, bv, bo, bGate, bUp, bDown hip.Buffer
-	k, v                              hip.Buffer // the layer's KV cache, (nkv, cap, hd)
-}
-
-// devLayers is a layer stack on the device: the dense blocks
-// (denseLayers) or the hybrids' (hybridLayers, devicehybrid.go). The
-// device stack owns the pass's buffers and the ops; a devLayers owns its
-// blocks' weights and runs them in order.
-type devLayers interface {
-	// upload puts the blocks' weights, caches and states on st's device.
-	upload(st *deviceStack) error
-	// forward runs the pass's blocks over st.x.
-	forward(st *deviceStack, p *pass)
-	// ops names what runs on the device, for the report.
-	ops() []string
-}
-
-// layersOnDevice is m's layer stack as the device runs it, and the block
-// matrices its linear layers take (nil ones absent); ok is false for a
-// stack with no device path.
-func layersOnDevice(m *Model) (_ devLayers, ws []*kernels.Matrix, ok bool) {
-	switch ls := m.layers.(type) {
-	case denseStack:
-		d := &denseLayers{src: ls.blocks()}
-		for _, b := range d.src {
-			ws = append(ws, b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down)
-		}
-		return d, ws, true
-	case *qwen35:
-		return &hybridLayers{src: ls}, ls.matrices(), true
-	}
-	return nil, nil, false
-}
-
-// denseLayers are llama's, qwen2's and qwen3's blocks on the device.
-type denseLayers struct {
-	src    []denseBlock
-	blocks []devBlock
-}
-
-func (d *denseLayers) ops() []string { return deviceStackOps }
-
-func (d *denseLayers) upload(st *deviceStack) error {
-	d.blocks = make([]devBlock, len(d.src))
-	for l := range d.src {
-		if err := st.upload(l, &d.blocks[l], &d.src[l]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (d *denseLayers) forward(st *deviceStack, p *pass) {
-	for l := range d.blocks {
-		if p.pos0 == 0 {
-			p.attn.fp.heads += int64(st.m.hp.nHead[l]) // for the block counts, as the CPU's attention counts them
-		}
-		st.block(p, l, &d.blocks[l])
-	}
 }
 
 // deviceStack runs a layer stack's passes on the device.
@@ -156,13 +48,26 @@ type deviceStack struct {
 	queue launcher     // st.queueNamed, bound once
 	prod  productQueue // the products: st.queue, and the vendor BLAS when loaded
 
-	layers                                       devLayers
-	x, xn, tmp, q, k, v, att, gate, up, cos, sin hip.Buffer
-	xq                                           hip.Buffer // quantized activations (the products'; a q8_0 cache's queries)
-	tok, outNorm                                 hip.Buffer // the pass's token ids; the output norm's weight
-	embd                                         devMatrix  // token_embd; zero when the CPU embeds
-	fp                                           devFlashPrefill
-	traffic                                      deviceTraffic // the weight-traffic count (devicetraffic.go)
+	// The pass's activations, as pass has them (row t is token t).
+	x, xn, tmp   hip.Buffer // (ub, n_embd) residual stream; a sub-block's normed input; its output
+	q, att       hip.Buffer // (ub, n_head·hd) queries; attention output, heads concatenated
+	k, v         hip.Buffer // (ub, n_head_kv·hd)
+	gate, up     hip.Buffer // (ub, n_ff)
+	cos, sin     hip.Buffer // (ub, n_rot/2) the RoPE table of the pass's positions
+	xq           hip.Buffer // (ub, the widest product's quantized row) activations quantized for a product; a q8_0 cache's queries
+	tok, outNorm hip.Buffer // (ub) int32 the pass's token ids; (n_embd) the output norm's weight
+	embd         devMatrix  // (n_embd, n_vocab) token_embd; zero when the CPU embeds
+	fp           devFlashPrefill
+	traffic      deviceTraffic // the weight-traffic count (devicetraffic.go)
+
+	p      *pass                         // the pass running (devOps's)
+	ops    []string                      // what runs on the device, for the report
+	mats   map[*kernels.Matrix]devMatrix // the blocks' matrices, by the host matrix each was uploaded from
+	vecs   map[vecKey]hip.Buffer         // their norms, biases and GDN vectors, likewise
+	kc, vc []hip.Buffer                  // by layer: an attention layer's K and V caches, (nkv, cap, hd) each
+	conv   []hip.Buffer                  // by layer: a GDN layer's conv state, (d_conv−1, conv_dim) oldest row first
+	ssm    []hip.Buffer                  // by layer: a GDN layer's delta-rule state, (H_v, d_k, d_v)
+	hyb    devHybridScratch              // the hybrids' pass buffers (devicehybrid.go)
 }
 
 // deviceStackOps are the ops a device stack runs.
@@ -174,36 +79,29 @@ func embedsOnDevice(m *Model) bool { return onDevice(m.tokEmbd.Type) }
 // deviceKVTypes are the KV cache types kvstore.cu and attention.cu have.
 var deviceKVTypes = []kernels.Type{kernels.F32, kernels.F16, kernels.BF16, kernels.Q8_0}
 
-// canRunStack says why m's layers cannot run on the device ("" when they can).
-func canRunStack(m *Model) string {
-	_, ws, ok := layersOnDevice(m)
+// canRunStack says why m's layers cannot run on the device ("" when they
+// can); ws are the matrices they multiply by (stackWalk's).
+func canRunStack(m *Model, ws []*kernels.Matrix) string {
 	switch {
-	case !ok:
-		return "the " + m.hp.arch + " layers"
 	case !slices.Contains(deviceKVTypes, m.opt.KVType):
 		return "a " + strings.ToLower(m.opt.KVType.String()) + " KV cache"
 	case m.hp.headDim > gpu.AttnMaxHeadDim:
 		return fmt.Sprintf("a head dim of %d (attention.cu takes at most %d)", m.hp.headDim, gpu.AttnMaxHeadDim)
 	}
 	for _, w := range ws {
-		if w != nil && !onDevice(w.Type) {
+		if !onDevice(w.Type) {
 			return kernels.MatMulOp(w.Type) + " weights"
 		}
 	}
 	return ""
 }
 
-// matrices are the block's weight matrices.
-func (b *denseBlock) matrices() []*kernels.Matrix {
-	return []*kernels.Matrix{b.wq, b.wk, b.wv, b.wo, b.gate, b.up, b.down}
-}
-
 // newDeviceStack uploads m's blocks to d and allocates a pass's buffers;
 // blas (nil: none) takes the F16/BF16 products of prefill passes.
 func newDeviceStack(m *Model, d *hip.Device, blas *hip.BLAS) (_ *deviceStack, err error) {
-	layers, ws, _ := layersOnDevice(m)
+	w := walkStack(m)
 	mode, _ := archRope(m.hp.arch) // the arch was checked at load
-	st := &deviceStack{m: m, d: d, mode: mode, kv: strings.ToLower(m.opt.KVType.String()), layers: layers}
+	st := &deviceStack{m: m, d: d, mode: mode, kv: strings.ToLower(m.opt.KVType.String())}
 	st.queue = st.queueNamed
 	defer func() {
 		if err != nil {
@@ -217,13 +115,13 @@ func newDeviceStack(m *Model, d *hip.Device, blas *hip.BLAS) (_ *deviceStack, er
 	if err := st.compile(stackKernels); err != nil {
 		return nil, err
 	}
-	if err := st.allocPass(ws); err != nil {
+	if err := st.allocPass(w.mats); err != nil {
 		return nil, err
 	}
 	if err := st.initFlashPrefill(); err != nil {
 		return nil, err
 	}
-	if err := layers.upload(st); err != nil {
+	if err := st.uploadStack(w); err != nil {
 		return nil, err
 	}
 	if st.outNorm, err = st.vector(m.outNorm); err != nil {
@@ -324,51 +222,167 @@ func (st *deviceStack) matrix(w *kernels.Matrix) (devMatrix, error) {
 	return devMatrix{typ: w.Type, rows: w.Rows, cols: w.Cols, b: b}, st.s.Upload(b, 0, w.Data)
 }
 
-// upload puts dense block l's weights and its KV cache on the device.
-func (st *deviceStack) upload(l int, db *devBlock, b *denseBlock) error {
-	err := st.uploadAll([]vecUp{{&db.attnNorm, b.attnNorm}, {&db.ffnNorm, b.ffnNorm}, {&db.qNorm, b.qNorm}, {&db.kNorm, b.kNorm},
-		{&db.bq, b.bq}, {&db.bk, b.bk}, {&db.bv, b.bv}, {&db.bo, b.bo}, {&db.bGate, b.bGate}, {&db.bUp, b.bUp}, {&db.bDown, b.bDown}},
-		[]matUp{{&db.wq, b.wq}, {&db.wk, b.wk}, {&db.wv, b.wv}, {&db.wo, b.wo}, {&db.gate, b.gate}, {&db.up, b.up}, {&db.down, b.down}})
-	if err != nil {
-		return err
-	}
-	db.k, db.v, err = st.kvCache(l)
-	return err
+// vecKey names a host vector by its first element and length.
+type vecKey struct {
+	p *float32
+	n int
 }
 
-// vecUp and matUp pair a device slot with the host data it takes.
-type (
-	vecUp struct {
-		dst *hip.Buffer
-		src []float32
-	}
-	matUp struct {
-		dst *devMatrix
-		src *kernels.Matrix
-	}
-)
-
-// uploadAll uploads every vector and matrix (a nil one stays zero).
-func (st *deviceStack) uploadAll(vs []vecUp, ms []matUp) error {
-	for _, v := range vs {
-		var err error
-		if *v.dst, err = st.vector(v.src); err != nil {
-			return err
-		}
-	}
-	for _, w := range ms {
-		if w.src == nil {
+// uploadStack puts everything w found on the device: the matrices (marked
+// as weights for the traffic count), the vectors, an attention layer's KV
+// cache, a GDN layer's states; then compiles the ops beyond the dense
+// block's and allocates their pass buffers.
+func (st *deviceStack) uploadStack(w *stackWalk) error {
+	st.mats, st.vecs = make(map[*kernels.Matrix]devMatrix, len(w.mats)), make(map[vecKey]hip.Buffer, len(w.vecs))
+	for _, m := range w.mats {
+		if _, ok := st.mats[m]; ok {
 			continue
 		}
-		var err error
-		if *w.dst, err = st.matrix(w.src); err != nil {
+		d, err := st.matrix(m)
+		if err == nil {
+			err = st.markWeights(d)
+		}
+		if err != nil {
 			return err
 		}
-		if err := st.markWeights(*w.dst); err != nil {
+		st.mats[m] = d
+	}
+	for _, v := range w.vecs {
+		b, err := st.vector(v)
+		if err != nil {
+			return err
+		}
+		st.vecs[vecKey{&v[0], len(v)}] = b
+	}
+	nl := st.m.hp.nLayer
+	st.kc, st.vc, st.conv, st.ssm = make([]hip.Buffer, nl), make([]hip.Buffer, nl), make([]hip.Buffer, nl), make([]hip.Buffer, nl)
+	for _, l := range w.attnLayers {
+		var err error
+		if st.kc[l], st.vc[l], err = st.kvCache(l); err != nil {
 			return err
 		}
 	}
-	return nil
+	sh := st.m.hp.ssm
+	for _, l := range w.gdnLayers {
+		var err error
+		if st.conv[l], err = st.alloc(4 * (sh.dConv - 1) * sh.convDim()); err != nil {
+			return err
+		}
+		if st.ssm[l], err = st.alloc(4 * sh.hv * sh.dk * sh.dv); err != nil {
+			return err
+		}
+	}
+	st.ops = append(slices.Clone(deviceStackOps), w.extra()...)
+	for _, op := range w.extra() {
+		if err := st.compile(opKernels[op]); err != nil {
+			return err
+		}
+	}
+	return st.hyb.alloc(st, w)
+}
+
+// mat is w's device copy; the stack's forward hands its ops the same
+// weights on every pass, so one missing is a bug.
+func (st *deviceStack) mat(w *kernels.Matrix) devMatrix {
+	d, ok := st.mats[w]
+	if !ok {
+		panic("engine: a weight the device stack was never given (a forward that hands its ops different weights per pass)")
+	}
+	return d
+}
+
+// vec is v's device copy; a zero Buffer for nil (an absent bias).
+func (st *deviceStack) vec(v []float32) hip.Buffer {
+	if v == nil {
+		return hip.Buffer{}
+	}
+	b, ok := st.vecs[vecKey{&v[0], len(v)}]
+	if !ok {
+		panic("engine: a vector the device stack was never given")
+	}
+	return b
+}
+
+// stackWalk is an ops that runs nothing: walking a layer stack's forward
+// with it lists what the stack hands its ops (every weight, the layers
+// that attend or recur, the ops beyond the dense block's), so that the
+// device uploads exactly what its passes use.
+type stackWalk struct {
+	mats       []*kernels.Matrix
+	vecs       [][]float32
+	attnLayers []int // the layers with a KV cache
+	gdnLayers  []int // the layers with a recurrent state
+	gatedQ     int   // the most heads of a gated attention layer; 0: none
+	hasMoE     bool
+}
+
+// walkStack walks m's layer stack.
+func walkStack(m *Model) *stackWalk {
+	w := &stackWalk{}
+	m.layers.forward(w)
+	return w
+}
+
+// extra are the ops w's stack runs beyond the dense block's.
+func (w *stackWalk) extra() []string {
+	var ops []string
+	if len(w.gdnLayers) > 0 {
+		ops = append(ops, "gdn")
+	}
+	if w.gatedQ > 0 {
+		ops = append(ops, "attn_gate")
+	}
+	if w.hasMoE {
+		ops = append(ops, "moe")
+	}
+	return ops
+}
+
+func (w *stackWalk) mat(ms ...*kernels.Matrix) {
+	for _, m := range ms {
+		if m != nil {
+			w.mats = append(w.mats, m)
+		}
+	}
+}
+
+func (w *stackWalk) vec(vs ...[]float32) {
+	for _, v := range vs {
+		if len(v) > 0 {
+			w.vecs = append(w.vecs, v)
+		}
+	}
+}
+
+func (w *stackWalk) rmsNorm(_, _ act, v []float32)                       { w.vec(v) }
+func (w *stackWalk) headNorm(_ act, _ int, v []float32)                  { w.vec(v) }
+func (w *stackWalk) linear(_ act, m *kernels.Matrix, b []float32, _ act) { w.mat(m); w.vec(b) }
+func (w *stackWalk) gatedQuery(m *kernels.Matrix, heads int) {
+	w.mat(m)
+	w.gatedQ = max(w.gatedQ, heads)
+}
+func (w *stackWalk) rope(act, int)         {}
+func (w *stackWalk) attention(l, _, _ int) { w.attnLayers = append(w.attnLayers, l) }
+func (w *stackWalk) outputGate(int)        {}
+func (w *stackWalk) add(_, _ act)          {}
+
+func (w *stackWalk) swiglu(_, _ act, f *denseFFN) {
+	w.mat(f.gate, f.up, f.down)
+	w.vec(f.bGate, f.bUp, f.bDown)
+}
+
+func (w *stackWalk) moe(_, _ act, f *moeFFN) {
+	w.hasMoE = true
+	w.mat(f.router, f.shGate, f.shUp, f.shDown, f.shGateInp)
+	w.mat(f.gate...)
+	w.mat(f.up...)
+	w.mat(f.down...)
+}
+
+func (w *stackWalk) gdn(l int, g *gdnLayer) {
+	w.gdnLayers = append(w.gdnLayers, l)
+	w.mat(g.qkv, g.z, g.beta, g.alpha, g.ba, g.out)
+	w.vec(g.conv, g.dt, g.a, g.norm)
 }
 
 // kvCache allocates layer l's K and V caches, (nkv, cap, hd) each.

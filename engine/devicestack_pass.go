@@ -1,9 +1,12 @@
 package engine
 
-// This file owns one pass of the device stack: the same block sequence as
-// llama.go / qwen2.go / qwen3.go forward, launched on the device stream.
+// This file owns one pass of the device stack: the transfers around it,
+// the architecture's own forward over devOps (the ops on the device
+// stream), and the launches of the dense block's kernels.
 
 import (
+	"slices"
+
 	"plexbench/hip"
 	"plexbench/kernels"
 	"plexbench/kernels/gpu"
@@ -31,8 +34,13 @@ func (st *deviceStack) forward(p *pass) error {
 		st.send("rope table", st.cos, kernels.BytesOf(p.cos[:p.n*half]))
 		st.send("rope table", st.sin, kernels.BytesOf(p.sin[:p.n*half]))
 	}
+	if p.pos0 == 0 {
+		st.resetStates() // a new sequence: the GDN layers start from zero
+	}
 	st.startKept(p)
-	st.layers.forward(st, p)
+	st.p = p
+	st.m.layers.forward(devOps{st})
+	st.p = nil
 	st.addKept(p)
 	st.rmsNorm(st.xn, st.x, st.outNorm, p.n, e)
 	if st.err != nil {
@@ -58,41 +66,90 @@ func (st *deviceStack) send(what string, dst hip.Buffer, b []byte) {
 	}
 }
 
-// block runs dense block l: attention, then the FFN, each added to x.
-func (st *deviceStack) block(p *pass, l int, b *devBlock) {
-	hp, n := st.m.hp, p.n
-	heads, kv, hd, e := hp.nHead[l], hp.nHeadKV[l], hp.headDim, hp.nEmbd
-	st.rmsNorm(st.xn, st.x, b.attnNorm, n, e)
-	st.linear(st.q, b.wq, b.bq, st.xn, n)
-	st.linear(st.k, b.wk, b.bk, st.xn, n)
-	st.linear(st.v, b.wv, b.bv, st.xn, n)
-	st.rmsNorm(st.q, st.q, b.qNorm, n*heads, hd)
-	st.rmsNorm(st.k, st.k, b.kNorm, n*kv, hd)
-	st.rope(st.q, n, heads)
-	st.rope(st.k, n, kv)
-	st.store(st.k, b.k, n, kv, p.pos0)
-	st.store(st.v, b.v, n, kv, p.pos0)
-	st.attention(p, b.k, b.v, n, heads, kv)
-	st.linear(st.tmp, b.wo, b.bo, st.att, n)
-	st.add(st.x, st.tmp, n*e)
-	st.rmsNorm(st.xn, st.x, b.ffnNorm, n, e)
-	st.ffn(st.tmp, devFFN{b.gate, b.up, b.down, b.bGate, b.bUp, b.bDown}, n)
-	st.add(st.x, st.tmp, n*e)
+// resetStates zeroes every GDN layer's conv and SSM state, as
+// recurrentState.reset does on the CPU.
+func (st *deviceStack) resetStates() {
+	for _, b := range slices.Concat(st.conv, st.ssm) {
+		if b.Len() == 0 || st.err != nil {
+			continue
+		}
+		if err := st.s.Memset(b, 0, b.Len(), 0); err != nil {
+			st.err = errDevice("reset of the recurrent state", err)
+		}
+	}
 }
 
-// devFFN is a SwiGLU FFN's weights on the device (biases may be zero).
-type devFFN struct {
-	gate, up, down    devMatrix
-	bGate, bUp, bDown hip.Buffer
+// devOps runs the ops (ops.go) on the device stack's buffers for its pass
+// st.p: the same forward as the CPU's, launched on the device stream.
+type devOps struct{ st *deviceStack }
+
+func (o devOps) buf(a act) hip.Buffer {
+	st := o.st
+	switch a {
+	case actX:
+		return st.x
+	case actXN:
+		return st.xn
+	case actOut:
+		return st.tmp
+	case actQ:
+		return st.q
+	case actK:
+		return st.k
+	case actV:
+		return st.v
+	case actAtt:
+		return st.att
+	}
+	panic("engine: unknown activation")
 }
 
-// ffn writes the SwiGLU FFN of the pass's normed rows st.xn to out,
-// through st.gate and st.up.
-func (st *deviceStack) ffn(out hip.Buffer, f devFFN, n int) {
-	st.linear(st.gate, f.gate, f.bGate, st.xn, n)
-	st.linear(st.up, f.up, f.bUp, st.xn, n)
-	st.swiglu(st.gate, st.up, n*f.gate.rows)
-	st.linear(out, f.down, f.bDown, st.gate, n)
+func (o devOps) rmsNorm(out, in act, w []float32) {
+	o.st.rmsNorm(o.buf(out), o.buf(in), o.st.vec(w), o.st.p.n, o.st.m.hp.nEmbd)
+}
+
+func (o devOps) headNorm(x act, heads int, w []float32) {
+	o.st.rmsNorm(o.buf(x), o.buf(x), o.st.vec(w), o.st.p.n*heads, o.st.m.hp.headDim)
+}
+
+func (o devOps) linear(out act, w *kernels.Matrix, b []float32, in act) {
+	o.st.linear(o.buf(out), o.st.mat(w), o.st.vec(b), o.buf(in), o.st.p.n)
+}
+
+func (o devOps) gatedQuery(w *kernels.Matrix, heads int) { o.st.gatedQuery(w, heads) }
+
+func (o devOps) rope(x act, heads int) { o.st.rope(o.buf(x), o.st.p.n, heads) }
+
+// attention stores the pass's keys and values in layer l's cache and
+// attends over it.
+func (o devOps) attention(l, heads, kv int) {
+	st, p := o.st, o.st.p
+	if p.pos0 == 0 {
+		p.attn.fp.heads += int64(heads) // for the block counts, as the CPU's attention counts them
+	}
+	st.store(st.k, st.kc[l], p.n, kv, p.pos0)
+	st.store(st.v, st.vc[l], p.n, kv, p.pos0)
+	st.attention(p, st.kc[l], st.vc[l], p.n, heads, kv)
+}
+
+func (o devOps) outputGate(heads int) { o.st.outputGate(heads) }
+
+func (o devOps) add(x, y act) { o.st.add(o.buf(x), o.buf(y), o.st.p.n*o.st.m.hp.nEmbd) }
+
+func (o devOps) swiglu(out, in act, f *denseFFN) { o.st.ffn(o.buf(out), o.buf(in), f, o.st.p.n) }
+
+func (o devOps) moe(out, in act, f *moeFFN) { o.st.moeFFN(o.buf(out), o.buf(in), f, o.st.p.n) }
+
+func (o devOps) gdn(l int, g *gdnLayer) { o.st.gdnLayer(l, g, o.st.p.n) }
+
+// ffn writes the SwiGLU FFN of n rows of in to out, through st.gate and
+// st.up.
+func (st *deviceStack) ffn(out, in hip.Buffer, f *denseFFN, n int) {
+	gate := st.mat(f.gate)
+	st.linear(st.gate, gate, st.vec(f.bGate), in, n)
+	st.linear(st.up, st.mat(f.up), st.vec(f.bUp), in, n)
+	st.swiglu(st.gate, st.up, n*gate.rows)
+	st.linear(out, st.mat(f.down), st.vec(f.bDown), st.gate, n)
 }
 
 // launch queues kernel name unless the pass has failed already; a

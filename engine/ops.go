@@ -4,8 +4,12 @@ package engine
 // (block.go, qwen35.go) is a sequence of these steps over the pass's
 // activations, which it names by act, and the model's weights, which it
 // passes as loaded (*kernels.Matrix, []float32): a backend that keeps its
-// own copies finds them by those. cpuOps runs every op with the CPU
-// kernels (norm.go, rope.go, attention*.go, ffn.go, gdn.go, moe.go).
+// own copies finds them by those. A stack's forward hands its ops the same
+// weights on every pass, whatever the pass holds: the device stack walks
+// it once at load (stackWalk) to upload what it will be handed. cpuOps
+// runs every op with the CPU kernels (norm.go, rope.go, attention*.go,
+// ffn.go, gdn.go, moe.go); devOps (devicestack_pass.go) launches the
+// device's.
 
 import "plexbench/kernels"
 
