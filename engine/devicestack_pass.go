@@ -5,8 +5,6 @@ package engine
 // stream), and the launches of the dense block's kernels.
 
 import (
-	"slices"
-
 	"plexbench/hip"
 	"plexbench/kernels"
 	"plexbench/kernels/gpu"
@@ -69,12 +67,14 @@ func (st *deviceStack) send(what string, dst hip.Buffer, b []byte) {
 // resetStates zeroes every GDN layer's conv and SSM state, as
 // recurrentState.reset does on the CPU.
 func (st *deviceStack) resetStates() {
-	for _, b := range slices.Concat(st.conv, st.ssm) {
-		if b.Len() == 0 || st.err != nil {
-			continue
-		}
-		if err := st.s.Memset(b, 0, b.Len(), 0); err != nil {
-			st.err = errDevice("reset of the recurrent state", err)
+	for l := range st.conv {
+		for _, b := range []hip.Buffer{st.conv[l], st.ssm[l]} {
+			if b.Len() == 0 || st.err != nil {
+				continue
+			}
+			if err := st.s.Memset(b, 0, b.Len(), 0); err != nil {
+				st.err = errDevice("reset of the recurrent state", err)
+			}
 		}
 	}
 }
